@@ -1,0 +1,139 @@
+package api
+
+import (
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Values encodes f as query parameters for GET /api/v1/jobs and
+// /api/v1/accounting.
+func (f JobFilter) Values() url.Values {
+	v := url.Values{}
+	if len(f.IDs) > 0 {
+		ids := make([]string, len(f.IDs))
+		for i, id := range f.IDs {
+			ids[i] = strconv.FormatUint(id, 10)
+		}
+		v.Set("id", strings.Join(ids, ","))
+	}
+	set := func(k string, xs []string) {
+		if len(xs) > 0 {
+			v.Set(k, strings.Join(xs, ","))
+		}
+	}
+	set("user", f.Users)
+	set("name", f.Names)
+	set("partition", f.Partitions)
+	set("account", f.Accounts)
+	if len(f.States) > 0 {
+		st := make([]string, len(f.States))
+		for i, s := range f.States {
+			st[i] = string(s)
+		}
+		v.Set("state", strings.Join(st, ","))
+	}
+	if !f.Since.IsZero() {
+		v.Set("since", f.Since.UTC().Format(time.RFC3339))
+	}
+	if !f.Until.IsZero() {
+		v.Set("until", f.Until.UTC().Format(time.RFC3339))
+	}
+	if f.All {
+		v.Set("all", "1")
+	}
+	return v
+}
+
+// ParseJobFilter decodes query parameters written by Values.
+func ParseJobFilter(v url.Values) (JobFilter, error) {
+	var f JobFilter
+	split := func(k string) []string {
+		s := v.Get(k)
+		if s == "" {
+			return nil
+		}
+		return strings.Split(s, ",")
+	}
+	for _, s := range split("id") {
+		id, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			return f, Invalid("invalid job id specified: %s", s)
+		}
+		f.IDs = append(f.IDs, id)
+	}
+	f.Users = split("user")
+	f.Names = split("name")
+	f.Partitions = split("partition")
+	f.Accounts = split("account")
+	for _, s := range split("state") {
+		st, err := ParseJobState(s)
+		if err != nil {
+			return f, err
+		}
+		f.States = append(f.States, st)
+	}
+	for k, dst := range map[string]*time.Time{"since": &f.Since, "until": &f.Until} {
+		if s := v.Get(k); s != "" {
+			t, err := time.Parse(time.RFC3339, s)
+			if err != nil {
+				return f, Invalid("invalid %s time %q", k, s)
+			}
+			*dst = t
+		}
+	}
+	f.All = v.Get("all") == "1"
+	return f, nil
+}
+
+// Match reports whether j passes the filter's id, user, name, partition,
+// account and state tests (not the time window).
+func (f *JobFilter) Match(j *Job) bool {
+	if len(f.IDs) > 0 && !containsID(f.IDs, j.ID) {
+		return false
+	}
+	if len(f.Users) > 0 && !containsStr(f.Users, j.User) && !containsStr(f.Users, strconv.FormatUint(uint64(j.UserID), 10)) {
+		return false
+	}
+	if len(f.Names) > 0 && !containsStr(f.Names, j.Name) {
+		return false
+	}
+	if len(f.Partitions) > 0 && !containsStr(f.Partitions, j.Partition) {
+		return false
+	}
+	if len(f.Accounts) > 0 && !containsStr(f.Accounts, j.Account) {
+		return false
+	}
+	if len(f.States) > 0 {
+		ok := false
+		for _, s := range f.States {
+			if s == j.State {
+				ok = true
+				break
+			}
+		}
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
+func containsID(xs []uint64, x uint64) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}
+
+func containsStr(xs []string, x string) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}

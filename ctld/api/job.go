@@ -1,0 +1,423 @@
+package api
+
+import (
+	"fmt"
+	"time"
+)
+
+// JobState is a job's state word, as Slurm spells it.
+type JobState string
+
+// The job states. Terminal states never change again, except that a
+// requeue turns a job back to PENDING with its restart count raised.
+const (
+	StatePending    JobState = "PENDING"
+	StateRunning    JobState = "RUNNING"
+	StateCompleting JobState = "COMPLETING"
+	StateCompleted  JobState = "COMPLETED"
+	StateFailed     JobState = "FAILED"
+	StateCancelled  JobState = "CANCELLED"
+	StateTimeout    JobState = "TIMEOUT"
+	StateNodeFail   JobState = "NODE_FAIL"
+	StateOOM        JobState = "OUT_OF_MEMORY"
+)
+
+// AllJobStates lists every state in Slurm's order, for -t parsing.
+var AllJobStates = []JobState{StatePending, StateRunning, StateCompleting, StateCompleted,
+	StateFailed, StateCancelled, StateTimeout, StateNodeFail, StateOOM}
+
+// Terminal reports whether s is a final state.
+func (s JobState) Terminal() bool {
+	switch s {
+	case StateCompleted, StateFailed, StateCancelled, StateTimeout, StateNodeFail, StateOOM:
+		return true
+	}
+	return false
+}
+
+// Active reports whether a job in state s holds resources.
+func (s JobState) Active() bool { return s == StateRunning || s == StateCompleting }
+
+// Short is squeue's two-letter %t code.
+func (s JobState) Short() string {
+	switch s {
+	case StatePending:
+		return "PD"
+	case StateRunning:
+		return "R"
+	case StateCompleting:
+		return "CG"
+	case StateCompleted:
+		return "CD"
+	case StateFailed:
+		return "F"
+	case StateCancelled:
+		return "CA"
+	case StateTimeout:
+		return "TO"
+	case StateNodeFail:
+		return "NF"
+	case StateOOM:
+		return "OOM"
+	}
+	return "??"
+}
+
+// ParseJobState accepts a state name or its short code (case-insensitive),
+// as squeue -t and sacct -s do.
+func ParseJobState(s string) (JobState, error) {
+	for _, st := range AllJobStates {
+		if equalFold(s, string(st)) || equalFold(s, st.Short()) {
+			return st, nil
+		}
+	}
+	if equalFold(s, "CANCELED") {
+		return StateCancelled, nil
+	}
+	return "", Invalid("invalid job state specified: %s", s)
+}
+
+func equalFold(a, b string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := 0; i < len(a); i++ {
+		x, y := a[i], b[i]
+		if 'a' <= x && x <= 'z' {
+			x -= 'a' - 'A'
+		}
+		if 'a' <= y && y <= 'z' {
+			y -= 'a' - 'A'
+		}
+		if x != y {
+			return false
+		}
+	}
+	return true
+}
+
+// Hold says who holds a pending job, if anyone.
+type Hold string
+
+// Hold kinds: a user hold can be released by the owner, an admin hold only
+// by an operator.
+const (
+	HoldNone  Hold = ""
+	HoldUser  Hold = "user"
+	HoldAdmin Hold = "admin"
+)
+
+// ExitStatus is a job's exit as Slurm reports it: "code:signal".
+type ExitStatus struct {
+	Code   int `json:"code"`
+	Signal int `json:"signal"`
+}
+
+func (e ExitStatus) String() string { return fmt.Sprintf("%d:%d", e.Code, e.Signal) }
+
+// SignalSpec is --signal=[{R|B}:]SIG[@TIME]: send SIG that many seconds
+// before the time limit.
+type SignalSpec struct {
+	Signal    int  `json:"signal"`
+	Seconds   int  `json:"seconds"`
+	BatchOnly bool `json:"batch_only,omitempty"`
+}
+
+// JobSpec is what a submission asks for. Zero values mean "not given";
+// the controller fills defaults from the partition.
+type JobSpec struct {
+	Name      string `json:"name"`
+	Account   string `json:"account,omitempty"`
+	Partition string `json:"partition,omitempty"`
+	QOS       string `json:"qos,omitempty"`
+	Comment   string `json:"comment,omitempty"`
+
+	// Script is the batch script, kept in the controller's spool.
+	Script string `json:"script,omitempty"`
+	// WorkDir is where the script starts (-D, default the submit dir).
+	WorkDir string `json:"work_dir"`
+	// SubmitDir and SubmitHost describe where sbatch ran.
+	SubmitDir  string `json:"submit_dir,omitempty"`
+	SubmitHost string `json:"submit_host,omitempty"`
+	// Environment is captured at submit (--export), KEY=VALUE.
+	Environment []string `json:"environment,omitempty"`
+
+	// Resources. Nodes is the minimum node count (-N); MaxNodes the upper
+	// end of a range (0 = same as Nodes).
+	Nodes        int   `json:"nodes,omitempty"`
+	MaxNodes     int   `json:"max_nodes,omitempty"`
+	Tasks        int   `json:"tasks,omitempty"`
+	TasksPerNode int   `json:"tasks_per_node,omitempty"`
+	CPUsPerTask  int   `json:"cpus_per_task,omitempty"`
+	MemPerNodeMB int64 `json:"mem_per_node_mb,omitempty"`
+	MemPerCPUMB  int64 `json:"mem_per_cpu_mb,omitempty"`
+	MemPerGPUMB  int64 `json:"mem_per_gpu_mb,omitempty"`
+	CPUsPerGPU   int   `json:"cpus_per_gpu,omitempty"`
+	// GPUs is the total GPU count (--gpus), GPUsPerNode --gpus-per-node or
+	// --gres=gpu:N, GPUsPerTask --gpus-per-task. GPUType restricts the model.
+	GPUs        int    `json:"gpus,omitempty"`
+	GPUsPerNode int    `json:"gpus_per_node,omitempty"`
+	GPUsPerTask int    `json:"gpus_per_task,omitempty"`
+	GPUType     string `json:"gpu_type,omitempty"`
+	Exclusive   bool   `json:"exclusive,omitempty"`
+	// NodeList (-w) must all be part of the allocation; Exclude (-x) never.
+	NodeList   []string `json:"node_list,omitempty"`
+	Exclude    []string `json:"exclude,omitempty"`
+	Constraint string   `json:"constraint,omitempty"`
+
+	// TimeLimit and TimeMin are seconds (Infinite = UNLIMITED, 0 = unset).
+	TimeLimit int64 `json:"time_limit,omitempty"`
+	TimeMin   int64 `json:"time_min,omitempty"`
+	// BeginTime is --begin: the job is not eligible before it.
+	BeginTime time.Time `json:"begin_time,omitzero"`
+	Hold      bool      `json:"hold,omitempty"`
+	Nice      int       `json:"nice,omitempty"`
+	// Priority is an explicit priority (operators only); 0 = computed.
+	Priority uint32 `json:"priority,omitempty"`
+
+	// Output patterns (%j %x %u %N %A %a %%), relative to WorkDir.
+	Stdout   string `json:"stdout,omitempty"`
+	Stderr   string `json:"stderr,omitempty"`
+	Stdin    string `json:"stdin,omitempty"`
+	OpenMode string `json:"open_mode,omitempty"` // "append" or "truncate"
+
+	// Requeue is nil when not given (cluster default applies).
+	Requeue *bool       `json:"requeue,omitempty"`
+	Signal  *SignalSpec `json:"signal,omitempty"`
+
+	// Dependency is kept as written; dependencies arrive with the
+	// workflows issue.
+	Dependency string `json:"dependency,omitempty"`
+	// MailType and MailUser are recorded; no mail is sent.
+	MailType string `json:"mail_type,omitempty"`
+	MailUser string `json:"mail_user,omitempty"`
+}
+
+// NodeAlloc is what one node gives a running job.
+type NodeAlloc struct {
+	Node     string `json:"node"`
+	CPUs     int    `json:"cpus"`
+	MemoryMB int64  `json:"memory_mb"`
+	GPUs     []int  `json:"gpus,omitempty"`
+	Tasks    int    `json:"tasks"`
+}
+
+// Job is the controller's record of one job.
+type Job struct {
+	ID uint64 `json:"job_id"`
+	JobSpec
+
+	UserID  uint32 `json:"user_id"`
+	GroupID uint32 `json:"group_id"`
+	User    string `json:"user"`
+	Group   string `json:"group"`
+
+	State JobState `json:"state"`
+	// Reason is a Slurm reason word for pending jobs (Resources,
+	// Priority, BeginTime…) or why a job ended; ReasonDetail says more in
+	// numbers ("0/4 nodes: 4 InsufficientGPU").
+	Reason       ReasonCode `json:"reason"`
+	ReasonDetail string     `json:"reason_detail,omitempty"`
+	HoldKind     Hold       `json:"hold_kind,omitempty"`
+
+	// EffPriority is the priority the scheduler ordered by.
+	EffPriority uint32 `json:"priority"`
+
+	SubmitTime   time.Time `json:"submit_time"`
+	EligibleTime time.Time `json:"eligible_time,omitzero"`
+	StartTime    time.Time `json:"start_time,omitzero"`
+	EndTime      time.Time `json:"end_time,omitzero"`
+	// LastSchedEval is when the scheduler last looked at the job.
+	LastSchedEval time.Time `json:"last_sched_eval,omitzero"`
+
+	Alloc    []NodeAlloc `json:"alloc,omitempty"`
+	Restarts int         `json:"restarts"`
+	Exit     ExitStatus  `json:"exit"`
+	// CancelRequested records that a cancel reached the job while it ran,
+	// so that its end is CANCELLED whatever its exit code.
+	CancelRequested bool `json:"cancel_requested,omitempty"`
+	// TimedOut records that the node ended the job at its time limit.
+	TimedOut bool `json:"timed_out,omitempty"`
+}
+
+// NodeNames lists the allocated nodes in allocation order.
+func (j *Job) NodeNames() []string {
+	out := make([]string, len(j.Alloc))
+	for i, a := range j.Alloc {
+		out[i] = a.Node
+	}
+	return out
+}
+
+// AllocCPUs sums the CPUs over the allocation.
+func (j *Job) AllocCPUs() int {
+	n := 0
+	for _, a := range j.Alloc {
+		n += a.CPUs
+	}
+	return n
+}
+
+// AllocGPUs sums the GPUs over the allocation.
+func (j *Job) AllocGPUs() int {
+	n := 0
+	for _, a := range j.Alloc {
+		n += len(a.GPUs)
+	}
+	return n
+}
+
+// ReqNodes is the node count the job asks for (at least 1).
+func (s *JobSpec) ReqNodes() int {
+	if s.Nodes > 0 {
+		return s.Nodes
+	}
+	return 1
+}
+
+// ReqTasks is the total task count (-n, else tasks-per-node × nodes, else
+// one per node).
+func (s *JobSpec) ReqTasks() int {
+	switch {
+	case s.Tasks > 0:
+		return s.Tasks
+	case s.TasksPerNode > 0:
+		return s.TasksPerNode * s.ReqNodes()
+	}
+	return s.ReqNodes()
+}
+
+// ReqCPUsPerTask is -c (at least 1).
+func (s *JobSpec) ReqCPUsPerTask() int {
+	if s.CPUsPerTask > 0 {
+		return s.CPUsPerTask
+	}
+	return 1
+}
+
+// ReqGPUs is the total GPU count the job asks for over all its nodes.
+func (s *JobSpec) ReqGPUs() int {
+	switch {
+	case s.GPUs > 0:
+		return s.GPUs
+	case s.GPUsPerNode > 0:
+		return s.GPUsPerNode * s.ReqNodes()
+	case s.GPUsPerTask > 0:
+		return s.GPUsPerTask * s.ReqTasks()
+	}
+	return 0
+}
+
+// SubmitRequest is the body of POST /api/v1/jobs.
+type SubmitRequest struct {
+	Spec JobSpec `json:"spec"`
+	// TestOnly validates and reports where the job would start, without
+	// submitting it (sbatch --test-only).
+	TestOnly bool `json:"test_only,omitempty"`
+}
+
+// SubmitResponse answers a submission.
+type SubmitResponse struct {
+	JobID    uint64   `json:"job_id"`
+	Warnings []string `json:"warnings,omitempty"`
+	// For TestOnly: when and where the job would start.
+	TestStart     time.Time `json:"test_start,omitzero"`
+	TestNodes     string    `json:"test_nodes,omitempty"`
+	TestCPUs      int       `json:"test_cpus,omitempty"`
+	TestPartition string    `json:"test_partition,omitempty"`
+}
+
+// JobFilter selects jobs for listing, cancelling and accounting.
+type JobFilter struct {
+	IDs        []uint64   `json:"ids,omitempty"`
+	Users      []string   `json:"users,omitempty"`
+	Names      []string   `json:"names,omitempty"`
+	Partitions []string   `json:"partitions,omitempty"`
+	Accounts   []string   `json:"accounts,omitempty"`
+	States     []JobState `json:"states,omitempty"`
+	// Since and Until bound sacct's window (-S, -E) on the job's
+	// activity (it was eligible or running in the window).
+	Since time.Time `json:"since,omitzero"`
+	Until time.Time `json:"until,omitzero"`
+	// All includes finished jobs that squeue no longer shows.
+	All bool `json:"all,omitempty"`
+}
+
+// JobList answers GET /api/v1/jobs.
+type JobList struct {
+	Jobs []Job     `json:"jobs"`
+	Now  time.Time `json:"now"`
+}
+
+// CancelRequest is the body of POST /api/v1/jobs/cancel.
+type CancelRequest struct {
+	Filter JobFilter `json:"filter"`
+	// Signal, when non-zero, is sent instead of cancelling.
+	Signal int `json:"signal,omitempty"`
+	// BatchOnly sends the signal only to the batch shell.
+	BatchOnly bool `json:"batch_only,omitempty"`
+}
+
+// CancelResponse says what a cancel did, job by job.
+type CancelResponse struct {
+	Results []JobResult `json:"results"`
+}
+
+// JobResult is the outcome of an action on one job; Error is empty on
+// success.
+type JobResult struct {
+	JobID uint64 `json:"job_id"`
+	Error string `json:"error,omitempty"`
+}
+
+// JobUpdate is scontrol's hold/release/requeue/update on jobs.
+type JobUpdate struct {
+	IDs    []uint64 `json:"ids"`
+	Action string   `json:"action"` // hold, uhold, release, requeue, update
+	// Fields for update; nil means unchanged.
+	TimeLimit *int64  `json:"time_limit,omitempty"`
+	Name      *string `json:"name,omitempty"`
+	Comment   *string `json:"comment,omitempty"`
+	Partition *string `json:"partition,omitempty"`
+	Priority  *uint32 `json:"priority,omitempty"`
+	Nice      *int    `json:"nice,omitempty"`
+	Account   *string `json:"account,omitempty"`
+}
+
+// Event is one entry of a job's trail: a state change or a scheduling
+// decision with its reason.
+type Event struct {
+	JobID   uint64    `json:"job_id"`
+	Time    time.Time `json:"time"`
+	Kind    string    `json:"kind"`
+	State   JobState  `json:"state,omitempty"`
+	Reason  string    `json:"reason,omitempty"`
+	Message string    `json:"message,omitempty"`
+	Actor   string    `json:"actor,omitempty"`
+}
+
+// Event kinds.
+const (
+	EventSubmit   = "submit"
+	EventPending  = "pending"
+	EventStart    = "start"
+	EventEnd      = "end"
+	EventCancel   = "cancel"
+	EventSignal   = "signal"
+	EventHold     = "hold"
+	EventRelease  = "release"
+	EventRequeue  = "requeue"
+	EventUpdate   = "update"
+	EventNodeFail = "node_fail"
+	EventLaunch   = "launch"
+)
+
+// AuditRecord records who did what to which object.
+type AuditRecord struct {
+	Time   time.Time `json:"time"`
+	UID    uint32    `json:"uid"`
+	User   string    `json:"user"`
+	Action string    `json:"action"`
+	Target string    `json:"target"`
+	Detail string    `json:"detail,omitempty"`
+}

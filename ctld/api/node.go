@@ -1,0 +1,273 @@
+package api
+
+import (
+	"time"
+
+	"github.com/tide-hpc/tide/gres"
+)
+
+// NodeState is a node's base state; Drain is a flag on top of it.
+type NodeState string
+
+// Node base states.
+const (
+	NodeUnknown   NodeState = "UNKNOWN"
+	NodeIdle      NodeState = "IDLE"
+	NodeMixed     NodeState = "MIXED"
+	NodeAllocated NodeState = "ALLOCATED"
+	NodeDown      NodeState = "DOWN"
+)
+
+// Node is the controller's view of one node.
+type Node struct {
+	Name       string        `json:"name"`
+	Addr       string        `json:"addr,omitempty"`
+	Hostname   string        `json:"hostname,omitempty"`
+	State      NodeState     `json:"state"`
+	Drain      bool          `json:"drain,omitempty"`
+	Responding bool          `json:"responding"`
+	CPUs       int           `json:"cpus"`
+	MemoryMB   int64         `json:"memory_mb"`
+	GPUs       []gres.Device `json:"gpus,omitempty"`
+	Features   []string      `json:"features,omitempty"`
+	Partitions []string      `json:"partitions,omitempty"`
+	Switch     string        `json:"switch,omitempty"`
+
+	AllocCPUs  int   `json:"alloc_cpus"`
+	AllocMemMB int64 `json:"alloc_mem_mb"`
+	AllocGPUs  []int `json:"alloc_gpus,omitempty"`
+
+	Reason     string    `json:"reason,omitempty"`
+	ReasonUser string    `json:"reason_user,omitempty"`
+	ReasonTime time.Time `json:"reason_time,omitzero"`
+
+	Version    string    `json:"version,omitempty"`
+	OS         string    `json:"os,omitempty"`
+	Arch       string    `json:"arch,omitempty"`
+	BootTime   time.Time `json:"boot_time,omitzero"`
+	Registered time.Time `json:"registered,omitzero"`
+	LastSeen   time.Time `json:"last_seen,omitzero"`
+	CPULoad    float64   `json:"cpu_load"`
+	FreeMemMB  int64     `json:"free_mem_mb"`
+}
+
+// GPUModel returns the model of the node's GPUs ("" without GPUs).
+func (n *Node) GPUModel() string {
+	if len(n.GPUs) == 0 {
+		return ""
+	}
+	return n.GPUs[0].Model
+}
+
+// SinfoState is sinfo's short state: idle, mix, alloc, drain, drng, down,
+// unk, with a '*' when the node does not respond (Slurm's marker).
+func (n *Node) SinfoState() string {
+	var s string
+	busy := n.AllocCPUs > 0 || len(n.AllocGPUs) > 0
+	switch {
+	case n.State == NodeDown:
+		s = "down"
+	case n.Drain && busy:
+		s = "drng"
+	case n.Drain:
+		s = "drain"
+	case n.State == NodeUnknown:
+		s = "unk"
+	case n.State == NodeAllocated:
+		s = "alloc"
+	case n.State == NodeMixed:
+		s = "mix"
+	default:
+		s = "idle"
+	}
+	if !n.Responding && n.State != NodeUnknown {
+		s += "*"
+	}
+	return s
+}
+
+// LongState is scontrol's State= value, e.g. IDLE+DRAIN or
+// DOWN+NOT_RESPONDING.
+func (n *Node) LongState() string {
+	s := string(n.State)
+	if n.Drain {
+		s += "+DRAIN"
+	}
+	if !n.Responding && n.State != NodeUnknown {
+		s += "+NOT_RESPONDING"
+	}
+	return s
+}
+
+// Partition is a named set of nodes with limits.
+type Partition struct {
+	Name        string   `json:"name"`
+	NodesExpr   string   `json:"nodes_expr"`
+	Nodes       []string `json:"nodes"`
+	Default     bool     `json:"default,omitempty"`
+	DefaultTime int64    `json:"default_time"`
+	MaxTime     int64    `json:"max_time"`
+	MaxNodes    int      `json:"max_nodes,omitempty"`
+	State       string   `json:"state"`
+	// AllowRoot lets root submit to the partition when the cluster
+	// refuses root jobs otherwise.
+	Priority int `json:"priority_tier,omitempty"`
+}
+
+// ClusterInfo answers GET /api/v1/cluster: the controller's identity and
+// the settings clients show (scontrol show config).
+type ClusterInfo struct {
+	Name        string            `json:"name"`
+	Version     string            `json:"version"`
+	StartTime   time.Time         `json:"start_time"`
+	Now         time.Time         `json:"now"`
+	Config      map[string]string `json:"config,omitempty"`
+	Partitions  []Partition       `json:"partitions"`
+	CallerUID   uint32            `json:"caller_uid"`
+	CallerUser  string            `json:"caller_user"`
+	CallerAdmin bool              `json:"caller_admin"`
+}
+
+// NodeList answers GET /api/v1/nodes.
+type NodeList struct {
+	Nodes      []Node      `json:"nodes"`
+	Partitions []Partition `json:"partitions"`
+	Now        time.Time   `json:"now"`
+}
+
+// NodeUpdate is scontrol update NodeName=… State=DRAIN|RESUME|DOWN Reason=….
+type NodeUpdate struct {
+	Names  []string `json:"names"`
+	State  string   `json:"state"`
+	Reason string   `json:"reason,omitempty"`
+}
+
+// --- node daemon protocol (TCP, cluster key) ---
+
+// NodeJobState is what a node daemon knows of a job it launched.
+type NodeJobState string
+
+// Node-side job states.
+const (
+	NodeJobRunning  NodeJobState = "running"
+	NodeJobFinished NodeJobState = "finished"
+)
+
+// NodeJobReport is a node daemon's report of one job incarnation. Reports
+// of finished jobs are kept on the node until the controller acknowledges
+// them, so neither side's restart loses an exit status.
+type NodeJobReport struct {
+	JobID     uint64       `json:"job_id"`
+	Restart   int          `json:"restart"`
+	State     NodeJobState `json:"state"`
+	StartTime time.Time    `json:"start_time,omitzero"`
+	EndTime   time.Time    `json:"end_time,omitzero"`
+	Exit      ExitStatus   `json:"exit"`
+	// TimedOut: the node ended the job at its time limit. Killed: the
+	// node ended it on the controller's cancel.
+	TimedOut bool `json:"timed_out,omitempty"`
+	Killed   bool `json:"killed,omitempty"`
+	// Error explains a launch that failed before the script ran.
+	Error string `json:"error,omitempty"`
+}
+
+// NodeRegistration is the body of POST /api/v1/node/register.
+type NodeRegistration struct {
+	Name     string          `json:"name"`
+	Hostname string          `json:"hostname"`
+	Addr     string          `json:"addr,omitempty"`
+	CPUs     int             `json:"cpus"`
+	MemoryMB int64           `json:"memory_mb"`
+	GPUs     []gres.Device   `json:"gpus,omitempty"`
+	Features []string        `json:"features,omitempty"`
+	Version  string          `json:"version"`
+	OS       string          `json:"os,omitempty"`
+	Arch     string          `json:"arch,omitempty"`
+	BootTime time.Time       `json:"boot_time,omitzero"`
+	Jobs     []NodeJobReport `json:"jobs,omitempty"`
+}
+
+// NodeSyncRequest is the body of POST /api/v1/node/sync: the heartbeat,
+// carrying every job the node knows. The controller answers at once when
+// it has commands or the request carries news, and otherwise holds the
+// request up to WaitMS so that new work reaches the node without polling
+// delay.
+type NodeSyncRequest struct {
+	Name      string          `json:"name"`
+	Jobs      []NodeJobReport `json:"jobs,omitempty"`
+	WaitMS    int             `json:"wait_ms,omitempty"`
+	CPULoad   float64         `json:"cpu_load,omitempty"`
+	FreeMemMB int64           `json:"free_mem_mb,omitempty"`
+}
+
+// NodeSyncResponse carries the controller's commands for a node.
+type NodeSyncResponse struct {
+	Launch  []LaunchSpec    `json:"launch,omitempty"`
+	Signals []SignalCommand `json:"signals,omitempty"`
+	Limits  []LimitUpdate   `json:"limits,omitempty"`
+	// Ack lists finished reports the controller has stored; the node
+	// may forget them.
+	Ack []JobRef `json:"ack,omitempty"`
+	// Forget lists incarnations the controller no longer wants on this
+	// node (cancelled before launch, requeued, or unknown): kill if
+	// running and drop.
+	Forget []JobRef `json:"forget,omitempty"`
+	// Unregistered asks the node to register again (the controller lost
+	// or never had its registration).
+	Unregistered bool `json:"unregistered,omitempty"`
+}
+
+// JobRef names one incarnation of a job.
+type JobRef struct {
+	JobID   uint64 `json:"job_id"`
+	Restart int    `json:"restart"`
+}
+
+// SignalCommand asks a node to signal or kill a job.
+type SignalCommand struct {
+	JobRef
+	// Signal is sent to the job's process group. With Kill set the node
+	// sends SIGTERM (or Signal if set), waits the kill wait, then SIGKILL,
+	// and reports the job as killed.
+	Signal    int  `json:"signal,omitempty"`
+	Kill      bool `json:"kill,omitempty"`
+	BatchOnly bool `json:"batch_only,omitempty"`
+}
+
+// LimitUpdate changes a running job's time limit.
+type LimitUpdate struct {
+	JobRef
+	TimeLimit int64 `json:"time_limit"`
+}
+
+// LaunchSpec is everything a node needs to start a batch job.
+type LaunchSpec struct {
+	JobRef
+	Name       string   `json:"name"`
+	UserID     uint32   `json:"user_id"`
+	GroupID    uint32   `json:"group_id"`
+	User       string   `json:"user"`
+	Partition  string   `json:"partition"`
+	Account    string   `json:"account,omitempty"`
+	Cluster    string   `json:"cluster"`
+	Script     string   `json:"script"`
+	WorkDir    string   `json:"work_dir"`
+	SubmitDir  string   `json:"submit_dir"`
+	SubmitHost string   `json:"submit_host,omitempty"`
+	Env        []string `json:"env,omitempty"`
+	Stdout     string   `json:"stdout"`
+	Stderr     string   `json:"stderr,omitempty"`
+	Stdin      string   `json:"stdin,omitempty"`
+	OpenMode   string   `json:"open_mode,omitempty"`
+	// TimeLimit in seconds (Infinite for none), counted from StartTime.
+	TimeLimit int64       `json:"time_limit"`
+	StartTime time.Time   `json:"start_time"`
+	KillWait  int64       `json:"kill_wait"`
+	Signal    *SignalSpec `json:"signal,omitempty"`
+	// Alloc lists every node of the job; the batch script runs on the
+	// first.
+	Alloc       []NodeAlloc `json:"alloc"`
+	NumTasks    int         `json:"num_tasks"`
+	CPUsPerTask int         `json:"cpus_per_task"`
+	GPUUUIDs    []string    `json:"gpu_uuids,omitempty"`
+}

@@ -1,0 +1,40 @@
+package api
+
+// ReasonCode is why a job is pending or how it ended. The words follow
+// Slurm's REASON column so scripts that grep squeue keep working; the
+// detail codes (InsufficientGPU…) count nodes in a job's ReasonDetail.
+type ReasonCode string
+
+// Slurm reason words.
+const (
+	ReasonNone               ReasonCode = "None"
+	ReasonResources          ReasonCode = "Resources"
+	ReasonPriority           ReasonCode = "Priority"
+	ReasonBeginTime          ReasonCode = "BeginTime"
+	ReasonJobHeldUser        ReasonCode = "JobHeldUser"
+	ReasonJobHeldAdmin       ReasonCode = "JobHeldAdmin"
+	ReasonPartitionTimeLimit ReasonCode = "PartitionTimeLimit"
+	ReasonPartitionNodeLimit ReasonCode = "PartitionNodeLimit"
+	ReasonPartitionDown      ReasonCode = "PartitionDown"
+	ReasonReqNodeNotAvail    ReasonCode = "ReqNodeNotAvail"
+	ReasonNodeDown           ReasonCode = "NodeDown"
+	ReasonBadConstraints     ReasonCode = "BadConstraints"
+	ReasonDependency         ReasonCode = "Dependency"
+	ReasonTimeLimit          ReasonCode = "TimeLimit"
+	ReasonCancelled          ReasonCode = "Cancelled"
+	ReasonNonZeroExit        ReasonCode = "NonZeroExitCode"
+	ReasonLaunchFailed       ReasonCode = "LaunchFailed"
+)
+
+// Detail codes used in per-node diagnosis histograms.
+const (
+	DetailInsufficientCPU    = "InsufficientCPU"
+	DetailInsufficientMemory = "InsufficientMemory"
+	DetailInsufficientGPU    = "InsufficientGPU"
+	DetailGPUType            = "NoMatchingGPUModel"
+	DetailNodeDrained        = "NodeDrained"
+	DetailNodeDown           = "NodeDown"
+	DetailNodeExcluded       = "NodeExcluded"
+	DetailNodeNotRequested   = "NodeNotRequested"
+	DetailNodeBusy           = "NodeNotIdle"
+)

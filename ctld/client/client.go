@@ -1,0 +1,208 @@
+// Package client is the Go client of tidectld's HTTP/JSON API, used by
+// the CLI (over the unix socket) and by tided (over TCP with the cluster
+// key).
+package client
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/tide-hpc/tide/ctld/api"
+)
+
+// DefaultSocket is where tidectld listens for local clients unless
+// TIDE_SOCKET says otherwise.
+const DefaultSocket = "/run/tide/tidectld.sock"
+
+// KeyHeader carries the cluster key on node-daemon requests.
+const KeyHeader = "X-Tide-Cluster-Key"
+
+// Client talks to one controller.
+type Client struct {
+	http *http.Client
+	base string
+	key  string
+	// where names the endpoint in connection errors.
+	where string
+}
+
+// NewUnix returns a client for the controller's unix socket.
+func NewUnix(path string) *Client {
+	tr := &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", path)
+		},
+		MaxIdleConnsPerHost: 16,
+	}
+	return &Client{http: &http.Client{Transport: tr}, base: "http://tidectld", where: path}
+}
+
+// FromEnv returns a unix-socket client for TIDE_SOCKET or DefaultSocket.
+func FromEnv() *Client {
+	p := os.Getenv("TIDE_SOCKET")
+	if p == "" {
+		p = DefaultSocket
+	}
+	return NewUnix(p)
+}
+
+// NewTCP returns a client for a controller's node address (host:port),
+// authenticating with the cluster key.
+func NewTCP(addr, key string) *Client {
+	tr := &http.Transport{MaxIdleConnsPerHost: 4, IdleConnTimeout: 90 * time.Second}
+	return &Client{http: &http.Client{Transport: tr}, base: "http://" + addr, key: key, where: addr}
+}
+
+// Close releases idle connections.
+func (c *Client) Close() { c.http.CloseIdleConnections() }
+
+func (c *Client) do(ctx context.Context, method, path string, q url.Values, in, out any) error {
+	var body io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return fmt.Errorf("encode request: %w", err)
+		}
+		body = bytes.NewReader(b)
+	}
+	u := c.base + path
+	if len(q) > 0 {
+		u += "?" + q.Encode()
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u, body)
+	if err != nil {
+		return err
+	}
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if c.key != "" {
+		req.Header.Set(KeyHeader, c.key)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return fmt.Errorf("cannot reach tidectld at %s: %w", c.where, errors.Join(api.ErrUnavailable, err))
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		var eb api.ErrorBody
+		data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		if json.Unmarshal(data, &eb) != nil || eb.Error.Code == "" {
+			eb.Error.Message = fmt.Sprintf("controller answered HTTP %d: %s", resp.StatusCode, bytes.TrimSpace(data))
+		}
+		return api.FromBody(resp.StatusCode, eb)
+	}
+	if out == nil {
+		_, _ = io.Copy(io.Discard, resp.Body)
+		return nil
+	}
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		return fmt.Errorf("decode answer of %s %s: %w", method, path, err)
+	}
+	return nil
+}
+
+// Submit submits a batch job (or tests it with req.TestOnly).
+func (c *Client) Submit(ctx context.Context, req api.SubmitRequest) (api.SubmitResponse, error) {
+	var r api.SubmitResponse
+	err := c.do(ctx, http.MethodPost, "/api/v1/jobs", nil, req, &r)
+	return r, err
+}
+
+// Jobs lists the jobs the controller holds (pending, running, and
+// recently finished) that match f.
+func (c *Client) Jobs(ctx context.Context, f api.JobFilter) (api.JobList, error) {
+	var r api.JobList
+	err := c.do(ctx, http.MethodGet, "/api/v1/jobs", f.Values(), nil, &r)
+	return r, err
+}
+
+// Job returns one job, including its script when the caller may see it.
+func (c *Client) Job(ctx context.Context, id uint64) (api.Job, error) {
+	var r api.Job
+	err := c.do(ctx, http.MethodGet, "/api/v1/jobs/"+strconv.FormatUint(id, 10), nil, nil, &r)
+	return r, err
+}
+
+// Accounting lists jobs from the accounting store, finished ones included
+// (sacct).
+func (c *Client) Accounting(ctx context.Context, f api.JobFilter) (api.JobList, error) {
+	var r api.JobList
+	err := c.do(ctx, http.MethodGet, "/api/v1/accounting/jobs", f.Values(), nil, &r)
+	return r, err
+}
+
+// Cancel cancels or signals the jobs the request selects.
+func (c *Client) Cancel(ctx context.Context, req api.CancelRequest) (api.CancelResponse, error) {
+	var r api.CancelResponse
+	err := c.do(ctx, http.MethodPost, "/api/v1/jobs/cancel", nil, req, &r)
+	return r, err
+}
+
+// UpdateJobs holds, releases, requeues or updates jobs.
+func (c *Client) UpdateJobs(ctx context.Context, u api.JobUpdate) (api.CancelResponse, error) {
+	var r api.CancelResponse
+	err := c.do(ctx, http.MethodPost, "/api/v1/jobs/update", nil, u, &r)
+	return r, err
+}
+
+// Events returns a job's trail.
+func (c *Client) Events(ctx context.Context, id uint64) ([]api.Event, error) {
+	var r []api.Event
+	err := c.do(ctx, http.MethodGet, "/api/v1/jobs/"+strconv.FormatUint(id, 10)+"/events", nil, nil, &r)
+	return r, err
+}
+
+// Audit returns the newest audit records (at most limit).
+func (c *Client) Audit(ctx context.Context, limit int) ([]api.AuditRecord, error) {
+	var r []api.AuditRecord
+	q := url.Values{"limit": {strconv.Itoa(limit)}}
+	err := c.do(ctx, http.MethodGet, "/api/v1/audit", q, nil, &r)
+	return r, err
+}
+
+// Nodes lists nodes and partitions.
+func (c *Client) Nodes(ctx context.Context) (api.NodeList, error) {
+	var r api.NodeList
+	err := c.do(ctx, http.MethodGet, "/api/v1/nodes", nil, nil, &r)
+	return r, err
+}
+
+// UpdateNodes drains, resumes or downs nodes (operators only).
+func (c *Client) UpdateNodes(ctx context.Context, u api.NodeUpdate) error {
+	return c.do(ctx, http.MethodPost, "/api/v1/nodes/update", nil, u, nil)
+}
+
+// Cluster returns the controller's identity and configuration summary.
+func (c *Client) Cluster(ctx context.Context) (api.ClusterInfo, error) {
+	var r api.ClusterInfo
+	err := c.do(ctx, http.MethodGet, "/api/v1/cluster", nil, nil, &r)
+	return r, err
+}
+
+// Register announces a node daemon and its inventory.
+func (c *Client) Register(ctx context.Context, r api.NodeRegistration) error {
+	return c.do(ctx, http.MethodPost, "/api/v1/node/register", nil, r, nil)
+}
+
+// Sync sends a node's heartbeat and job reports and returns its commands;
+// the controller may hold the call up to req.WaitMS.
+func (c *Client) Sync(ctx context.Context, req api.NodeSyncRequest) (api.NodeSyncResponse, error) {
+	var r api.NodeSyncResponse
+	err := c.do(ctx, http.MethodPost, "/api/v1/node/sync", nil, req, &r)
+	return r, err
+}

@@ -1,0 +1,89 @@
+package sched
+
+import (
+	"time"
+
+	"github.com/tide-hpc/tide/ctld/api"
+)
+
+// NodeInfo is one node as the scheduler sees it in a snapshot. Free
+// amounts already subtract every running job.
+type NodeInfo struct {
+	Name string
+	// Usable is false when the node is down, not responding, drained or
+	// not registered; Unusable then names the detail code
+	// (api.DetailNodeDown, api.DetailNodeDrained).
+	Usable   bool
+	Unusable string
+
+	CPUs      int
+	FreeCPUs  int
+	MemoryMB  int64
+	FreeMemMB int64
+	// GPUModel is the lower-case model of the node's GPUs ("" without).
+	GPUModel string
+	GPUs     int
+	// FreeGPUs lists the free GPU indices in ascending order.
+	FreeGPUs []int
+	// Idle is true when no job holds anything on the node (needed by
+	// --exclusive).
+	Idle bool
+	// Switch is the node's leaf switch ("" when no topology is set).
+	Switch string
+}
+
+// PartitionInfo is a partition's limits and members.
+type PartitionInfo struct {
+	Name  string
+	Nodes []string // node names, in config order
+	Up    bool
+	// DefaultTime and MaxTime are seconds; api.Infinite means unlimited.
+	DefaultTime int64
+	MaxTime     int64
+	MaxNodes    int // 0 = unlimited
+}
+
+// Snapshot is the immutable input of one scheduling pass.
+type Snapshot struct {
+	Nodes      []NodeInfo
+	Partitions map[string]*PartitionInfo
+	// Pending holds the pending jobs in any order; Schedule orders them.
+	// The scheduler never modifies them.
+	Pending []*api.Job
+}
+
+// Config tunes a pass.
+type Config struct {
+	// MaxStarts bounds the jobs started in one pass (0 = no bound).
+	MaxStarts int
+	// DefMemPerCPUMB is the memory reserved per CPU when a job asks for
+	// none (0 = memory is not reserved for such jobs).
+	DefMemPerCPUMB int64
+}
+
+// Start is one job to start, with its allocation and why it went there.
+type Start struct {
+	JobID uint64
+	Alloc []api.NodeAlloc
+	// TimeLimit is the effective limit (partition default applied).
+	TimeLimit int64
+	Why       string
+}
+
+// Decision is why a job stays pending.
+type Decision struct {
+	JobID  uint64
+	Reason api.ReasonCode
+	// Detail is the k8s-style histogram: "0/4 nodes available: 3
+	// InsufficientGPU, 1 NodeDrained".
+	Detail string
+}
+
+// Plan is the output of one pass: the jobs to start and a decision for
+// every job left pending.
+type Plan struct {
+	Starts  []Start
+	Pending []Decision
+	// Now is the time the pass was computed for.
+	Now time.Time
+}
