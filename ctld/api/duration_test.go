@@ -55,3 +55,27 @@ func TestFormatElapsed(t *testing.T) {
 		t.Errorf("FormatTimeLimit(Infinite) = %q", got)
 	}
 }
+
+func TestParseMemMB(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    int64
+		wantErr bool
+	}{
+		{"100", 100, false}, {"100M", 100, false}, {"4G", 4096, false}, {"1T", 1 << 20, false},
+		{"512K", 1, false}, {"1.5G", 1536, false}, {"0", 0, false},
+		{"", 0, true}, {"abc", 0, true}, {"-1G", 0, true}, {"4X", 0, true},
+	}
+	for _, tt := range tests {
+		got, err := ParseMemMB(tt.in)
+		if (err != nil) != tt.wantErr || got != tt.want {
+			t.Errorf("ParseMemMB(%q) = %d, %v; want %d, err=%v", tt.in, got, err, tt.want, tt.wantErr)
+		}
+	}
+	if got := FormatMemMB(16000); got != "16000M" {
+		t.Errorf("FormatMemMB(16000) = %q", got)
+	}
+	if got := FormatMemMB(512 * 1024); got != "512G" {
+		t.Errorf("FormatMemMB(512G) = %q", got)
+	}
+}

@@ -221,7 +221,7 @@ type Job struct {
 	HoldKind     Hold       `json:"hold_kind,omitempty"`
 
 	// EffPriority is the priority the scheduler ordered by.
-	EffPriority uint32 `json:"priority"`
+	EffPriority uint32 `json:"eff_priority"`
 
 	SubmitTime   time.Time `json:"submit_time"`
 	EligibleTime time.Time `json:"eligible_time,omitzero"`
@@ -238,6 +238,25 @@ type Job struct {
 	CancelRequested bool `json:"cancel_requested,omitempty"`
 	// TimedOut records that the node ended the job at its time limit.
 	TimedOut bool `json:"timed_out,omitempty"`
+	// Launched records that the batch host reported the job, so a job
+	// the node no longer knows was lost rather than not yet delivered.
+	Launched bool `json:"launched,omitempty"`
+	// RequeueRequested turns the end of the running incarnation into a
+	// requeue instead of a final state.
+	RequeueRequested bool `json:"requeue_requested,omitempty"`
+	// CancelledBy is the uid that cancelled the job (sacct's
+	// "CANCELLED by UID").
+	CancelledBy *uint32 `json:"cancelled_by,omitempty"`
+	// Cluster is the cluster the job ran on.
+	Cluster string `json:"cluster,omitempty"`
+}
+
+// BatchHost is the node that runs the batch script ("" before start).
+func (j *Job) BatchHost() string {
+	if len(j.Alloc) == 0 {
+		return ""
+	}
+	return j.Alloc[0].Node
 }
 
 // NodeNames lists the allocated nodes in allocation order.

@@ -1,0 +1,226 @@
+package accounting
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"runtime"
+	"strings"
+	"sync"
+	"time"
+
+	// The SQLite driver; with -tags libsqlite3 it links the system
+	// library instead of compiling the bundled amalgamation.
+	_ "github.com/mattn/go-sqlite3"
+)
+
+// Store is the controller's SQLite database. It is safe for concurrent
+// use: writes are serialised on one connection, reads run in parallel on
+// a read-only pool and see the last committed Batch.
+type Store struct {
+	path string
+	w    *sql.DB // the single writer connection
+	r    *sql.DB // read-only pool
+	st   writeStmts
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// writeStmts are prepared once on the writer connection and bound to each
+// transaction with Tx.StmtContext, which reuses them because the writer
+// pool has exactly one connection.
+type writeStmts struct {
+	insertJob   *sql.Stmt
+	upsertJob   *sql.Stmt
+	insertSpool *sql.Stmt
+	insertEvent *sql.Stmt
+	insertAudit *sql.Stmt
+	upsertNode  *sql.Stmt
+	bumpMaxID   *sql.Stmt
+}
+
+const jobColumns = `id, "user", uid, name, "partition", account, state,
+	submit_time, eligible_time, start_time, end_time, record`
+
+const (
+	sqlInsertJob = `INSERT INTO jobs (` + jobColumns + `)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	sqlUpsertJob = sqlInsertJob + `
+		ON CONFLICT (id) DO UPDATE SET
+			"user" = excluded."user", uid = excluded.uid, name = excluded.name,
+			"partition" = excluded."partition", account = excluded.account,
+			state = excluded.state, submit_time = excluded.submit_time,
+			eligible_time = excluded.eligible_time, start_time = excluded.start_time,
+			end_time = excluded.end_time, record = excluded.record`
+	sqlInsertSpool = `INSERT INTO spool (job_id, script, env) VALUES (?, ?, ?)`
+	sqlInsertEvent = `INSERT INTO events (job_id, time, kind, state, reason, message, actor)
+		VALUES (?, ?, ?, ?, ?, ?, ?)`
+	sqlInsertAudit = `INSERT INTO audit (time, uid, "user", action, target, detail)
+		VALUES (?, ?, ?, ?, ?, ?)`
+	sqlUpsertNode = `INSERT INTO nodes (name, record) VALUES (?, ?)
+		ON CONFLICT (name) DO UPDATE SET record = excluded.record`
+	sqlBumpMaxID = `INSERT INTO meta (key, value) VALUES ('` + metaMaxJobID + `', ?1)
+		ON CONFLICT (key) DO UPDATE SET value = excluded.value
+		WHERE excluded.value > CAST(meta.value AS INTEGER)`
+)
+
+// metaMaxJobID is the meta key of the job id high-water mark.
+const metaMaxJobID = "max_job_id"
+
+// dsn builds the go-sqlite3 URI for path. SQLite decodes %XX escapes in
+// URI file names, and the driver splits its own parameters off at the
+// first '?', so those characters in the path must be escaped.
+func dsn(path string, readOnly bool) string {
+	p := strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(path)
+	if readOnly {
+		return "file:" + p + "?mode=ro&_query_only=1&_busy_timeout=5000&_foreign_keys=on"
+	}
+	return "file:" + p + "?_journal_mode=WAL&_busy_timeout=5000&_foreign_keys=on&_synchronous=NORMAL&_txlock=immediate"
+}
+
+// Open creates or opens the database at path, runs migrations, and sets
+// WAL. Errors name the path, so a corrupt or unreadable file is easy to
+// find from the controller's log.
+func Open(path string) (*Store, error) {
+	s, err := open(path)
+	if err != nil {
+		return nil, fmt.Errorf("open accounting database %s: %w", path, err)
+	}
+	return s, nil
+}
+
+func open(path string) (_ *Store, err error) {
+	ctx := context.Background()
+	s := &Store{path: path}
+	defer func() {
+		if err != nil {
+			s.Close()
+		}
+	}()
+
+	s.w, err = sql.Open("sqlite3", dsn(path, false))
+	if err != nil {
+		return nil, err
+	}
+	// One writer: SQLite allows one write transaction at a time anyway,
+	// and a single connection keeps the prepared statements valid.
+	s.w.SetMaxOpenConns(1)
+	s.w.SetMaxIdleConns(1)
+	s.w.SetConnMaxLifetime(0)
+	s.w.SetConnMaxIdleTime(0)
+
+	// The first statement is where SQLite reads the header: a garbage
+	// file fails here with "file is not a database".
+	var mode string
+	if err := s.w.QueryRowContext(ctx, `PRAGMA journal_mode`).Scan(&mode); err != nil {
+		return nil, err
+	}
+	if !strings.EqualFold(mode, "wal") {
+		return nil, fmt.Errorf("journal mode is %q, not WAL (is the file on a filesystem without shared memory?)", mode)
+	}
+	if err := migrate(ctx, s.w); err != nil {
+		return nil, err
+	}
+	if err := s.prepare(ctx); err != nil {
+		return nil, err
+	}
+
+	s.r, err = sql.Open("sqlite3", dsn(path, true))
+	if err != nil {
+		return nil, err
+	}
+	n := max(4, runtime.GOMAXPROCS(0))
+	s.r.SetMaxOpenConns(n)
+	s.r.SetMaxIdleConns(n)
+	s.r.SetConnMaxIdleTime(5 * time.Minute)
+	if err := s.r.PingContext(ctx); err != nil {
+		return nil, fmt.Errorf("read-only pool: %w", err)
+	}
+	return s, nil
+}
+
+func (s *Store) prepare(ctx context.Context) error {
+	for _, p := range []struct {
+		dst **sql.Stmt
+		sql string
+	}{
+		{&s.st.insertJob, sqlInsertJob},
+		{&s.st.upsertJob, sqlUpsertJob},
+		{&s.st.insertSpool, sqlInsertSpool},
+		{&s.st.insertEvent, sqlInsertEvent},
+		{&s.st.insertAudit, sqlInsertAudit},
+		{&s.st.upsertNode, sqlUpsertNode},
+		{&s.st.bumpMaxID, sqlBumpMaxID},
+	} {
+		st, err := s.w.PrepareContext(ctx, p.sql)
+		if err != nil {
+			return fmt.Errorf("prepare %q: %w", firstLine(p.sql), err)
+		}
+		*p.dst = st
+	}
+	return nil
+}
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(s, "\n")
+	return s
+}
+
+// Path is the database file the store was opened on.
+func (s *Store) Path() string { return s.path }
+
+// Close releases the statements and both pools; the last connection to
+// close checkpoints the WAL into the main file. It is safe to call more
+// than once; other methods fail after it with "database is closed".
+func (s *Store) Close() error {
+	s.closeOnce.Do(func() {
+		var errs []error
+		for _, st := range []*sql.Stmt{s.st.insertJob, s.st.upsertJob, s.st.insertSpool,
+			s.st.insertEvent, s.st.insertAudit, s.st.upsertNode, s.st.bumpMaxID} {
+			if st != nil {
+				errs = append(errs, st.Close())
+			}
+		}
+		// Readers first, so that the writer is the last connection and
+		// may checkpoint and remove the WAL.
+		if s.r != nil {
+			errs = append(errs, s.r.Close())
+		}
+		if s.w != nil {
+			errs = append(errs, s.w.Close())
+		}
+		if err := errors.Join(errs...); err != nil {
+			s.closeErr = fmt.Errorf("close accounting database %s: %w", s.path, err)
+		}
+	})
+	return s.closeErr
+}
+
+// nanos encodes t for the time columns: unix nanoseconds, 0 for the zero
+// time (whose UnixNano would overflow). The instant 1970-01-01T00:00:00Z
+// therefore reads back as the zero time; times outside 1678–2262 do not
+// fit. Job times do not depend on it: they come back from the record.
+func nanos(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+// fromNanos decodes a time column, in UTC.
+func fromNanos(n int64) time.Time {
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n).UTC()
+}
+
+// utc converts t to UTC, keeping the zero time zero.
+func utc(t time.Time) time.Time {
+	if t.IsZero() {
+		return time.Time{}
+	}
+	return t.UTC()
+}

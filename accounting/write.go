@@ -1,0 +1,202 @@
+package accounting
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"math"
+
+	"github.com/tide-hpc/tide/ctld/api"
+)
+
+// Batch is one transaction: everything in it commits together or not at
+// all. The controller collects what one request or one scheduling pass
+// changed into a Batch so that a crash never leaves, say, a started job
+// without its start event. Write applies the parts in field order.
+type Batch struct {
+	// NewJobs are inserted; Job.ID is already assigned by the controller
+	// (monotonic). Script and Environment go to the spool, not the jobs
+	// table. A duplicate id fails the whole batch.
+	NewJobs []*api.Job
+	// Jobs upsert each job's current record (state change, start, end,
+	// hold, update…). They never touch the spool.
+	Jobs []*api.Job
+	// Events are appended to the trail.
+	Events []api.Event
+	// Audit is appended to the audit log.
+	Audit []api.AuditRecord
+	// Nodes upsert operator-set node state (drain flag, reason, reason
+	// user/time), keyed by name. The whole api.Node is stored as given.
+	Nodes []api.Node
+	// MaxJobID, if above the stored high-water mark, replaces it; ids are
+	// never reused, even after the jobs table is purged.
+	MaxJobID uint64
+}
+
+// Empty reports whether b would write nothing.
+func (b *Batch) Empty() bool {
+	return b == nil || len(b.NewJobs) == 0 && len(b.Jobs) == 0 && len(b.Events) == 0 &&
+		len(b.Audit) == 0 && len(b.Nodes) == 0 && b.MaxJobID == 0
+}
+
+// Write commits b in one transaction; on any error nothing of b is
+// stored. An empty or nil batch is a no-op.
+func (s *Store) Write(ctx context.Context, b *Batch) error {
+	if b.Empty() {
+		return nil
+	}
+	if err := s.write(ctx, b); err != nil {
+		return fmt.Errorf("write batch: %w", err)
+	}
+	return nil
+}
+
+func (s *Store) write(ctx context.Context, b *Batch) error {
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	defer tx.Rollback()
+
+	// Bind a statement to the transaction only when the batch needs it:
+	// StmtContext is cheap, but a scheduling pass that only updates jobs
+	// should not pay for five others.
+	stmt := func(st *sql.Stmt) *sql.Stmt { return tx.StmtContext(ctx, st) }
+
+	if len(b.NewJobs) > 0 {
+		ins, spool := stmt(s.st.insertJob), stmt(s.st.insertSpool)
+		for _, j := range b.NewJobs {
+			if err := execJob(ctx, ins, j); err != nil {
+				return err
+			}
+			env, err := json.Marshal(j.Environment) // nil stays null
+			if err != nil {
+				return fmt.Errorf("encode environment of job %d: %w", j.ID, err)
+			}
+			if _, err := spool.ExecContext(ctx, int64(j.ID), j.Script, env); err != nil {
+				return fmt.Errorf("spool job %d: %w", j.ID, err)
+			}
+		}
+	}
+	if len(b.Jobs) > 0 {
+		up := stmt(s.st.upsertJob)
+		for _, j := range b.Jobs {
+			if err := execJob(ctx, up, j); err != nil {
+				return err
+			}
+		}
+	}
+	if len(b.Events) > 0 {
+		ins := stmt(s.st.insertEvent)
+		for _, e := range b.Events {
+			id, err := sqlID(e.JobID)
+			if err != nil {
+				return fmt.Errorf("event %q: %w", e.Kind, err)
+			}
+			if _, err := ins.ExecContext(ctx, id, nanos(e.Time), e.Kind, string(e.State),
+				e.Reason, e.Message, e.Actor); err != nil {
+				return fmt.Errorf("append event %q of job %d: %w", e.Kind, e.JobID, err)
+			}
+		}
+	}
+	if len(b.Audit) > 0 {
+		ins := stmt(s.st.insertAudit)
+		for _, a := range b.Audit {
+			if _, err := ins.ExecContext(ctx, nanos(a.Time), int64(a.UID), a.User, a.Action,
+				a.Target, a.Detail); err != nil {
+				return fmt.Errorf("append audit %q on %q: %w", a.Action, a.Target, err)
+			}
+		}
+	}
+	if len(b.Nodes) > 0 {
+		up := stmt(s.st.upsertNode)
+		for i := range b.Nodes {
+			n := b.Nodes[i] // a copy: its times are normalised below
+			if n.Name == "" {
+				return fmt.Errorf("save node: %w", api.Invalid("node without a name"))
+			}
+			n.ReasonTime, n.BootTime = utc(n.ReasonTime), utc(n.BootTime)
+			n.Registered, n.LastSeen = utc(n.Registered), utc(n.LastSeen)
+			rec, err := json.Marshal(&n)
+			if err != nil {
+				return fmt.Errorf("encode node %s: %w", n.Name, err)
+			}
+			if _, err := up.ExecContext(ctx, n.Name, rec); err != nil {
+				return fmt.Errorf("save node %s: %w", n.Name, err)
+			}
+		}
+	}
+	if b.MaxJobID > 0 {
+		id, err := sqlID(b.MaxJobID)
+		if err != nil {
+			return fmt.Errorf("high-water mark: %w", err)
+		}
+		if _, err := stmt(s.st.bumpMaxID).ExecContext(ctx, id); err != nil {
+			return fmt.Errorf("store high-water mark %d: %w", b.MaxJobID, err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
+
+// execJob runs the insert or upsert statement st for j.
+func execJob(ctx context.Context, st *sql.Stmt, j *api.Job) error {
+	if j == nil {
+		return fmt.Errorf("save job: %w", api.Invalid("nil job"))
+	}
+	id, err := sqlID(j.ID)
+	if err != nil {
+		return fmt.Errorf("save job: %w", err)
+	}
+	rec, err := encodeJob(j)
+	if err != nil {
+		return fmt.Errorf("encode job %d: %w", j.ID, err)
+	}
+	if _, err := st.ExecContext(ctx, id, j.User, int64(j.UserID), j.Name, j.Partition, j.Account,
+		string(j.State), nanos(j.SubmitTime), nanos(j.EligibleTime), nanos(j.StartTime),
+		nanos(j.EndTime), rec); err != nil {
+		return fmt.Errorf("save job %d: %w", j.ID, err)
+	}
+	return nil
+}
+
+// jobRecord is the JSON of the record column. api.Job's EffPriority and
+// the embedded JobSpec.Priority share the JSON name "priority", so
+// encoding/json drops the spec's; SpecPriority carries it.
+type jobRecord struct {
+	*api.Job
+	SpecPriority uint32 `json:"spec_priority,omitempty"`
+}
+
+// encodeJob is the record column: j as JSON without the spooled script
+// and environment, its times in UTC. j itself is not modified.
+func encodeJob(j *api.Job) ([]byte, error) {
+	c := *j
+	c.Script, c.Environment = "", nil
+	c.SubmitTime, c.EligibleTime = utc(c.SubmitTime), utc(c.EligibleTime)
+	c.StartTime, c.EndTime = utc(c.StartTime), utc(c.EndTime)
+	c.LastSchedEval, c.BeginTime = utc(c.LastSchedEval), utc(c.BeginTime)
+	return json.Marshal(jobRecord{Job: &c, SpecPriority: c.JobSpec.Priority})
+}
+
+// decodeJob is the inverse of encodeJob, decoding into j.
+func decodeJob(rec []byte, j *api.Job) error {
+	r := jobRecord{Job: j}
+	if err := json.Unmarshal(rec, &r); err != nil {
+		return err
+	}
+	j.JobSpec.Priority = r.SpecPriority
+	return nil
+}
+
+// sqlID converts a job id to SQLite's signed 64-bit integer; 0 is
+// refused because the controller never assigns it.
+func sqlID(id uint64) (int64, error) {
+	if id == 0 || id > math.MaxInt64 {
+		return 0, api.Invalid("invalid job id %d", id)
+	}
+	return int64(id), nil
+}

@@ -1,0 +1,139 @@
+// Package cmdutil holds what Tide's commands share: the Factory that
+// builds their dependencies lazily, IO streams, the controller API seam
+// that tests fake, and the one mapping from errors to exit codes.
+package cmdutil
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/tide-hpc/tide/ctld/api"
+	"github.com/tide-hpc/tide/ctld/client"
+)
+
+// API is the part of the controller's API the commands use;
+// *client.Client implements it and tests use a fake.
+type API interface {
+	Submit(ctx context.Context, req api.SubmitRequest) (api.SubmitResponse, error)
+	Jobs(ctx context.Context, f api.JobFilter) (api.JobList, error)
+	Job(ctx context.Context, id uint64) (api.Job, error)
+	Accounting(ctx context.Context, f api.JobFilter) (api.JobList, error)
+	Cancel(ctx context.Context, req api.CancelRequest) (api.CancelResponse, error)
+	UpdateJobs(ctx context.Context, u api.JobUpdate) (api.CancelResponse, error)
+	Events(ctx context.Context, id uint64) ([]api.Event, error)
+	Audit(ctx context.Context, limit int) ([]api.AuditRecord, error)
+	Nodes(ctx context.Context) (api.NodeList, error)
+	UpdateNodes(ctx context.Context, u api.NodeUpdate) error
+	Cluster(ctx context.Context) (api.ClusterInfo, error)
+}
+
+var _ API = (*client.Client)(nil)
+
+// IOStreams are a command's standard streams.
+type IOStreams struct {
+	In     io.Reader
+	Out    io.Writer
+	ErrOut io.Writer
+}
+
+// System returns the process's streams.
+func System() *IOStreams { return &IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr} }
+
+// Test returns streams backed by buffers: in, out, err.
+func Test() (*IOStreams, *bytes.Buffer, *bytes.Buffer, *bytes.Buffer) {
+	in, out, errb := &bytes.Buffer{}, &bytes.Buffer{}, &bytes.Buffer{}
+	return &IOStreams{In: in, Out: out, ErrOut: errb}, in, out, errb
+}
+
+// Factory builds what commands need, lazily, so that `--help` never
+// touches the controller.
+type Factory struct {
+	IO *IOStreams
+	// API returns the controller client.
+	API func() (API, error)
+	// Now is the clock commands print relative times with.
+	Now func() time.Time
+	// Getenv reads the environment (sbatch captures it).
+	Getenv  func(string) string
+	Environ func() []string
+	// Getwd is the submit directory.
+	Getwd func() (string, error)
+	// Hostname is the submit host.
+	Hostname func() (string, error)
+	// UID is the caller's uid (for --me and defaults).
+	UID func() int
+}
+
+// New returns the production factory.
+func New() *Factory {
+	var c *client.Client
+	return &Factory{
+		IO: System(),
+		API: func() (API, error) {
+			if c == nil {
+				c = client.FromEnv()
+			}
+			return c, nil
+		},
+		Now:      time.Now,
+		Getenv:   os.Getenv,
+		Environ:  os.Environ,
+		Getwd:    os.Getwd,
+		Hostname: os.Hostname,
+		UID:      os.Getuid,
+	}
+}
+
+// Exit codes: 0 ok (also "no jobs"), 1 error, 2 usage.
+const (
+	ExitOK    = 0
+	ExitError = 1
+	ExitUsage = 2
+)
+
+// UsageError is bad command-line input: the message is printed and the
+// exit code is 2 (Slurm's commands exit 1 for some of these; scripts only
+// test for non-zero).
+type UsageError struct{ Msg string }
+
+func (e *UsageError) Error() string { return e.Msg }
+
+// Usagef returns a UsageError.
+func Usagef(format string, args ...any) error {
+	return &UsageError{Msg: fmt.Sprintf(format, args...)}
+}
+
+// SilentError ends a command with a code and no further message (the
+// command already printed what it had to say).
+type SilentError struct{ Code int }
+
+func (e *SilentError) Error() string { return fmt.Sprintf("exit %d", e.Code) }
+
+// ExitCode maps an error to the process exit code, in one place.
+func ExitCode(err error) int {
+	var u *UsageError
+	var s *SilentError
+	switch {
+	case err == nil:
+		return ExitOK
+	case errors.As(err, &s):
+		return s.Code
+	case errors.As(err, &u):
+		return ExitUsage
+	}
+	return ExitError
+}
+
+// PrintError writes err as Slurm commands do: "prog: error: message".
+func PrintError(w io.Writer, prog string, err error) {
+	var s *SilentError
+	if err == nil || errors.As(err, &s) {
+		return
+	}
+	fmt.Fprintf(w, "%s: error: %s\n", prog, err)
+}

@@ -1,0 +1,147 @@
+// Package root builds the multi-call `tide` binary: invoked as sbatch,
+// squeue, scancel, sinfo, scontrol or sacct (links to tide) it behaves as
+// that Slurm command; invoked as tide it takes a subcommand (batch, queue,
+// cancel, info, control, acct, events, audit).
+package root
+
+import (
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tide-hpc/tide/cli/cmdutil"
+	"github.com/tide-hpc/tide/cli/events"
+	"github.com/tide-hpc/tide/cli/sacct"
+	"github.com/tide-hpc/tide/cli/sbatch"
+	"github.com/tide-hpc/tide/cli/scancel"
+	"github.com/tide-hpc/tide/cli/scontrol"
+	"github.com/tide-hpc/tide/cli/sinfo"
+	"github.com/tide-hpc/tide/cli/squeue"
+)
+
+// Version is the CLI's version.
+var Version = "0.1.0"
+
+type command struct {
+	slurm, tide string
+	build       func(*cmdutil.Factory) *cobra.Command
+	short       string
+}
+
+// commands maps program names to constructors. Slurm names dispatch
+// when the binary is called through a link; the short tide names are
+// subcommands.
+var commands = []command{
+	{"sbatch", "batch", sbatch.NewCmd, "Submit a batch script"},
+	{"squeue", "queue", squeue.NewCmd, "Show pending and running jobs"},
+	{"scancel", "cancel", scancel.NewCmd, "Cancel or signal jobs"},
+	{"sinfo", "info", sinfo.NewCmd, "Show partitions and nodes"},
+	{"scontrol", "control", scontrol.NewCmd, "Show and change jobs, nodes and partitions"},
+	{"sacct", "acct", sacct.NewCmd, "Show accounting of finished and running jobs"},
+	{"", "events", events.NewCmd, "Show a job's trail of state changes and decisions"},
+	{"", "audit", events.NewAuditCmd, "Show who did what (operators)"},
+}
+
+// SlurmNames lists the names `make build` links to tide.
+func SlurmNames() []string {
+	var out []string
+	for _, c := range commands {
+		if c.slurm != "" {
+			out = append(out, c.slurm)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Main runs the CLI with os.Args-style args and returns the exit code.
+func Main(args []string, f *cmdutil.Factory) int {
+	prog := filepath.Base(args[0])
+	for _, c := range commands {
+		if c.slurm != "" && prog == c.slurm {
+			return run(c.build(f), args[1:], prog, f)
+		}
+	}
+	if len(args) > 1 {
+		sub := args[1]
+		for _, c := range commands {
+			if sub == c.tide || (c.slurm != "" && sub == c.slurm) {
+				name := c.slurm
+				if name == "" {
+					name = "tide " + c.tide
+				}
+				return run(c.build(f), args[2:], name, f)
+			}
+		}
+	}
+	return run(newTide(f), args[1:], "tide", f)
+}
+
+func run(cmd *cobra.Command, args []string, prog string, f *cmdutil.Factory) int {
+	cmd.SetArgs(args)
+	cmd.SetIn(f.IO.In)
+	cmd.SetOut(f.IO.Out)
+	cmd.SetErr(f.IO.ErrOut)
+	cmd.SilenceErrors = true
+	cmd.SilenceUsage = true
+	err := cmd.Execute()
+	if err != nil && isFlagError(err) {
+		err = cmdutil.Usagef("%s\nTry \"%s --help\" for more information", err, prog)
+	}
+	cmdutil.PrintError(f.IO.ErrOut, strings.TrimPrefix(prog, "tide "), err)
+	return cmdutil.ExitCode(err)
+}
+
+// isFlagError tells cobra's flag-parsing errors (usage errors, exit 2)
+// from errors of the command itself.
+func isFlagError(err error) bool {
+	msg := err.Error()
+	for _, p := range []string{"unknown flag", "unknown shorthand flag", "flag needs an argument", "invalid argument", "unknown command", "bad flag syntax"} {
+		if strings.HasPrefix(msg, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// newTide is the `tide` command itself, listing subcommands.
+func newTide(f *cmdutil.Factory) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "tide <command> [options]",
+		Short: "Tide: a GPU batch system with Slurm's commands",
+		Long: "Tide's command-line tools. Called through the links sbatch, squeue, scancel, sinfo,\n" +
+			"scontrol and sacct it behaves as those Slurm commands; as `tide` it takes a subcommand.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+	}
+	for _, c := range commands {
+		c := c
+		sub := &cobra.Command{
+			Use:                c.tide,
+			Short:              c.short,
+			DisableFlagParsing: true,
+			RunE: func(cmd *cobra.Command, args []string) error {
+				name := c.slurm
+				if name == "" {
+					name = "tide " + c.tide
+				}
+				if code := run(c.build(f), args, name, f); code != 0 {
+					return &cmdutil.SilentError{Code: code}
+				}
+				return nil
+			},
+		}
+		if c.slurm != "" {
+			sub.Aliases = []string{c.slurm}
+		}
+		root.AddCommand(sub)
+	}
+	root.AddCommand(&cobra.Command{
+		Use: "version", Short: "Print the version", Args: cobra.NoArgs,
+		Run: func(cmd *cobra.Command, _ []string) { fmt.Fprintln(cmd.OutOrStdout(), "tide", Version) },
+	})
+	return root
+}

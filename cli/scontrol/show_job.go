@@ -1,0 +1,392 @@
+package scontrol
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tide-hpc/tide/cli/cmdutil"
+	"github.com/tide-hpc/tide/ctld/api"
+	"github.com/tide-hpc/tide/hostlist"
+)
+
+// errInvalidJob is Slurm's message for an unknown or malformed job id;
+// scontrol prints it after "slurm_load_jobs error: ".
+const errInvalidJob = "Invalid job id specified"
+
+func (o *Options) showJob(ctx context.Context, args []string) error {
+	if len(args) > 1 {
+		return fmt.Errorf("too many arguments for keyword: show job")
+	}
+	c, err := o.API()
+	if err != nil {
+		return err
+	}
+	var jobs []api.Job
+	var now time.Time
+	if len(args) == 1 {
+		id, err := strconv.ParseUint(args[0], 10, 64)
+		if err != nil || id == 0 {
+			return o.loadJobsError(errInvalidJob)
+		}
+		j, err := c.Job(ctx, id)
+		if errors.Is(err, api.ErrNotFound) {
+			return o.loadJobsError(errInvalidJob)
+		}
+		if err != nil {
+			return fmt.Errorf("slurm_load_jobs error: %w", err)
+		}
+		jobs = []api.Job{j}
+		if !j.StartTime.IsZero() && j.EndTime.IsZero() {
+			// A single job carries no clock: RunTime of a running job
+			// needs the controller's, so that it agrees with squeue.
+			info, err := c.Cluster(ctx)
+			if err != nil {
+				return fmt.Errorf("slurm_load_jobs error: %w", err)
+			}
+			now = info.Now
+		}
+	} else {
+		list, err := c.Jobs(ctx, api.JobFilter{})
+		if err != nil {
+			return fmt.Errorf("slurm_load_jobs error: %w", err)
+		}
+		jobs, now = list.Jobs, list.Now
+	}
+	if len(jobs) == 0 {
+		fmt.Fprintln(o.IO.Out, "No jobs in the system")
+		return nil
+	}
+	models := map[string]string{}
+	if o.Details && anyGPUs(jobs) {
+		nl, err := c.Nodes(ctx)
+		if err != nil {
+			return fmt.Errorf("load nodes for GPU models: %w", err)
+		}
+		for _, n := range nl.Nodes {
+			models[n.Name] = n.GPUModel()
+		}
+	}
+	var b strings.Builder
+	for i := range jobs {
+		b.WriteString(o.jobRecord(&jobs[i], now, models).render(o.OneLiner))
+	}
+	_, err = fmt.Fprint(o.IO.Out, b.String())
+	return err
+}
+
+// loadJobsError prints Slurm's exact message (no "scontrol: error:"
+// prefix, as Slurm's slurm_perror) and fails with exit code 1.
+func (o *Options) loadJobsError(msg string) error {
+	fmt.Fprintf(o.IO.ErrOut, "slurm_load_jobs error: %s\n", msg)
+	return &cmdutil.SilentError{Code: cmdutil.ExitError}
+}
+
+func anyGPUs(jobs []api.Job) bool {
+	for i := range jobs {
+		if jobs[i].AllocGPUs() > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// jobRecord lays out one job in Slurm 22.05's line order (see
+// slurm_sprint_job_info); models maps node → GPU model for -d.
+func (o *Options) jobRecord(j *api.Job, now time.Time, models map[string]string) *record {
+	r := &record{}
+	loc := o.Loc
+	r.add("JobId=%d JobName=%s", j.ID, orNull(j.Name))
+	r.add("UserId=%s(%d) GroupId=%s(%d) MCS_label=N/A",
+		nameOr(j.User, j.UserID), j.UserID, nameOr(j.Group, j.GroupID), j.GroupID)
+	r.add("Priority=%d Nice=%d Account=%s QOS=%s", j.EffPriority, j.Nice, orNull(j.Account), orNull(j.QOS))
+	r.add("JobState=%s Reason=%s Dependency=%s", j.State, jobReason(j), orNull(j.Dependency))
+	requeue := 1
+	if j.Requeue != nil && !*j.Requeue {
+		requeue = 0
+	}
+	r.add("Requeue=%d Restarts=%d BatchFlag=1 Reboot=0 ExitCode=%s", requeue, j.Restarts, j.Exit)
+	if o.Details {
+		// Tide runs no job steps besides the batch script, so the highest
+		// step exit code (Slurm's DerivedExitCode) is always 0:0.
+		r.add("DerivedExitCode=0:0")
+	}
+	timeMin := "N/A"
+	if j.TimeMin > 0 {
+		timeMin = api.FormatElapsedLong(j.TimeMin)
+	}
+	r.add("RunTime=%s TimeLimit=%s TimeMin=%s", api.FormatElapsedLong(runTime(j, now)), limitStr(j.TimeLimit), timeMin)
+	r.add("SubmitTime=%s EligibleTime=%s", fmtTime(j.SubmitTime, loc), fmtTime(j.EligibleTime, loc))
+	r.add("AccrueTime=%s", fmtTime(j.EligibleTime, loc))
+	r.add("StartTime=%s EndTime=%s Deadline=N/A", fmtTime(startTime(j), loc), fmtTime(endTime(j), loc))
+	r.add("SuspendTime=None SecsPreSuspend=0 LastSchedEval=%s Scheduler=Main", fmtTime(j.LastSchedEval, loc))
+	r.add("Partition=%s AllocNode:Sid=%s:0", orNull(j.Partition), orNull(j.SubmitHost))
+	r.add("ReqNodeList=%s ExcNodeList=%s", orNull(hostlist.Compress(j.NodeList)), orNull(hostlist.Compress(j.Exclude)))
+	nodes := j.NodeNames()
+	r.add("NodeList=%s", hostlist.Compress(nodes))
+	if len(nodes) > 0 {
+		r.add("BatchHost=%s", nodes[0])
+	}
+	r.add("NumNodes=%s NumCPUs=%d NumTasks=%d CPUs/Task=%d ReqB:S:C:T=0:0:*:*",
+		numNodes(j), numCPUs(j), j.ReqTasks(), j.ReqCPUsPerTask())
+	r.add("TRES=%s", jobTRES(j))
+	r.add("Socks/Node=* NtasksPerN:B:S:C=%d:0:*:* CoreSpec=*", j.TasksPerNode)
+	if o.Details && len(j.Alloc) > 0 {
+		detailLines(r, j, models)
+	}
+	minMem := fmt.Sprintf("MinMemoryNode=%s", memUnits(j.MemPerNodeMB))
+	if j.MemPerCPUMB > 0 {
+		minMem = fmt.Sprintf("MinMemoryCPU=%s", memUnits(j.MemPerCPUMB))
+	}
+	r.add("MinCPUsNode=%d %s MinTmpDiskNode=0", minCPUsNode(j), minMem)
+	r.add("Features=%s DelayBoot=00:00:00", orNull(j.Constraint))
+	over := "OK"
+	if j.Exclusive {
+		over = "NO"
+	}
+	r.add("OverSubscribe=%s Contiguous=0 Licenses=(null) Network=(null)", over)
+	r.add("Command=(null)")
+	r.add("WorkDir=%s", orNull(j.WorkDir))
+	if j.Comment != "" {
+		r.add("Comment=%s", j.Comment)
+	}
+	stdout, stderr, stdin := stdPaths(j)
+	r.add("StdErr=%s", stderr)
+	r.add("StdIn=%s", stdin)
+	r.add("StdOut=%s", stdout)
+	r.add("Power=")
+	if j.CPUsPerGPU > 0 {
+		r.add("CpusPerTres=gres:gpu:%d", j.CPUsPerGPU)
+	}
+	if j.MemPerGPUMB > 0 {
+		r.add("MemPerTres=gres:gpu:%d", j.MemPerGPUMB)
+	}
+	gpuType := ""
+	if j.GPUType != "" {
+		gpuType = j.GPUType + ":"
+	}
+	switch {
+	case j.GPUs > 0:
+		r.add("TresPerJob=gres:gpu:%s%d", gpuType, j.GPUs)
+	case j.GPUsPerNode > 0:
+		r.add("TresPerNode=gres:gpu:%s%d", gpuType, j.GPUsPerNode)
+	case j.GPUsPerTask > 0:
+		r.add("TresPerTask=gres:gpu:%s%d", gpuType, j.GPUsPerTask)
+	}
+	if j.MailUser != "" {
+		r.add("MailUser=%s MailType=%s", j.MailUser, orDefault(j.MailType, "NONE"))
+	}
+	if j.State == api.StatePending && j.ReasonDetail != "" {
+		// Tide's own line, last so that Slurm parsers reading fixed
+		// lines or the first Reason= are not disturbed.
+		detail := j.ReasonDetail
+		if o.OneLiner {
+			detail = strings.Join(strings.Fields(detail), "_")
+		}
+		r.add("Tide:Reason=%s", detail)
+	}
+	return r
+}
+
+func nameOr(name string, id uint32) string {
+	if name != "" {
+		return name
+	}
+	return strconv.FormatUint(uint64(id), 10)
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// jobReason is the Reason= word: None while running, else what the
+// controller stored.
+func jobReason(j *api.Job) string {
+	if j.State.Active() || j.Reason == "" {
+		return string(api.ReasonNone)
+	}
+	return string(j.Reason)
+}
+
+// runTime is Slurm's RunTime: 0 until start, then up to now or the end.
+func runTime(j *api.Job, now time.Time) int64 {
+	if j.StartTime.IsZero() || j.State == api.StatePending {
+		return 0
+	}
+	end := j.EndTime
+	if end.IsZero() || j.State == api.StateRunning {
+		end = now
+	}
+	return int64(end.Sub(j.StartTime) / time.Second)
+}
+
+// startTime is the start, or for a pending job its --begin time, which
+// is what Slurm reports as the expected start.
+func startTime(j *api.Job) time.Time {
+	if !j.StartTime.IsZero() {
+		return j.StartTime
+	}
+	if j.State == api.StatePending && !j.BeginTime.IsZero() {
+		return j.BeginTime
+	}
+	return time.Time{}
+}
+
+// endTime is the real end, or for a running job with a finite limit the
+// time the limit runs out, as Slurm shows it.
+func endTime(j *api.Job) time.Time {
+	if !j.EndTime.IsZero() {
+		return j.EndTime
+	}
+	if j.State.Active() && !j.StartTime.IsZero() && j.TimeLimit > 0 {
+		return j.StartTime.Add(time.Duration(j.TimeLimit) * time.Second)
+	}
+	return time.Time{}
+}
+
+// numNodes is NumNodes=: the allocation, or for a pending job the
+// requested range ("2-2" when -N was given, as Slurm prints it).
+func numNodes(j *api.Job) string {
+	if len(j.Alloc) > 0 {
+		return strconv.Itoa(len(j.Alloc))
+	}
+	if j.Nodes > 0 && j.State == api.StatePending {
+		max := j.MaxNodes
+		if max < j.Nodes {
+			max = j.Nodes
+		}
+		return fmt.Sprintf("%d-%d", j.Nodes, max)
+	}
+	return strconv.Itoa(j.ReqNodes())
+}
+
+// numCPUs is the allocated CPU count, or what the request implies.
+func numCPUs(j *api.Job) int {
+	if len(j.Alloc) > 0 {
+		return j.AllocCPUs()
+	}
+	return reqCPUs(j)
+}
+
+func reqCPUs(j *api.Job) int {
+	n := j.ReqTasks() * j.ReqCPUsPerTask()
+	if g := j.ReqGPUs() * j.CPUsPerGPU; g > n {
+		n = g
+	}
+	return n
+}
+
+// reqMemMB is the memory a job asks for over all its nodes.
+func reqMemMB(j *api.Job) int64 {
+	switch {
+	case j.MemPerNodeMB > 0:
+		return j.MemPerNodeMB * int64(j.ReqNodes())
+	case j.MemPerCPUMB > 0:
+		return j.MemPerCPUMB * int64(reqCPUs(j))
+	case j.MemPerGPUMB > 0:
+		return j.MemPerGPUMB * int64(j.ReqGPUs())
+	}
+	return 0
+}
+
+// jobTRES is the allocated TRES, or the requested one before allocation.
+func jobTRES(j *api.Job) string {
+	if len(j.Alloc) > 0 {
+		var mem int64
+		for _, a := range j.Alloc {
+			mem += a.MemoryMB
+		}
+		cpus := j.AllocCPUs()
+		return tres{cpu: cpus, memMB: mem, node: len(j.Alloc), billing: cpus, gpus: j.AllocGPUs()}.String()
+	}
+	cpus := reqCPUs(j)
+	return tres{cpu: cpus, memMB: reqMemMB(j), node: j.ReqNodes(), billing: cpus, gpus: j.ReqGPUs()}.String()
+}
+
+func minCPUsNode(j *api.Job) int {
+	n := j.ReqCPUsPerTask()
+	if j.TasksPerNode > 0 {
+		n *= j.TasksPerNode
+	}
+	return n
+}
+
+// detailLines adds -d's JOB_GRES line and one line per node. Tide does
+// not bind CPUs to cores, so CPU_IDs counts the node's CPUs from 0.
+func detailLines(r *record, j *api.Job, models map[string]string) {
+	type agg struct {
+		model string
+		n     int
+	}
+	var total []agg
+	for _, a := range j.Alloc {
+		if len(a.GPUs) == 0 {
+			continue
+		}
+		m := models[a.Node]
+		found := false
+		for i := range total {
+			if total[i].model == m {
+				total[i].n += len(a.GPUs)
+				found = true
+			}
+		}
+		if !found {
+			total = append(total, agg{m, len(a.GPUs)})
+		}
+	}
+	jobGres := "(null)"
+	if len(total) > 0 {
+		parts := make([]string, len(total))
+		for i, t := range total {
+			parts[i] = gresString(t.model, t.n)
+		}
+		jobGres = strings.Join(parts, ",")
+	}
+	r.add("JOB_GRES=%s", jobGres)
+	for _, a := range j.Alloc {
+		cpuIDs := "0"
+		if a.CPUs > 1 {
+			cpuIDs = fmt.Sprintf("0-%d", a.CPUs-1)
+		}
+		g := ""
+		if len(a.GPUs) > 0 {
+			g = fmt.Sprintf("%s(IDX:%s)", gresString(models[a.Node], len(a.GPUs)), idxRanges(a.GPUs))
+		}
+		r.add("  Nodes=%s CPU_IDs=%s Mem=%d GRES=%s", a.Node, cpuIDs, a.MemoryMB, g)
+	}
+}
+
+// stdPaths expands the output patterns as Slurm shows them: relative to
+// WorkDir, %N the batch host or left as written while pending.
+func stdPaths(j *api.Job) (stdout, stderr, stdin string) {
+	vars := api.PatternVars{JobID: j.ID, Name: j.Name, User: j.User, Node: "%N", ArrayTask: -1}
+	if len(j.Alloc) > 0 {
+		vars.Node = j.Alloc[0].Node
+	}
+	abs := func(p string) string {
+		p = api.ExpandPattern(p, vars)
+		if !path.IsAbs(p) && j.WorkDir != "" {
+			p = path.Join(j.WorkDir, p)
+		}
+		return p
+	}
+	out := orDefault(j.Stdout, api.DefaultStdout)
+	stdout = abs(out)
+	stderr = stdout
+	if j.Stderr != "" {
+		stderr = abs(j.Stderr)
+	}
+	stdin = "/dev/null"
+	if j.Stdin != "" {
+		stdin = abs(j.Stdin)
+	}
+	return stdout, stderr, stdin
+}

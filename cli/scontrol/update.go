@@ -1,0 +1,319 @@
+package scontrol
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/tide-hpc/tide/cli/cmdutil"
+	"github.com/tide-hpc/tide/ctld/api"
+	"github.com/tide-hpc/tide/hostlist"
+)
+
+// parseJobIDs reads job lists as Slurm's hold/release take them: ids
+// separated by commas and/or given as separate words.
+func parseJobIDs(words []string) ([]uint64, error) {
+	var ids []uint64
+	for _, w := range words {
+		for _, s := range strings.Split(w, ",") {
+			s = strings.TrimSpace(s)
+			if s == "" {
+				continue
+			}
+			id, err := strconv.ParseUint(s, 10, 64)
+			if err != nil || id == 0 {
+				return nil, fmt.Errorf("%s: %s", errInvalidJob, s)
+			}
+			ids = append(ids, id)
+		}
+	}
+	if len(ids) == 0 {
+		return nil, fmt.Errorf("no job id given")
+	}
+	return ids, nil
+}
+
+// jobAction runs hold, uhold, release or requeue on a job list.
+func (o *Options) jobAction(ctx context.Context, action string, args []string) error {
+	ids, err := parseJobIDs(args)
+	if err != nil {
+		return err
+	}
+	c, err := o.API()
+	if err != nil {
+		return err
+	}
+	resp, err := c.UpdateJobs(ctx, api.JobUpdate{IDs: ids, Action: action})
+	if err != nil {
+		return fmt.Errorf("%s: %w", action, err)
+	}
+	return o.reportResults(resp)
+}
+
+// reportResults prints each failed job like Slurm ("scontrol: error:
+// Job is no longer pending execution for job 5") and fails with exit 1
+// when any job failed.
+func (o *Options) reportResults(resp api.CancelResponse) error {
+	failed := 0
+	for _, r := range resp.Results {
+		if r.Error == "" {
+			continue
+		}
+		failed++
+		if o.Quiet {
+			continue
+		}
+		msg := r.Error
+		if !strings.Contains(msg, fmt.Sprintf("job %d", r.JobID)) {
+			msg = fmt.Sprintf("%s for job %d", msg, r.JobID)
+		}
+		fmt.Fprintf(o.IO.ErrOut, "scontrol: error: %s\n", msg)
+	}
+	if failed > 0 {
+		return &cmdutil.SilentError{Code: cmdutil.ExitError}
+	}
+	return nil
+}
+
+// kv is one Key=Value word of an update command.
+type kv struct {
+	key, val, word string
+}
+
+func splitKVs(args []string) ([]kv, error) {
+	out := make([]kv, 0, len(args))
+	for _, a := range args {
+		k, v, ok := strings.Cut(a, "=")
+		if !ok || k == "" {
+			return nil, fmt.Errorf("invalid input: %s (expected Key=Value)", a)
+		}
+		out = append(out, kv{key: strings.ToLower(k), val: unquote(v), word: a})
+	}
+	return out, nil
+}
+
+// unquote strips one pair of matching quotes, for values written as
+// Reason="disk full" inside a single shell word.
+func unquote(s string) string {
+	if len(s) >= 2 && (s[0] == '"' || s[0] == '\'') && s[len(s)-1] == s[0] {
+		return s[1 : len(s)-1]
+	}
+	return s
+}
+
+func (o *Options) update(ctx context.Context, args []string) error {
+	if len(args) == 0 {
+		return fmt.Errorf("too few arguments for keyword: update")
+	}
+	kvs, err := splitKVs(args)
+	if err != nil {
+		return err
+	}
+	for _, p := range kvs {
+		switch p.key {
+		case "jobid", "job":
+			return o.updateJobs(ctx, kvs)
+		case "nodename", "node", "nodes":
+			return o.updateNodes(ctx, kvs)
+		case "partitionname", "reservationname", "reservation", "frontendname", "stepid", "suspendexcnodes":
+			return fmt.Errorf("update of %s is not supported by Tide", args[0])
+		}
+	}
+	return fmt.Errorf("no entity to update: give JobId=ID or NodeName=NODES")
+}
+
+// jobUpdate is a parsed `update JobId=…` command.
+type jobUpdate struct {
+	ids []uint64
+	u   api.JobUpdate
+	// relLimit is a TimeLimit=+T / -T change in seconds (0 = none).
+	relLimit int64
+}
+
+func parseJobUpdate(kvs []kv) (*jobUpdate, error) {
+	ju := &jobUpdate{u: api.JobUpdate{Action: "update"}}
+	set := 0
+	for _, p := range kvs {
+		v := p.val
+		switch p.key {
+		case "jobid", "job":
+			ids, err := parseJobIDs([]string{v})
+			if err != nil {
+				return nil, err
+			}
+			ju.ids = append(ju.ids, ids...)
+			continue
+		case "timelimit", "time":
+			if strings.HasPrefix(v, "+") || (strings.HasPrefix(v, "-") && v != "-1") {
+				secs, err := api.ParseTimeLimit(v[1:])
+				if err != nil || secs == api.Infinite {
+					return nil, fmt.Errorf("invalid time limit specification: %s", v)
+				}
+				if v[0] == '-' {
+					secs = -secs
+				}
+				ju.relLimit = secs
+			} else {
+				secs, err := api.ParseTimeLimit(v)
+				if err != nil {
+					return nil, fmt.Errorf("invalid time limit specification: %s", v)
+				}
+				ju.u.TimeLimit = &secs
+			}
+		case "name", "jobname":
+			if v == "" {
+				return nil, fmt.Errorf("invalid job name: empty")
+			}
+			ju.u.Name = &v
+		case "comment":
+			ju.u.Comment = &v
+		case "partition":
+			if v == "" {
+				return nil, fmt.Errorf("invalid partition name: empty")
+			}
+			ju.u.Partition = &v
+		case "account":
+			ju.u.Account = &v
+		case "priority":
+			n, err := strconv.ParseUint(v, 10, 32)
+			if err != nil {
+				return nil, fmt.Errorf("invalid priority: %s", v)
+			}
+			p32 := uint32(n)
+			ju.u.Priority = &p32
+		case "nice":
+			n, err := strconv.Atoi(v)
+			if err != nil || n < -10000 || n > 10000 {
+				return nil, fmt.Errorf("invalid nice value, must be between -10000 and 10000: %s", v)
+			}
+			ju.u.Nice = &n
+		default:
+			return nil, fmt.Errorf("Update of this parameter is not supported: %s", p.word)
+		}
+		set++
+	}
+	if len(ju.ids) == 0 {
+		return nil, fmt.Errorf("no JobId given")
+	}
+	if set == 0 {
+		return nil, fmt.Errorf("no changes requested for job %s", joinIDs(ju.ids))
+	}
+	return ju, nil
+}
+
+func joinIDs(ids []uint64) string {
+	s := make([]string, len(ids))
+	for i, id := range ids {
+		s[i] = strconv.FormatUint(id, 10)
+	}
+	return strings.Join(s, ",")
+}
+
+func (o *Options) updateJobs(ctx context.Context, kvs []kv) error {
+	ju, err := parseJobUpdate(kvs)
+	if err != nil {
+		return err
+	}
+	c, err := o.API()
+	if err != nil {
+		return err
+	}
+	if ju.relLimit == 0 {
+		ju.u.IDs = ju.ids
+		resp, err := c.UpdateJobs(ctx, ju.u)
+		if err != nil {
+			return fmt.Errorf("slurm_update error: %w", err)
+		}
+		return o.reportResults(resp)
+	}
+	// A relative limit depends on each job's current one, so every job
+	// gets its own request.
+	var all api.CancelResponse
+	for _, id := range ju.ids {
+		j, err := c.Job(ctx, id)
+		if errors.Is(err, api.ErrNotFound) {
+			all.Results = append(all.Results, api.JobResult{JobID: id, Error: errInvalidJob})
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("slurm_update error: %w", err)
+		}
+		if j.TimeLimit <= 0 {
+			all.Results = append(all.Results, api.JobResult{JobID: id,
+				Error: "TimeLimit increment/decrement not possible without a finite time limit"})
+			continue
+		}
+		secs := j.TimeLimit + ju.relLimit
+		if secs <= 0 {
+			all.Results = append(all.Results, api.JobResult{JobID: id,
+				Error: fmt.Sprintf("TimeLimit decrement of %s leaves no time", api.FormatElapsedLong(-ju.relLimit))})
+			continue
+		}
+		u := ju.u
+		u.IDs = []uint64{id}
+		u.TimeLimit = &secs
+		resp, err := c.UpdateJobs(ctx, u)
+		if err != nil {
+			return fmt.Errorf("slurm_update error: %w", err)
+		}
+		all.Results = append(all.Results, resp.Results...)
+	}
+	return o.reportResults(all)
+}
+
+// nodeStates are the State= values `update NodeName=` accepts.
+var nodeStates = []string{"DRAIN", "RESUME", "DOWN", "UNDRAIN"}
+
+func parseNodeUpdate(kvs []kv) (api.NodeUpdate, error) {
+	var u api.NodeUpdate
+	reasonSet := false
+	for _, p := range kvs {
+		switch p.key {
+		case "nodename", "node", "nodes":
+			hosts, err := hostlist.Expand(p.val)
+			if err != nil || len(hosts) == 0 {
+				return u, fmt.Errorf("invalid node name specification: %s", p.val)
+			}
+			u.Names = append(u.Names, hosts...)
+		case "state":
+			st := strings.ToUpper(p.val)
+			if !contains(nodeStates, st) {
+				return u, fmt.Errorf("invalid node state specified: %s (valid: %s)", p.val, strings.Join(nodeStates, ", "))
+			}
+			u.State = st
+		case "reason":
+			u.Reason = p.val
+			reasonSet = true
+		default:
+			return u, fmt.Errorf("Update of this parameter is not supported: %s", p.word)
+		}
+	}
+	if u.State == "" && !reasonSet {
+		return u, fmt.Errorf("no changes requested for node %s", hostlist.Compress(u.Names))
+	}
+	return u, nil
+}
+
+// errNoReason is Slurm's exact refusal of DRAIN/DOWN without Reason=.
+const errNoReason = "You must specify a reason when DOWNING or DRAINING a node. Request denied"
+
+func (o *Options) updateNodes(ctx context.Context, kvs []kv) error {
+	u, err := parseNodeUpdate(kvs)
+	if err != nil {
+		return err
+	}
+	if (u.State == "DRAIN" || u.State == "DOWN") && strings.TrimSpace(u.Reason) == "" {
+		fmt.Fprintln(o.IO.ErrOut, errNoReason)
+		return &cmdutil.SilentError{Code: cmdutil.ExitError}
+	}
+	c, err := o.API()
+	if err != nil {
+		return err
+	}
+	if err := c.UpdateNodes(ctx, u); err != nil {
+		return fmt.Errorf("slurm_update error: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,480 @@
+package squeue
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/tide-hpc/tide/cli/cmdutil"
+	"github.com/tide-hpc/tide/cli/slurmfmt"
+	"github.com/tide-hpc/tide/ctld/api"
+	"github.com/tide-hpc/tide/hostlist"
+)
+
+// Slurm's built-in formats.
+const (
+	DefaultFormat = "%.18i %.9P %.8j %.8u %.2t %.10M %.6D %R"
+	LongFormat    = "%.18i %.9P %.8j %.8u %.8T %.10M %.9l %.6D %R"
+	StartFormat   = "%.18i %.9P %.8j %.8u %.2t %.19S %.6D %20Y %R"
+	// DefaultSort is partition, then compact state, then priority
+	// descending; ties fall back to the job id.
+	DefaultSort = "P,t,-p"
+)
+
+// ErrInvalidJobID is what squeue prints when -j names no known job.
+const ErrInvalidJobID = "slurm_load_jobs error: Invalid job id specified"
+
+// Options are squeue's parsed command line.
+type Options struct {
+	IO  *cmdutil.IOStreams
+	API func() (cmdutil.API, error)
+	Now func() time.Time
+	UID func() int
+	// Getenv reads SQUEUE_* defaults.
+	Getenv func(string) string
+	// Loc is the zone times are printed in (time.Local by default).
+	Loc *time.Location
+	// Sleep waits between --iterate rounds; it returns early with the
+	// context's error when interrupted.
+	Sleep func(ctx context.Context, d time.Duration) error
+
+	Format     string
+	FormatLong string
+	Sort       string
+	Long       bool
+	Start      bool
+	NoHeader   bool
+	JSON       bool
+	Me         bool
+	Verbose    int
+	Iterate    int
+
+	Users      string
+	Jobs       string
+	JobsFlag   bool
+	Partitions string
+	States     string
+	Names      string
+	Accounts   string
+	QOS        string
+	NodeList   string
+}
+
+// NewCmd returns the squeue command.
+func NewCmd(f *cmdutil.Factory) *cobra.Command {
+	return newCmd(f, run)
+}
+
+func newCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cobra.Command {
+	o := &Options{
+		IO: f.IO, API: f.API, Now: f.Now, UID: f.UID, Getenv: f.Getenv,
+		Loc: time.Local, Sleep: sleepCtx,
+	}
+	cmd := &cobra.Command{
+		Use:   "squeue [OPTIONS]",
+		Short: "View information about jobs in the scheduling queue",
+		Long: "squeue lists jobs in Slurm's formats. By default it shows pending, running\n" +
+			"and completing jobs sorted by partition, state and priority.",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			fl := cmd.Flags()
+			o.JobsFlag = fl.Changed("jobs")
+			if o.Jobs == jobsNoArg {
+				o.Jobs = ""
+			}
+			if len(args) > 0 {
+				// Slurm takes "squeue -j 12,13" with the list as the
+				// next word, since -j's argument is optional.
+				if !o.JobsFlag || o.Jobs != "" || len(args) > 1 {
+					return cmdutil.Usagef("Unrecognized option: %s", args[0])
+				}
+				o.Jobs = args[0]
+			}
+			if fl.Changed("format") && fl.Changed("Format") {
+				return cmdutil.Usagef("-o (--format) is incompatible with -O (--Format)")
+			}
+			if o.Iterate < 0 || (fl.Changed("iterate") && o.Iterate == 0) {
+				return cmdutil.Usagef("--iterate=%d: must be a positive number of seconds", o.Iterate)
+			}
+			return runF(cmd.Context(), o)
+		},
+	}
+	fl := cmd.Flags()
+	fl.SortFlags = false
+	fl.SetNormalizeFunc(normalize)
+	fl.StringVarP(&o.Accounts, "account", "A", "", "comma separated list of accounts to view")
+	fl.BoolP("all", "a", false, "show jobs in hidden partitions too (all partitions are visible in Tide)")
+	fl.BoolVarP(&o.NoHeader, "noheader", "h", false, "print no header lines")
+	fl.IntVarP(&o.Iterate, "iterate", "i", 0, "repeat the report every `SECONDS` until interrupted")
+	fl.StringVarP(&o.Jobs, "jobs", "j", "", "comma separated list of job ids to view (any state)")
+	fl.Lookup("jobs").NoOptDefVal = jobsNoArg
+	fl.BoolVarP(&o.Long, "long", "l", false, "long report, with the date first")
+	fl.StringVarP(&o.Names, "name", "n", "", "comma separated list of job names to view")
+	fl.StringVarP(&o.Format, "format", "o", "", "format specification (%[.][width]X fields)")
+	fl.StringVarP(&o.FormatLong, "Format", "O", "", "format specification (Name[:[.]width] fields)")
+	fl.StringVarP(&o.Partitions, "partition", "p", "", "comma separated list of partitions to view")
+	fl.StringVarP(&o.QOS, "qos", "q", "", "comma separated list of QOS to view")
+	fl.StringVarP(&o.Sort, "sort", "S", "", "comma separated list of fields to sort on, '-' for descending")
+	fl.BoolVar(&o.Start, "start", false, "expected start time of pending jobs")
+	fl.StringVarP(&o.States, "states", "t", "", "comma separated list of states to view, or 'all'")
+	fl.StringVarP(&o.Users, "user", "u", "", "comma separated list of user names or ids to view")
+	fl.BoolVar(&o.Me, "me", false, "view only the caller's jobs")
+	fl.CountVarP(&o.Verbose, "verbose", "v", "print the options used on stderr")
+	fl.StringVarP(&o.NodeList, "nodelist", "w", "", "hostlist of nodes whose jobs to view")
+	fl.BoolVar(&o.JSON, "json", false, "print the jobs as JSON")
+	fl.BoolP("array", "r", false, "one line per array element (accepted; Tide has no arrays yet)")
+	fl.Bool("help", false, "show this help")
+	return cmd
+}
+
+// jobsNoArg marks "-j" given without a list.
+const jobsNoArg = "\x00"
+
+// normalize maps Slurm's alternative long option names to ours.
+func normalize(_ *pflag.FlagSet, name string) pflag.NormalizedName {
+	switch name {
+	case "accounts":
+		name = "account"
+	case "partitions":
+		name = "partition"
+	case "users":
+		name = "user"
+	case "state":
+		name = "states"
+	case "node", "nodes":
+		name = "nodelist"
+	case "job":
+		name = "jobs"
+	}
+	return pflag.NormalizedName(name)
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// query is a compiled request: what to ask the controller, what to drop
+// afterwards, how to sort and how to print.
+type query struct {
+	filter   api.JobFilter
+	anyState bool // no -t and no -j: show only active jobs
+	nodes    map[string]bool
+	qos      map[string]bool
+	sort     []sortKey
+	format   string
+	long     bool
+}
+
+func (o *Options) env(key string) string {
+	if o.Getenv == nil {
+		return ""
+	}
+	return o.Getenv(key)
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, x := range strings.Split(s, ",") {
+		if x = strings.TrimSpace(x); x != "" {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// compile turns the options into a query, rejecting bad ids, states and
+// node lists the way Slurm does.
+func (o *Options) compile() (*query, error) {
+	q := &query{}
+	users := o.Users
+	if users == "" {
+		users = o.env("SQUEUE_USERS")
+	}
+	q.filter.Users = splitList(users)
+	if o.Me {
+		q.filter.Users = append(q.filter.Users, strconv.Itoa(o.UID()))
+	}
+	for _, s := range splitList(o.Jobs) {
+		id, err := strconv.ParseUint(s, 10, 64)
+		if err != nil || id == 0 {
+			return nil, api.Invalid("Invalid job id: %s", s)
+		}
+		q.filter.IDs = append(q.filter.IDs, id)
+	}
+	parts := o.Partitions
+	if parts == "" {
+		parts = o.env("SQUEUE_PARTITION")
+	}
+	q.filter.Partitions = splitList(parts)
+	names := o.Names
+	if names == "" {
+		names = o.env("SQUEUE_NAMES")
+	}
+	q.filter.Names = splitList(names)
+	accts := o.Accounts
+	if accts == "" {
+		accts = o.env("SQUEUE_ACCOUNT")
+	}
+	q.filter.Accounts = splitList(accts)
+	states := o.States
+	if states == "" {
+		states = o.env("SQUEUE_STATES")
+	}
+	if states == "" && o.Start {
+		states = "PD"
+	}
+	all := false
+	for _, s := range splitList(states) {
+		if strings.EqualFold(s, "all") {
+			all = true
+			continue
+		}
+		st, err := api.ParseJobState(s)
+		if err != nil {
+			return nil, api.Invalid("Invalid job state specified: %s", s)
+		}
+		if st.Terminal() {
+			q.filter.All = true
+		}
+		q.filter.States = append(q.filter.States, st)
+	}
+	if all {
+		q.filter.States = nil
+		q.filter.All = true
+	}
+	if len(q.filter.IDs) > 0 || o.JobsFlag {
+		q.filter.All = true
+	}
+	q.anyState = !all && len(q.filter.States) == 0 && !o.JobsFlag
+	if o.NodeList != "" {
+		hosts, err := hostlist.Expand(o.NodeList)
+		if err != nil || len(hosts) == 0 {
+			return nil, api.Invalid("'%s' invalid entry for --nodelist", o.NodeList)
+		}
+		q.nodes = make(map[string]bool, len(hosts))
+		for _, h := range hosts {
+			q.nodes[h] = true
+		}
+	}
+	if qs := splitList(o.QOS); len(qs) > 0 {
+		q.qos = make(map[string]bool, len(qs))
+		for _, s := range qs {
+			q.qos[strings.ToLower(s)] = true
+		}
+	}
+	sortSpec := o.Sort
+	if sortSpec == "" {
+		sortSpec = o.env("SQUEUE_SORT")
+	}
+	if sortSpec == "" {
+		sortSpec = DefaultSort
+		if o.Start {
+			sortSpec = "S"
+		}
+	}
+	keys, err := parseSort(sortSpec)
+	if err != nil {
+		return nil, err
+	}
+	q.sort = keys
+	switch {
+	case o.FormatLong != "":
+		q.format, q.long = o.FormatLong, true
+	case o.Format != "":
+		q.format = o.Format
+	case o.Long:
+		q.format = LongFormat
+	case o.Start:
+		q.format = StartFormat
+	case o.env("SQUEUE_FORMAT") != "":
+		q.format = o.env("SQUEUE_FORMAT")
+	case o.env("SQUEUE_FORMAT2") != "":
+		q.format, q.long = o.env("SQUEUE_FORMAT2"), true
+	default:
+		q.format = DefaultFormat
+	}
+	return q, nil
+}
+
+// keep applies the filters the controller does not know.
+func (q *query) keep(j *api.Job) bool {
+	if q.anyState && j.State.Terminal() {
+		return false
+	}
+	if len(q.filter.States) > 0 && !hasState(q.filter.States, j.State) {
+		return false
+	}
+	if q.nodes != nil {
+		hit := false
+		for i := range j.Alloc {
+			if q.nodes[j.Alloc[i].Node] {
+				hit = true
+				break
+			}
+		}
+		if !hit {
+			return false
+		}
+	}
+	if q.qos != nil && !q.qos[strings.ToLower(j.QOS)] {
+		return false
+	}
+	return true
+}
+
+func hasState(sts []api.JobState, s api.JobState) bool {
+	for _, x := range sts {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func run(ctx context.Context, o *Options) error {
+	q, err := o.compile()
+	if err != nil {
+		return err
+	}
+	e := &env{loc: o.Loc}
+	var tbl *slurmfmt.Table[*api.Job]
+	if !o.JSON {
+		if tbl, err = compileFormat(q.format, q.long, e); err != nil {
+			return err
+		}
+	}
+	if o.Verbose > 0 {
+		o.printOptions(q)
+	}
+	client, err := o.API()
+	if err != nil {
+		return fmt.Errorf("connect to controller: %w", err)
+	}
+	w := bufio.NewWriterSize(o.IO.Out, 64<<10)
+	for {
+		if err := o.once(ctx, client, q, tbl, e, w); err != nil {
+			return err
+		}
+		if o.Iterate <= 0 {
+			return nil
+		}
+		if _, err := w.WriteString("\n"); err != nil {
+			return fmt.Errorf("write output: %w", err)
+		}
+		if err := w.Flush(); err != nil {
+			return fmt.Errorf("write output: %w", err)
+		}
+		if err := o.Sleep(ctx, time.Duration(o.Iterate)*time.Second); err != nil {
+			if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+				return nil
+			}
+			return err
+		}
+	}
+}
+
+// once loads, filters, sorts and prints the queue one time.
+func (o *Options) once(ctx context.Context, client cmdutil.API, q *query, tbl *slurmfmt.Table[*api.Job], e *env, w *bufio.Writer) error {
+	list, err := client.Jobs(ctx, q.filter)
+	if err != nil {
+		return fmt.Errorf("slurm_load_jobs error: %w", err)
+	}
+	if len(q.filter.IDs) > 0 && len(list.Jobs) == 0 {
+		fmt.Fprintln(o.IO.ErrOut, ErrInvalidJobID)
+		return &cmdutil.SilentError{Code: cmdutil.ExitError}
+	}
+	e.setNow(list.Now, o.Now)
+	jobs := make([]*api.Job, 0, len(list.Jobs))
+	for i := range list.Jobs {
+		if q.keep(&list.Jobs[i]) {
+			jobs = append(jobs, &list.Jobs[i])
+		}
+	}
+	sortJobs(jobs, q.sort, e)
+	if o.JSON {
+		if err := writeJSON(w, jobs, e); err != nil {
+			return err
+		}
+		return flush(w)
+	}
+	if !o.NoHeader && (o.Iterate > 0 || o.Verbose > 0 || o.Long) {
+		w.WriteString(e.now.In(e.loc).Format(slurmfmt.DateLayout))
+		w.WriteByte('\n')
+	}
+	if err := render(w, tbl, jobs, !o.NoHeader); err != nil {
+		return err
+	}
+	return flush(w)
+}
+
+func flush(w *bufio.Writer) error {
+	if err := w.Flush(); err != nil {
+		return fmt.Errorf("write output: %w", err)
+	}
+	return nil
+}
+
+// render prints the header (if asked) and one line per job.
+func render(w io.Writer, tbl *slurmfmt.Table[*api.Job], jobs []*api.Job, header bool) error {
+	line := make([]byte, 0, 256)
+	if header {
+		line = tbl.AppendHeader(line)
+		if _, err := w.Write(line); err != nil {
+			return fmt.Errorf("write output: %w", err)
+		}
+	}
+	for _, j := range jobs {
+		line = tbl.AppendRow(line[:0], j)
+		if _, err := w.Write(line); err != nil {
+			return fmt.Errorf("write output: %w", err)
+		}
+	}
+	return nil
+}
+
+// printOptions is -v: the effective options, on stderr so that stdout
+// stays parseable.
+func (o *Options) printOptions(q *query) {
+	b := &strings.Builder{}
+	line := func(k, v string) { fmt.Fprintf(b, "%-12s= %s\n", k, v) }
+	orNull := func(s string) string { return slurmfmt.OrNull(s) }
+	b.WriteString("-----------------------------\n")
+	line("accounts", orNull(strings.Join(q.filter.Accounts, ",")))
+	line("all_states", strconv.FormatBool(q.filter.All))
+	line("format", q.format)
+	line("iterate", strconv.Itoa(o.Iterate))
+	line("job_flag", strconv.FormatBool(o.JobsFlag))
+	line("jobs", orNull(o.Jobs))
+	line("long", strconv.FormatBool(o.Long))
+	line("names", orNull(strings.Join(q.filter.Names, ",")))
+	line("no_header", strconv.FormatBool(o.NoHeader))
+	line("nodes", orNull(o.NodeList))
+	line("partitions", orNull(strings.Join(q.filter.Partitions, ",")))
+	line("sort", orNull(o.Sort))
+	line("start_flag", strconv.FormatBool(o.Start))
+	st := make([]string, len(q.filter.States))
+	for i, s := range q.filter.States {
+		st[i] = string(s)
+	}
+	line("states", orNull(strings.Join(st, ",")))
+	line("users", orNull(strings.Join(q.filter.Users, ",")))
+	line("verbose", strconv.Itoa(o.Verbose))
+	b.WriteString("-----------------------------\n")
+	io.WriteString(o.IO.ErrOut, b.String())
+}

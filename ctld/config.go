@@ -1,0 +1,324 @@
+package ctld
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/viper"
+
+	"github.com/tide-hpc/tide/ctld/api"
+	"github.com/tide-hpc/tide/hostlist"
+	"github.com/tide-hpc/tide/topology"
+)
+
+// ConfigVersion is the version of the controller config this build reads.
+const ConfigVersion = 1
+
+// Config is tidectld's configuration (etc/tide.yaml documents every
+// field). Order of precedence: DefaultConfig, then the file, then
+// TIDECTLD_* environment variables, then flags.
+type Config struct {
+	Version     int    `mapstructure:"version"`
+	ClusterName string `mapstructure:"cluster_name"`
+	// StateDir holds the SQLite database (state, accounting, spool).
+	StateDir string `mapstructure:"state_dir"`
+	// Socket is the unix socket for local clients; NodeAddr the TCP
+	// address node daemons reach (and /metrics).
+	Socket   string `mapstructure:"socket"`
+	NodeAddr string `mapstructure:"node_addr"`
+	// KeyFile holds the cluster key node daemons present.
+	KeyFile string `mapstructure:"key_file"`
+	// Operators may act on every job and node (root and the daemon's own
+	// user always may).
+	Operators []string `mapstructure:"operators"`
+	// AllowRootJobs accepts jobs submitted by root.
+	AllowRootJobs bool `mapstructure:"allow_root_jobs"`
+	// FirstJobID is the id of the first job of a new cluster.
+	FirstJobID uint64 `mapstructure:"first_job_id"`
+	LogLevel   string `mapstructure:"log_level"`
+
+	Timeouts  TimeoutConfig     `mapstructure:"timeouts"`
+	Scheduler SchedulerConfig   `mapstructure:"scheduler"`
+	Partition []PartitionConfig `mapstructure:"partitions"`
+	Nodes     []NodeConfig      `mapstructure:"nodes"`
+	Topology  TopologyConfig    `mapstructure:"topology"`
+}
+
+// TimeoutConfig holds the controller's timeouts.
+type TimeoutConfig struct {
+	// Node: a node that has not synced for this long is DOWN and its
+	// jobs end NODE_FAIL.
+	Node time.Duration `mapstructure:"node"`
+	// KillWait is the time between SIGTERM and SIGKILL.
+	KillWait time.Duration `mapstructure:"kill_wait"`
+	// MinJobAge is how long finished jobs stay visible to squeue.
+	MinJobAge time.Duration `mapstructure:"min_job_age"`
+	// SpoolKeep is how long scripts of finished jobs are kept.
+	SpoolKeep time.Duration `mapstructure:"spool_keep"`
+}
+
+// SchedulerConfig tunes the scheduling loop.
+type SchedulerConfig struct {
+	// Interval is the period of the background pass (submissions and
+	// job ends trigger passes at once).
+	Interval       time.Duration `mapstructure:"interval"`
+	MaxStarts      int           `mapstructure:"max_starts"`
+	DefMemPerCPUMB int64         `mapstructure:"def_mem_per_cpu_mb"`
+}
+
+// PartitionConfig is one partition as written.
+type PartitionConfig struct {
+	Name        string `mapstructure:"name"`
+	Nodes       string `mapstructure:"nodes"`
+	Default     bool   `mapstructure:"default"`
+	DefaultTime string `mapstructure:"default_time"`
+	MaxTime     string `mapstructure:"max_time"`
+	MaxNodes    int    `mapstructure:"max_nodes"`
+	State       string `mapstructure:"state"`
+}
+
+// NodeConfig declares nodes and, optionally, what they must have. A node
+// that registers with less is drained with a reason.
+type NodeConfig struct {
+	Names    string   `mapstructure:"names"`
+	CPUs     int      `mapstructure:"cpus"`
+	Memory   string   `mapstructure:"memory"`
+	GPUs     int      `mapstructure:"gpus"`
+	Features []string `mapstructure:"features"`
+}
+
+// TopologyConfig holds the switch tree.
+type TopologyConfig struct {
+	Switches []topology.SwitchConfig `mapstructure:"switches"`
+}
+
+// DefaultConfig returns the built-in defaults.
+func DefaultConfig() Config {
+	return Config{
+		Version:     ConfigVersion,
+		ClusterName: "tide",
+		StateDir:    "/var/lib/tide/ctld",
+		Socket:      "/run/tide/tidectld.sock",
+		NodeAddr:    "0.0.0.0:6817",
+		KeyFile:     "/etc/tide/cluster.key",
+		FirstJobID:  1,
+		LogLevel:    "info",
+		Timeouts: TimeoutConfig{
+			Node:      30 * time.Second,
+			KillWait:  30 * time.Second,
+			MinJobAge: 300 * time.Second,
+			SpoolKeep: 7 * 24 * time.Hour,
+		},
+		Scheduler: SchedulerConfig{Interval: time.Second},
+	}
+}
+
+// LoadConfig reads a YAML config file over the defaults, then TIDECTLD_*
+// environment variables. Unknown keys are errors.
+func LoadConfig(path string) (Config, error) {
+	var data []byte
+	if path != "" {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return Config{}, fmt.Errorf("read config: %w", err)
+		}
+		data = b
+	}
+	cfg, err := ParseConfig(bytes.NewReader(data))
+	if err != nil {
+		if path != "" {
+			return Config{}, fmt.Errorf("config %s: %w", path, err)
+		}
+		return Config{}, err
+	}
+	if path != "" {
+		cfg.resolvePaths(filepath.Dir(path))
+	}
+	return cfg, nil
+}
+
+// ParseConfig reads YAML from r over the defaults and the environment.
+func ParseConfig(r io.Reader) (Config, error) {
+	v := viper.New()
+	v.SetConfigType("yaml")
+	v.SetEnvPrefix("TIDECTLD")
+	v.SetEnvKeyReplacer(strings.NewReplacer(".", "_"))
+	v.AutomaticEnv()
+	def := DefaultConfig()
+	for k, val := range map[string]any{
+		"version": def.Version, "cluster_name": def.ClusterName, "state_dir": def.StateDir,
+		"socket": def.Socket, "node_addr": def.NodeAddr, "key_file": def.KeyFile,
+		"first_job_id": def.FirstJobID, "log_level": def.LogLevel, "allow_root_jobs": false,
+		"timeouts.node": def.Timeouts.Node, "timeouts.kill_wait": def.Timeouts.KillWait,
+		"timeouts.min_job_age": def.Timeouts.MinJobAge, "timeouts.spool_keep": def.Timeouts.SpoolKeep,
+		"scheduler.interval": def.Scheduler.Interval, "scheduler.max_starts": 0,
+		"scheduler.def_mem_per_cpu_mb": 0,
+	} {
+		v.SetDefault(k, val)
+	}
+	if err := v.ReadConfig(r); err != nil {
+		return Config{}, fmt.Errorf("parse YAML: %w", err)
+	}
+	var cfg Config
+	if err := v.UnmarshalExact(&cfg); err != nil {
+		return Config{}, fmt.Errorf("%w", err)
+	}
+	return cfg, nil
+}
+
+// resolvePaths makes relative paths relative to the config file's folder.
+func (c *Config) resolvePaths(dir string) {
+	for _, p := range []*string{&c.StateDir, &c.Socket, &c.KeyFile} {
+		if *p != "" && !filepath.IsAbs(*p) {
+			*p = filepath.Join(dir, *p)
+		}
+	}
+}
+
+// Cluster is a validated, expanded configuration: what the controller
+// runs with.
+type Cluster struct {
+	Config
+	Partitions   []api.Partition
+	DefaultPart  string
+	NodeOrder    []string
+	NodeDecl     map[string]NodeConfig
+	NodeMemoryMB map[string]int64
+	Tree         *topology.Tree
+}
+
+// Validate checks the config and expands node lists. It reports every
+// problem at once.
+func (c Config) Validate() (*Cluster, error) {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if c.Version != ConfigVersion {
+		bad("version: %d is not supported (this tidectld reads version %d)", c.Version, ConfigVersion)
+	}
+	if c.ClusterName == "" {
+		bad("cluster_name: must not be empty")
+	}
+	if c.StateDir == "" {
+		bad("state_dir: must not be empty")
+	}
+	if c.Socket == "" {
+		bad("socket: must not be empty")
+	}
+	if c.NodeAddr == "" {
+		bad("node_addr: must not be empty")
+	}
+	if c.FirstJobID == 0 {
+		bad("first_job_id: must be at least 1")
+	}
+	if c.Timeouts.Node < time.Second {
+		bad("timeouts.node: %s is too short (at least 1s)", c.Timeouts.Node)
+	}
+	if c.Timeouts.KillWait < 0 {
+		bad("timeouts.kill_wait: must not be negative")
+	}
+	if c.Scheduler.Interval <= 0 {
+		bad("scheduler.interval: must be positive")
+	}
+	cl := &Cluster{Config: c, NodeDecl: map[string]NodeConfig{}, NodeMemoryMB: map[string]int64{}}
+	for i, n := range c.Nodes {
+		names, err := hostlist.Expand(n.Names)
+		if err != nil || len(names) == 0 {
+			bad("nodes[%d].names: %q is not a valid hostlist: %v", i, n.Names, err)
+			continue
+		}
+		var mem int64
+		if n.Memory != "" {
+			if mem, err = api.ParseMemMB(n.Memory); err != nil {
+				bad("nodes[%d].memory: %v", i, err)
+			}
+		}
+		if n.CPUs < 0 || n.GPUs < 0 {
+			bad("nodes[%d]: cpus and gpus must not be negative", i)
+		}
+		for _, name := range names {
+			if _, dup := cl.NodeDecl[name]; dup {
+				bad("nodes[%d]: node %s declared twice", i, name)
+				continue
+			}
+			cl.NodeDecl[name] = n
+			cl.NodeMemoryMB[name] = mem
+			cl.NodeOrder = append(cl.NodeOrder, name)
+		}
+	}
+	if len(c.Partition) == 0 {
+		bad("partitions: at least one partition is needed")
+	}
+	seen := map[string]bool{}
+	for i, p := range c.Partition {
+		if p.Name == "" {
+			bad("partitions[%d].name: must not be empty", i)
+			continue
+		}
+		if seen[p.Name] {
+			bad("partitions[%d]: partition %s defined twice", i, p.Name)
+		}
+		seen[p.Name] = true
+		nodes, err := hostlist.Expand(p.Nodes)
+		if err != nil {
+			bad("partitions[%d] (%s).nodes: %v", i, p.Name, err)
+		}
+		for _, n := range nodes {
+			if _, ok := cl.NodeDecl[n]; !ok {
+				bad("partition %s names node %s, which is not declared under nodes", p.Name, n)
+			}
+		}
+		part := api.Partition{Name: p.Name, NodesExpr: p.Nodes, Nodes: nodes, Default: p.Default,
+			DefaultTime: api.Infinite, MaxTime: api.Infinite, MaxNodes: p.MaxNodes, State: "UP"}
+		if p.DefaultTime != "" {
+			if part.DefaultTime, err = api.ParseTimeLimit(p.DefaultTime); err != nil {
+				bad("partition %s default_time: %v", p.Name, err)
+			}
+		}
+		if p.MaxTime != "" {
+			if part.MaxTime, err = api.ParseTimeLimit(p.MaxTime); err != nil {
+				bad("partition %s max_time: %v", p.Name, err)
+			}
+		}
+		switch strings.ToUpper(p.State) {
+		case "", "UP":
+		case "DOWN", "DRAIN", "INACTIVE":
+			part.State = strings.ToUpper(p.State)
+		default:
+			bad("partition %s state: %q is not UP, DOWN, DRAIN or INACTIVE", p.Name, p.State)
+		}
+		if p.MaxNodes < 0 {
+			bad("partition %s max_nodes: must not be negative", p.Name)
+		}
+		if p.Default {
+			if cl.DefaultPart != "" {
+				bad("partitions: both %s and %s are marked default", cl.DefaultPart, p.Name)
+			}
+			cl.DefaultPart = p.Name
+		}
+		cl.Partitions = append(cl.Partitions, part)
+	}
+	if cl.DefaultPart == "" && len(cl.Partitions) > 0 {
+		// Slurm takes the first partition when none is marked default.
+		cl.DefaultPart = cl.Partitions[0].Name
+		cl.Partitions[0].Default = true
+	}
+	known := map[string]bool{}
+	for n := range cl.NodeDecl {
+		known[n] = true
+	}
+	tree, err := topology.Build(c.Topology.Switches, known)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	cl.Tree = tree
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return cl, nil
+}

@@ -1,0 +1,94 @@
+package ctld
+
+import (
+	"os"
+	"strings"
+	"testing"
+)
+
+func TestSampleConfigValidates(t *testing.T) {
+	cfg, err := LoadConfig("../etc/tide.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, err := cfg.Validate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cl.DefaultPart != "gpu" || len(cl.NodeOrder) != 17 || cl.Tree.LeafOf("gpu020") != "s2" {
+		t.Fatalf("unexpected cluster: default=%q nodes=%d leaf=%q", cl.DefaultPart, len(cl.NodeOrder), cl.Tree.LeafOf("gpu020"))
+	}
+	if cl.Partitions[0].MaxTime != 7*86400 || cl.Partitions[0].DefaultTime != 3600 {
+		t.Fatalf("partition times: %+v", cl.Partitions[0])
+	}
+}
+
+func TestConfigErrors(t *testing.T) {
+	tests := []struct {
+		name, yaml string
+		want       []string
+	}{
+		{name: "unknown key", yaml: "version: 1\nclustr_name: x\n", want: []string{"clustr_name"}},
+		{name: "not yaml", yaml: "version: [1\n", want: []string{"parse YAML"}},
+		{name: "every problem at once", yaml: `
+version: 2
+partitions:
+  - name: gpu
+    nodes: gpu[01-03]
+    max_time: forever
+nodes:
+  - names: gpu[01-02]
+    memory: lots
+`, want: []string{"version: 2", "max_time", "gpu03", "memory"}},
+		{name: "no partitions", yaml: "version: 1\n", want: []string{"at least one partition"}},
+		{name: "bad hostlist", yaml: "version: 1\nnodes:\n  - names: gpu[01-\n", want: []string{"not a valid hostlist"}},
+		{name: "two defaults", yaml: `
+version: 1
+nodes: [{names: "n[1-2]"}]
+partitions:
+  - {name: a, nodes: n1, default: true}
+  - {name: b, nodes: n2, default: true}
+`, want: []string{"both a and b"}},
+		{name: "topology unknown node", yaml: `
+version: 1
+nodes: [{names: "n[1-2]"}]
+partitions: [{name: a, nodes: "n[1-2]"}]
+topology: {switches: [{name: s1, nodes: "n[1-3]"}]}
+`, want: []string{`unknown node "n3"`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, err := ParseConfig(strings.NewReader(tt.yaml))
+			if err == nil {
+				_, err = cfg.Validate()
+			}
+			if err == nil {
+				t.Fatal("no error")
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not mention %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestReadKey(t *testing.T) {
+	dir := t.TempDir()
+	p := dir + "/key"
+	if err := os.WriteFile(p, []byte("0123456789abcdef0123\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := readKey(p); err == nil || !strings.Contains(err.Error(), "readable by others") {
+		t.Fatalf("world-readable key accepted: %v", err)
+	}
+	os.Chmod(p, 0o600)
+	if k, err := readKey(p); err != nil || k != "0123456789abcdef0123" {
+		t.Fatalf("readKey = %q, %v", k, err)
+	}
+	os.WriteFile(p, []byte("short"), 0o600)
+	if _, err := readKey(p); err == nil {
+		t.Fatal("short key accepted")
+	}
+}

@@ -1,0 +1,330 @@
+package ctld
+
+import (
+	"bufio"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+
+	"github.com/tide-hpc/tide/ctld/api"
+	"github.com/tide-hpc/tide/ctld/client"
+)
+
+// maxBody bounds request bodies (a script plus environment fits well).
+const maxBody = 8 << 20
+
+// localHandler serves local clients on the unix socket.
+func (s *Server) localHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /api/v1/jobs", s.handleSubmit)
+	mux.HandleFunc("GET /api/v1/jobs", s.handleList)
+	mux.HandleFunc("GET /api/v1/jobs/{id}", s.handleJob)
+	mux.HandleFunc("GET /api/v1/jobs/{id}/events", s.handleEvents)
+	mux.HandleFunc("POST /api/v1/jobs/cancel", s.handleCancel)
+	mux.HandleFunc("POST /api/v1/jobs/update", s.handleUpdate)
+	mux.HandleFunc("GET /api/v1/accounting/jobs", s.handleAccounting)
+	mux.HandleFunc("GET /api/v1/audit", s.handleAudit)
+	mux.HandleFunc("GET /api/v1/nodes", s.handleNodes)
+	mux.HandleFunc("POST /api/v1/nodes/update", s.handleNodeUpdate)
+	mux.HandleFunc("GET /api/v1/cluster", s.handleCluster)
+	mux.Handle("GET /metrics", s.metrics.handler())
+	return mux
+}
+
+// nodeHandler serves node daemons on TCP. Every API call needs the
+// cluster key; /metrics is open for scrapers.
+func (s *Server) nodeHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /api/v1/node/register", s.withKey(s.handleRegister))
+	mux.HandleFunc("POST /api/v1/node/sync", s.withKey(s.handleSync))
+	mux.Handle("GET /metrics", s.metrics.handler())
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		if !s.keyOK(r) {
+			writeErr(w, api.Errorf(api.ErrUnauthenticated, "cluster key required"))
+			return
+		}
+		writeErr(w, api.Errorf(api.ErrNotFound, "%s %s: not a node API call (clients use the local socket)", r.Method, r.URL.Path))
+	})
+	return mux
+}
+
+func (s *Server) keyOK(r *http.Request) bool {
+	k := r.Header.Get(client.KeyHeader)
+	return k != "" && subtle.ConstantTimeCompare([]byte(k), []byte(s.key)) == 1
+}
+
+func (s *Server) withKey(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if !s.keyOK(r) {
+			s.log.Warn("refused node request without a valid cluster key", "remote", r.RemoteAddr, "path", r.URL.Path)
+			writeErr(w, api.Errorf(api.ErrUnauthenticated, "cluster key required"))
+			return
+		}
+		h(w, r)
+	}
+}
+
+func writeErr(w http.ResponseWriter, err error) {
+	status, body := api.NewErrorBody(err)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(body)
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	bw := bufio.NewWriterSize(w, 64<<10)
+	if err := json.NewEncoder(bw).Encode(v); err != nil {
+		return
+	}
+	_ = bw.Flush()
+}
+
+func decode(r *http.Request, v any) error {
+	dec := json.NewDecoder(io.LimitReader(r.Body, maxBody))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return api.Invalid("bad request body: %v", err)
+	}
+	return nil
+}
+
+func pathID(r *http.Request) (uint64, error) {
+	id, err := strconv.ParseUint(r.PathValue("id"), 10, 64)
+	if err != nil {
+		return 0, api.Invalid("Invalid job id specified: %s", r.PathValue("id"))
+	}
+	return id, nil
+}
+
+func (s *Server) handleSubmit(w http.ResponseWriter, r *http.Request) {
+	var req api.SubmitRequest
+	if err := decode(r, &req); err != nil {
+		writeErr(w, err)
+		return
+	}
+	resp, err := s.submit(r.Context(), s.callerOf(r), req)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	if resp.JobID != 0 {
+		s.log.Debug("job submitted", "job_id", resp.JobID)
+	}
+	writeJSON(w, resp)
+}
+
+func (s *Server) handleList(w http.ResponseWriter, r *http.Request) {
+	f, err := api.ParseJobFilter(r.URL.Query())
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	writeJSON(w, s.listJobs(f))
+}
+
+func (s *Server) handleJob(w http.ResponseWriter, r *http.Request) {
+	id, err := pathID(r)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	j, err := s.getJob(r.Context(), s.callerOf(r), id)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	writeJSON(w, j)
+}
+
+func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
+	id, err := pathID(r)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	s.mu.Lock()
+	s.flush() // the trail shows everything decided so far
+	_, live := s.jobs[id]
+	s.mu.Unlock()
+	ev, err := s.store.Events(r.Context(), id)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	if len(ev) == 0 && !live {
+		writeErr(w, api.Errorf(api.ErrNotFound, "Invalid job id specified"))
+		return
+	}
+	writeJSON(w, ev)
+}
+
+func (s *Server) handleCancel(w http.ResponseWriter, r *http.Request) {
+	var req api.CancelRequest
+	if err := decode(r, &req); err != nil {
+		writeErr(w, err)
+		return
+	}
+	resp, err := s.cancel(s.callerOf(r), req)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	writeJSON(w, resp)
+}
+
+func (s *Server) handleUpdate(w http.ResponseWriter, r *http.Request) {
+	var u api.JobUpdate
+	if err := decode(r, &u); err != nil {
+		writeErr(w, err)
+		return
+	}
+	resp, err := s.updateJobs(s.callerOf(r), u)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	writeJSON(w, resp)
+}
+
+func (s *Server) handleAccounting(w http.ResponseWriter, r *http.Request) {
+	f, err := api.ParseJobFilter(r.URL.Query())
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	s.mu.Lock()
+	s.flush() // accounting shows every change made so far
+	now := s.now()
+	s.mu.Unlock()
+	jobs, err := s.store.QueryJobs(r.Context(), f)
+	if err != nil {
+		writeErr(w, fmt.Errorf("query accounting: %w", errors.Join(api.ErrInternal, err)))
+		return
+	}
+	writeJSON(w, api.JobList{Jobs: jobs, Now: now})
+}
+
+func (s *Server) handleAudit(w http.ResponseWriter, r *http.Request) {
+	c := s.callerOf(r)
+	if !c.admin {
+		writeErr(w, api.Errorf(api.ErrPermissionDenied, "Access/permission denied: the audit log is for operators"))
+		return
+	}
+	limit, _ := strconv.Atoi(r.URL.Query().Get("limit"))
+	if limit <= 0 {
+		limit = 100
+	}
+	s.mu.Lock()
+	s.flush()
+	s.mu.Unlock()
+	recs, err := s.store.AuditLog(r.Context(), limit)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	writeJSON(w, recs)
+}
+
+func (s *Server) handleNodes(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, s.nodeList())
+}
+
+// nodeList copies nodes and partitions for clients.
+func (s *Server) nodeList() api.NodeList {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := api.NodeList{Now: s.now()}
+	for _, name := range s.cl.NodeOrder {
+		n := s.nodes[name].Node
+		n.AllocGPUs = append([]int(nil), n.AllocGPUs...)
+		out.Nodes = append(out.Nodes, n)
+	}
+	for _, p := range s.cl.Partitions {
+		out.Partitions = append(out.Partitions, *s.partitions[p.Name])
+	}
+	return out
+}
+
+func (s *Server) handleNodeUpdate(w http.ResponseWriter, r *http.Request) {
+	var u api.NodeUpdate
+	if err := decode(r, &u); err != nil {
+		writeErr(w, err)
+		return
+	}
+	if err := s.updateNodes(s.callerOf(r), u); err != nil {
+		writeErr(w, err)
+		return
+	}
+	writeJSON(w, struct{}{})
+}
+
+func (s *Server) handleCluster(w http.ResponseWriter, r *http.Request) {
+	c := s.callerOf(r)
+	info := api.ClusterInfo{Name: s.cl.ClusterName, Version: Version, StartTime: s.startTime, Now: s.now(),
+		CallerUID: c.uid, CallerUser: c.user, CallerAdmin: c.admin, Config: s.configSummary()}
+	for _, p := range s.cl.Partitions {
+		info.Partitions = append(info.Partitions, *s.partitions[p.Name])
+	}
+	writeJSON(w, info)
+}
+
+// configSummary is what `scontrol show config` prints.
+func (s *Server) configSummary() map[string]string {
+	c := s.cl
+	yesno := func(b bool) string {
+		if b {
+			return "Yes"
+		}
+		return "No"
+	}
+	return map[string]string{
+		"ClusterName":           c.ClusterName,
+		"StateSaveLocation":     c.StateDir,
+		"SlurmctldAddr":         c.NodeAddr,
+		"TideSocket":            c.Socket,
+		"SlurmdTimeout":         fmt.Sprintf("%d sec", int(c.Timeouts.Node.Seconds())),
+		"KillWait":              fmt.Sprintf("%d sec", int(c.Timeouts.KillWait.Seconds())),
+		"MinJobAge":             fmt.Sprintf("%d sec", int(c.Timeouts.MinJobAge.Seconds())),
+		"FirstJobId":            strconv.FormatUint(c.FirstJobID, 10),
+		"DisableRootJobs":       yesno(!c.AllowRootJobs),
+		"SchedulerType":         "sched/tide",
+		"SelectType":            "select/tide",
+		"GresTypes":             "gpu",
+		"SLURM_VERSION":         "tide-" + Version,
+		"AccountingStorageType": "accounting_storage/tide_sqlite",
+		"DefMemPerCPU":          strconv.FormatInt(c.Scheduler.DefMemPerCPUMB, 10),
+	}
+}
+
+func (s *Server) handleRegister(w http.ResponseWriter, r *http.Request) {
+	var reg api.NodeRegistration
+	if err := decode(r, &reg); err != nil {
+		writeErr(w, err)
+		return
+	}
+	resp, err := s.register(reg)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	writeJSON(w, resp)
+}
+
+func (s *Server) handleSync(w http.ResponseWriter, r *http.Request) {
+	var req api.NodeSyncRequest
+	if err := decode(r, &req); err != nil {
+		writeErr(w, err)
+		return
+	}
+	resp, err := s.sync(r.Context(), req)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	writeJSON(w, resp)
+}

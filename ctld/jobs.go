@@ -1,0 +1,374 @@
+package ctld
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/tide-hpc/tide/accounting"
+	"github.com/tide-hpc/tide/ctld/api"
+	"github.com/tide-hpc/tide/ctld/sched"
+)
+
+// Limits on what one submission may carry.
+const (
+	maxScriptBytes = 4 << 20
+	maxEnvBytes    = 1 << 20
+	basePriority   = 1000000
+)
+
+// submit validates and stores a submission; the id is returned only after
+// the job is committed.
+func (s *Server) submit(ctx context.Context, c caller, req api.SubmitRequest) (api.SubmitResponse, error) {
+	spec := req.Spec
+	if !c.known {
+		return api.SubmitResponse{}, api.Errorf(api.ErrUnauthenticated, "submissions are only accepted on the local socket")
+	}
+	if c.uid == 0 && !s.cl.AllowRootJobs {
+		return api.SubmitResponse{}, api.Errorf(api.ErrPermissionDenied, "Access/permission denied: root jobs are not allowed on this cluster (allow_root_jobs)")
+	}
+	var warn []string
+	if err := s.validateSpec(&spec, c, &warn); err != nil {
+		return api.SubmitResponse{}, err
+	}
+	now := s.now()
+	j := &api.Job{
+		JobSpec: spec, UserID: c.uid, GroupID: c.gid, User: c.user, Group: s.users.group(c.gid),
+		State: api.StatePending, Reason: api.ReasonNone, SubmitTime: now, Cluster: s.cl.ClusterName,
+	}
+	j.EffPriority = priorityOf(&j.JobSpec)
+	if spec.Hold {
+		j.HoldKind = api.HoldUser
+		j.Reason = api.ReasonJobHeldUser
+		j.EffPriority = 0
+	} else {
+		j.EligibleTime = now
+		if spec.BeginTime.After(now) {
+			j.EligibleTime = spec.BeginTime
+			j.Reason = api.ReasonBeginTime
+		}
+	}
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if req.TestOnly {
+		return s.testOnly(j, warn), nil
+	}
+	j.ID = s.nextID
+	s.nextID++
+	ev := api.Event{JobID: j.ID, Time: now, Kind: api.EventSubmit, State: j.State, Reason: string(j.Reason),
+		Message: fmt.Sprintf("submitted by %s from %s to partition %s", c.user, spec.SubmitHost, spec.Partition), Actor: c.user}
+	au := api.AuditRecord{Time: now, UID: c.uid, User: c.user, Action: "submit", Target: fmt.Sprintf("job %d", j.ID),
+		Detail: fmt.Sprintf("name=%s partition=%s", j.Name, j.Partition)}
+	// Pending trail entries and dirty jobs go in the same transaction, so
+	// the submission never waits behind a failed earlier write.
+	b := &accounting.Batch{NewJobs: []*api.Job{j}, Events: append(s.events, ev), Audit: append(s.audit, au), MaxJobID: j.ID}
+	for id := range s.dirty {
+		if d := s.jobs[id]; d != nil {
+			b.Jobs = append(b.Jobs, d)
+		}
+	}
+	if err := s.store.Write(ctx, b); err != nil {
+		s.log.Error("submission not stored", "err", err)
+		return api.SubmitResponse{}, api.Errorf(api.ErrUnavailable, "Batch job submission failed: could not store the job: %v", err)
+	}
+	clear(s.dirty)
+	s.events, s.audit = s.events[:0], s.audit[:0]
+	// The script and environment stay in the spool only.
+	j.Script, j.Environment = "", nil
+	s.jobs[j.ID] = j
+	s.metrics.submitted()
+	s.Kick()
+	return api.SubmitResponse{JobID: j.ID, Warnings: warn}, nil
+}
+
+// priorityOf is the base priority: an operator-set value, else the base
+// lowered by nice. Order among equals is by submit time.
+func priorityOf(spec *api.JobSpec) uint32 {
+	if spec.Priority > 0 {
+		return spec.Priority
+	}
+	return uint32(max(1, basePriority-spec.Nice))
+}
+
+// validateSpec fills defaults and refuses what can never run. Called
+// without mu; reads only immutable config.
+func (s *Server) validateSpec(spec *api.JobSpec, c caller, warn *[]string) error {
+	if len(spec.Script) == 0 {
+		return api.Invalid("Batch job submission failed: empty batch script")
+	}
+	if len(spec.Script) > maxScriptBytes {
+		return api.Invalid("Batch job submission failed: batch script is %d bytes, more than the %d allowed", len(spec.Script), maxScriptBytes)
+	}
+	if !strings.HasPrefix(spec.Script, "#!") {
+		return api.Invalid("Batch job submission failed: the script must start with #! followed by an interpreter path")
+	}
+	envBytes := 0
+	for _, e := range spec.Environment {
+		envBytes += len(e)
+	}
+	if envBytes > maxEnvBytes {
+		return api.Invalid("Batch job submission failed: environment is %d bytes, more than the %d allowed", envBytes, maxEnvBytes)
+	}
+	if spec.WorkDir == "" || !filepath.IsAbs(spec.WorkDir) {
+		return api.Invalid("Batch job submission failed: working directory %q must be an absolute path", spec.WorkDir)
+	}
+	if spec.Name == "" {
+		spec.Name = "sbatch"
+	}
+	if spec.Partition == "" {
+		spec.Partition = s.cl.DefaultPart
+	}
+	part, ok := s.partitions[spec.Partition]
+	if !ok {
+		return api.Invalid("invalid partition specified: %s", spec.Partition)
+	}
+	if spec.Priority > 0 && !c.admin {
+		return api.Errorf(api.ErrPermissionDenied, "Access/permission denied: only operators may set --priority")
+	}
+	if spec.Nice < 0 && !c.admin {
+		return api.Errorf(api.ErrPermissionDenied, "Access/permission denied: only operators may set a negative --nice")
+	}
+	for _, v := range []struct {
+		name string
+		n    int
+	}{{"nodes", spec.Nodes}, {"ntasks", spec.Tasks}, {"ntasks-per-node", spec.TasksPerNode},
+		{"cpus-per-task", spec.CPUsPerTask}, {"gpus", spec.GPUs}, {"gpus-per-node", spec.GPUsPerNode},
+		{"gpus-per-task", spec.GPUsPerTask}, {"cpus-per-gpu", spec.CPUsPerGPU}} {
+		if v.n < 0 {
+			return api.Invalid("Batch job submission failed: --%s must not be negative", v.name)
+		}
+	}
+	if spec.MaxNodes > 0 && spec.MaxNodes < spec.Nodes {
+		return api.Invalid("Batch job submission failed: node count range %d-%d is backwards", spec.Nodes, spec.MaxNodes)
+	}
+	if spec.OpenMode != "" && spec.OpenMode != "append" && spec.OpenMode != "truncate" {
+		return api.Invalid("Batch job submission failed: --open-mode must be append or truncate")
+	}
+	for _, n := range append(slices.Clone(spec.NodeList), spec.Exclude...) {
+		if _, ok := s.nodes[n]; !ok {
+			return api.Invalid("Batch job submission failed: Invalid node name specified: %s", n)
+		}
+	}
+	if spec.MaxNodes > spec.Nodes && spec.Nodes > 0 {
+		*warn = append(*warn, fmt.Sprintf("node count range %d-%d: Tide allocates the minimum, %d", spec.Nodes, spec.MaxNodes, spec.Nodes))
+	}
+	if spec.TimeLimit == api.NoValue && part.DefaultTime != api.Infinite {
+		spec.TimeLimit = part.DefaultTime
+	}
+	if ok, why := sched.CheckFeasible(spec, s.partInfo(part), s.nodeInfos(part.Nodes), s.schedConfig()); !ok {
+		return api.Invalid("Batch job submission failed: Requested node configuration is not available (%s)", why)
+	}
+	return nil
+}
+
+// partInfo converts a partition for the scheduler.
+func (s *Server) partInfo(p *api.Partition) *sched.PartitionInfo {
+	return &sched.PartitionInfo{Name: p.Name, Nodes: p.Nodes, Up: p.State == "UP", DefaultTime: p.DefaultTime,
+		MaxTime: p.MaxTime, MaxNodes: p.MaxNodes}
+}
+
+// nodeInfos describes nodes by their declared (or, once registered,
+// reported) capacity for feasibility checks. It reads node records under
+// no lock: capacity fields change only at registration, and a stale read
+// only makes a check more or less lenient for that one submission.
+func (s *Server) nodeInfos(names []string) []sched.NodeInfo {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]sched.NodeInfo, 0, len(names))
+	for _, name := range names {
+		n := s.nodes[name]
+		if n == nil {
+			continue
+		}
+		out = append(out, s.capacity(n))
+	}
+	return out
+}
+
+// capacity is a node at full capacity: declared values until the node
+// registers.
+func (s *Server) capacity(n *nodeRec) sched.NodeInfo {
+	cpus, mem, gpus, model := n.CPUs, n.MemoryMB, len(n.GPUs), n.GPUModel()
+	if !n.registered {
+		cpus, mem, gpus = n.decl.CPUs, s.cl.NodeMemoryMB[n.Name], n.decl.GPUs
+	}
+	free := make([]int, gpus)
+	for i := range free {
+		free[i] = i
+	}
+	return sched.NodeInfo{Name: n.Name, Usable: true, CPUs: cpus, FreeCPUs: cpus, MemoryMB: mem, FreeMemMB: mem,
+		GPUModel: model, GPUs: gpus, FreeGPUs: free, Idle: true, Switch: n.Switch}
+}
+
+// testOnly answers sbatch --test-only: where the job would start if it
+// were submitted now. Called with mu held.
+func (s *Server) testOnly(j *api.Job, warn []string) api.SubmitResponse {
+	snap := s.snapshot()
+	snap.Pending = []*api.Job{j}
+	plan := sched.Schedule(snap, s.now(), s.schedConfig())
+	resp := api.SubmitResponse{Warnings: warn, TestPartition: j.Partition}
+	if len(plan.Starts) == 1 {
+		st := plan.Starts[0]
+		names := make([]string, len(st.Alloc))
+		for i, a := range st.Alloc {
+			names[i] = a.Node
+			resp.TestCPUs += a.CPUs
+		}
+		resp.TestNodes = strings.Join(names, ",")
+		resp.TestStart = s.now()
+		return resp
+	}
+	if len(plan.Pending) == 1 {
+		d := plan.Pending[0]
+		resp.Warnings = append(resp.Warnings, fmt.Sprintf("job would pend now: %s %s", d.Reason, d.Detail))
+	}
+	return resp
+}
+
+// listJobs returns copies of the in-memory jobs that match f.
+func (s *Server) listJobs(f api.JobFilter) api.JobList {
+	s.mu.Lock()
+	out := make([]api.Job, 0, len(s.jobs))
+	for _, j := range s.jobs {
+		if !f.All && len(f.States) == 0 && j.State.Terminal() {
+			continue
+		}
+		if f.Match(j) {
+			out = append(out, *j)
+		}
+	}
+	now := s.now()
+	s.mu.Unlock()
+	sort.Slice(out, func(a, b int) bool { return out[a].ID < out[b].ID })
+	return api.JobList{Jobs: out, Now: now}
+}
+
+// getJob returns one job; the script and environment are included for its
+// owner and operators.
+func (s *Server) getJob(ctx context.Context, c caller, id uint64) (api.Job, error) {
+	s.mu.Lock()
+	j, ok := s.jobs[id]
+	var cp api.Job
+	if ok {
+		cp = *j
+	}
+	s.mu.Unlock()
+	if !ok {
+		found, err := s.store.QueryJobs(ctx, api.JobFilter{IDs: []uint64{id}})
+		if err != nil {
+			return api.Job{}, err
+		}
+		if len(found) == 0 {
+			return api.Job{}, api.Errorf(api.ErrNotFound, "Invalid job id specified")
+		}
+		cp = found[0]
+	}
+	if c.admin || c.uid == cp.UserID {
+		if script, env, err := s.store.Spool(ctx, id); err == nil {
+			cp.Script, cp.Environment = script, env
+		}
+	}
+	return cp, nil
+}
+
+// cancel cancels or signals the selected jobs.
+func (s *Server) cancel(c caller, req api.CancelRequest) (api.CancelResponse, error) {
+	f := req.Filter
+	if len(f.IDs) == 0 && len(f.Users) == 0 && len(f.Names) == 0 && len(f.Partitions) == 0 &&
+		len(f.States) == 0 && len(f.Accounts) == 0 {
+		return api.CancelResponse{}, api.Invalid("No job identification provided")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.now()
+	var resp api.CancelResponse
+	var ids []uint64
+	if len(f.IDs) > 0 {
+		ids = f.IDs
+	} else {
+		for id, j := range s.jobs {
+			if !j.State.Terminal() && f.Match(j) {
+				ids = append(ids, id)
+			}
+		}
+		sort.Slice(ids, func(a, b int) bool { return ids[a] < ids[b] })
+	}
+	for _, id := range ids {
+		j := s.jobs[id]
+		res := api.JobResult{JobID: id}
+		switch {
+		case j == nil || !f.Match(j):
+			if j == nil && !s.knownFinished(id) {
+				res.Error = "Invalid job id specified"
+			}
+		case !c.admin && c.uid != j.UserID:
+			res.Error = "Access/permission denied"
+		case req.Signal != 0:
+			res.Error = s.signalJob(c, j, req)
+		default:
+			s.cancelJob(c, j, now)
+		}
+		resp.Results = append(resp.Results, res)
+	}
+	s.flush()
+	return resp, nil
+}
+
+// knownFinished reports whether id was a job that has left memory (its
+// cancel is a no-op, not an error). Called with mu held.
+func (s *Server) knownFinished(id uint64) bool {
+	return id > 0 && id < s.nextID && id >= s.cl.FirstJobID
+}
+
+func (s *Server) signalJob(c caller, j *api.Job, req api.CancelRequest) string {
+	if j.State != api.StateRunning {
+		if j.State.Terminal() {
+			return ""
+		}
+		return "Job is pending execution"
+	}
+	n := s.nodes[j.BatchHost()]
+	if n == nil {
+		return "Job's node is unknown"
+	}
+	n.signals = append(n.signals, api.SignalCommand{JobRef: ref(j), Signal: req.Signal, BatchOnly: req.BatchOnly})
+	n.notify()
+	s.event(j, api.EventSignal, "", fmt.Sprintf("signal %d sent by %s", req.Signal, c.user), c.user)
+	s.auditf(c, "signal", fmt.Sprintf("job %d", j.ID), "signal=%d", req.Signal)
+	return ""
+}
+
+// cancelJob ends a pending job at once and asks the node to kill a running
+// one. Called with mu held.
+func (s *Server) cancelJob(c caller, j *api.Job, now time.Time) {
+	uid := c.uid
+	switch {
+	case j.State.Terminal() || j.CancelRequested:
+		return
+	case j.State == api.StatePending:
+		j.CancelledBy = &uid
+		s.auditf(c, "cancel", fmt.Sprintf("job %d", j.ID), "pending")
+		j.State, j.Reason, j.EndTime = api.StateCancelled, api.ReasonCancelled, now
+		if j.StartTime.IsZero() {
+			j.StartTime = now
+		}
+		s.markDirty(j)
+		s.event(j, api.EventCancel, string(api.ReasonCancelled), "cancelled by "+c.user, c.user)
+		s.metrics.ended(api.StateCancelled)
+	default:
+		j.CancelledBy = &uid
+		s.auditf(c, "cancel", fmt.Sprintf("job %d", j.ID), "running on %s", j.BatchHost())
+		j.CancelRequested = true
+		j.State = api.StateCompleting
+		s.markDirty(j)
+		s.event(j, api.EventCancel, string(api.ReasonCancelled), "cancel requested by "+c.user, c.user)
+		if n := s.nodes[j.BatchHost()]; n != nil {
+			n.notify()
+		}
+	}
+}

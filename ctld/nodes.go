@@ -1,0 +1,230 @@
+package ctld
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/tide-hpc/tide/ctld/api"
+	"github.com/tide-hpc/tide/gres"
+)
+
+// nodeRec is a node's live record: its api.Node plus the controller's
+// bookkeeping for the sync protocol.
+type nodeRec struct {
+	api.Node
+	registered bool
+	adminDown  bool
+	// inflight counts sync calls being held; a node with one in flight
+	// is responding.
+	inflight int
+	wake     chan struct{}
+	// signals and limits are one-shot commands waiting for the next sync.
+	signals []api.SignalCommand
+	limits  []api.LimitUpdate
+	decl    NodeConfig
+	// batch holds the active jobs whose batch script runs here.
+	batch map[uint64]*api.Job
+	// killSent remembers when a kill went out, to resend it only if the
+	// job outlives the kill wait.
+	killSent map[uint64]time.Time
+}
+
+func newNodeRec(name string, cl *Cluster) *nodeRec {
+	n := &nodeRec{Node: api.Node{Name: name, State: api.NodeUnknown}, wake: make(chan struct{}), decl: cl.NodeDecl[name],
+		batch: map[uint64]*api.Job{}, killSent: map[uint64]time.Time{}}
+	n.Switch = cl.Tree.LeafOf(name)
+	n.Features = n.decl.Features
+	for _, p := range cl.Partitions {
+		if slices.Contains(p.Nodes, name) {
+			n.Partitions = append(n.Partitions, p.Name)
+		}
+	}
+	return n
+}
+
+// allocate adds a job's share of this node.
+func (n *nodeRec) allocate(a api.NodeAlloc) {
+	n.AllocCPUs += a.CPUs
+	n.AllocMemMB += a.MemoryMB
+	n.AllocGPUs = append(n.AllocGPUs, a.GPUs...)
+	sort.Ints(n.AllocGPUs)
+	n.updateState()
+}
+
+// release returns a job's share of this node.
+func (n *nodeRec) release(a api.NodeAlloc) {
+	n.AllocCPUs = max(0, n.AllocCPUs-a.CPUs)
+	n.AllocMemMB = max(0, n.AllocMemMB-a.MemoryMB)
+	for _, g := range a.GPUs {
+		if i := slices.Index(n.AllocGPUs, g); i >= 0 {
+			n.AllocGPUs = slices.Delete(n.AllocGPUs, i, i+1)
+		}
+	}
+	n.updateState()
+}
+
+// updateState derives the base state from registration, liveness and
+// allocation.
+func (n *nodeRec) updateState() {
+	switch {
+	case n.adminDown:
+		n.State = api.NodeDown
+	case !n.registered:
+		if n.State != api.NodeDown {
+			n.State = api.NodeUnknown
+		}
+	case !n.Responding:
+		n.State = api.NodeDown
+	case n.AllocCPUs == 0 && len(n.AllocGPUs) == 0:
+		n.State = api.NodeIdle
+	case n.AllocCPUs >= n.CPUs || (len(n.GPUs) > 0 && len(n.AllocGPUs) >= len(n.GPUs)):
+		n.State = api.NodeAllocated
+	default:
+		n.State = api.NodeMixed
+	}
+}
+
+// usable reports whether new work may land on the node, and if not, the
+// detail code why.
+func (n *nodeRec) usable() (bool, string) {
+	switch {
+	case n.State == api.NodeDown || !n.registered:
+		return false, api.DetailNodeDown
+	case n.Drain:
+		return false, api.DetailNodeDrained
+	}
+	return true, ""
+}
+
+// saved is the operator-set part of the node the store keeps.
+func (n *nodeRec) saved() api.Node {
+	st := api.NodeIdle
+	if n.adminDown {
+		st = api.NodeDown
+	}
+	return api.Node{Name: n.Name, State: st, Drain: n.Drain, Reason: n.Reason, ReasonUser: n.ReasonUser, ReasonTime: n.ReasonTime}
+}
+
+// notify wakes a held sync of the node.
+func (n *nodeRec) notify() {
+	close(n.wake)
+	n.wake = make(chan struct{})
+}
+
+func (s *Server) wakeAllNodes() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, n := range s.nodes {
+		n.notify()
+	}
+}
+
+// register handles a node daemon's registration.
+func (s *Server) register(r api.NodeRegistration) (api.NodeSyncResponse, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := s.nodes[r.Name]
+	if n == nil {
+		return api.NodeSyncResponse{}, api.Errorf(api.ErrNotFound, "node %q is not declared in the controller's config", r.Name)
+	}
+	now := s.now()
+	n.registered = true
+	n.Responding = true
+	n.LastSeen = now
+	n.Registered = now
+	n.Hostname, n.Addr, n.Version, n.OS, n.Arch, n.BootTime = r.Hostname, r.Addr, r.Version, r.OS, r.Arch, r.BootTime
+	n.CPUs, n.MemoryMB, n.GPUs = r.CPUs, r.MemoryMB, r.GPUs
+	if len(r.Features) > 0 {
+		n.Features = r.Features
+	}
+	if why := n.shortfall(); why != "" && !n.Drain {
+		n.Drain, n.Reason, n.ReasonUser, n.ReasonTime = true, why, "tidectld", now
+		s.dirtyNodes[n.Name] = true
+		s.log.Warn("node drained at registration", "node", n.Name, "reason", why)
+	}
+	n.updateState()
+	s.log.Info("node registered", "node", n.Name, "cpus", n.CPUs, "memory_mb", n.MemoryMB, "gpus", len(n.GPUs), "jobs", len(r.Jobs))
+	resp := s.reconcile(n, r.Jobs)
+	s.flush()
+	s.Kick()
+	return resp, nil
+}
+
+// shortfall says what a node lacks against its declaration ("" if
+// nothing).
+func (n *nodeRec) shortfall() string {
+	d := n.decl
+	switch {
+	case d.CPUs > 0 && n.CPUs < d.CPUs:
+		return fmt.Sprintf("Low CPUs: registered %d, configured %d", n.CPUs, d.CPUs)
+	case d.GPUs > 0 && len(n.GPUs) < d.GPUs:
+		return fmt.Sprintf("Low GPUs: registered %d, configured %d", len(n.GPUs), d.GPUs)
+	}
+	if d.Memory != "" {
+		if mb, err := api.ParseMemMB(d.Memory); err == nil && n.MemoryMB < mb {
+			return fmt.Sprintf("Low RealMemory: registered %dM, configured %dM", n.MemoryMB, mb)
+		}
+	}
+	for _, g := range n.GPUs {
+		if g.Health != "" && g.Health != gres.Healthy {
+			return fmt.Sprintf("GPU %d unhealthy", g.Index)
+		}
+	}
+	return ""
+}
+
+// sync handles a node's heartbeat: it applies the node's job reports and
+// answers with commands, holding the call up to WaitMS when there is
+// nothing to say.
+func (s *Server) sync(ctx context.Context, r api.NodeSyncRequest) (api.NodeSyncResponse, error) {
+	s.mu.Lock()
+	n := s.nodes[r.Name]
+	if n == nil {
+		s.mu.Unlock()
+		return api.NodeSyncResponse{}, api.Errorf(api.ErrNotFound, "node %q is not declared in the controller's config", r.Name)
+	}
+	if !n.registered {
+		s.mu.Unlock()
+		return api.NodeSyncResponse{Unregistered: true}, nil
+	}
+	n.LastSeen = s.now()
+	n.CPULoad, n.FreeMemMB = r.CPULoad, r.FreeMemMB
+	if !n.Responding {
+		n.Responding = true
+		n.updateState()
+		s.log.Info("node responding again", "node", n.Name)
+		s.Kick()
+	}
+	resp := s.reconcile(n, r.Jobs)
+	s.flush()
+	if !emptyResponse(resp) || r.WaitMS <= 0 {
+		s.mu.Unlock()
+		return resp, nil
+	}
+	wait := time.Duration(min(r.WaitMS, 60000)) * time.Millisecond
+	wake := n.wake
+	n.inflight++
+	s.mu.Unlock()
+
+	t := time.NewTimer(wait)
+	select {
+	case <-wake:
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	t.Stop()
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n.inflight--
+	n.LastSeen = s.now()
+	if !n.registered {
+		return api.NodeSyncResponse{Unregistered: true}, nil
+	}
+	var resp2 api.NodeSyncResponse
+	s.commands(n, &resp2)
+	return resp2, nil
+}

@@ -1,0 +1,122 @@
+package sched_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/tide-hpc/tide/ctld/api"
+	"github.com/tide-hpc/tide/ctld/sched"
+	st "github.com/tide-hpc/tide/ctld/sched/schedtest"
+)
+
+// benchCluster builds nodes × gpus nodes in one partition with half the
+// cluster busy: every other node has all its GPUs and most CPUs taken,
+// the others a random few.
+func benchCluster(rng *rand.Rand, nodes, gpus int) *st.SnapshotWrapper {
+	w := st.Cluster("gpu", nodes, 128, 1024000, gpus)
+	s := w.Obj()
+	for i := range s.Nodes {
+		n := &s.Nodes[i]
+		var used int
+		if i%2 == 0 {
+			used = gpus
+		} else {
+			used = rng.IntN(gpus/2 + 1)
+		}
+		if used > 0 {
+			n.FreeGPUs = n.FreeGPUs[used:]
+			n.FreeCPUs -= used * 12
+			n.FreeMemMB -= int64(used) * 100000
+			n.Idle = false
+		}
+	}
+	return w
+}
+
+// benchJobs makes pending mixed-size jobs: mostly single-node 1–8 GPU
+// jobs, some multi-node 8-GPU-per-node jobs, a few CPU-only ones.
+func benchJobs(rng *rand.Rand, n int) []*api.Job {
+	jobs := make([]*api.Job, n)
+	for i := range jobs {
+		jw := st.MakeJob().ID(uint64(i+1)).Priority(uint32(rng.IntN(1000))).
+			Submit(st.Epoch.Add(time.Duration(i) * time.Second)).TimeLimit(3600)
+		switch r := rng.IntN(100); {
+		case r < 85:
+			jw.GPUs([]int{1, 1, 2, 4, 8}[rng.IntN(5)]).CPUsPerGPU(8).MemPerGPU(64000)
+		case r < 95:
+			jw.Nodes(2 + rng.IntN(3)).GPUsPerNode(8).TasksPerNode(8).CPUsPerTask(12)
+		default:
+			jw.Tasks(1 + rng.IntN(16)).MemPerCPU(4000)
+		}
+		jobs[i] = jw.Obj()
+	}
+	return jobs
+}
+
+func BenchmarkSchedule(b *testing.B) {
+	for _, pending := range []int{1000, 10000, 100000} {
+		const nodes, gpus = 512, 8
+		b.Run(fmt.Sprintf("nodes=%d/gpus=%d/pending=%d", nodes, gpus, pending), func(b *testing.B) {
+			rng := rand.New(rand.NewPCG(1, uint64(pending)))
+			snap := benchCluster(rng, nodes, gpus).Jobs(benchJobs(rng, pending)...).Obj()
+			plan := sched.Schedule(snap, now, sched.Config{DefMemPerCPUMB: 1000})
+			if len(plan.Starts) == 0 || len(plan.Starts)+len(plan.Pending) != pending {
+				b.Fatalf("bad plan: %d starts, %d pending for %d jobs", len(plan.Starts), len(plan.Pending), pending)
+			}
+			b.ReportMetric(float64(len(plan.Starts)), "starts/op")
+			b.ResetTimer()
+			for b.Loop() {
+				sched.Schedule(snap, now, sched.Config{DefMemPerCPUMB: 1000})
+			}
+		})
+	}
+}
+
+// BenchmarkScheduleUnblocked is the worst case of the main loop: every
+// job fits, so each one scans and scores every node of the partition.
+func BenchmarkScheduleUnblocked(b *testing.B) {
+	const nodes, gpus, pending = 512, 8, 2048
+	b.Run(fmt.Sprintf("nodes=%d/gpus=%d/pending=%d", nodes, gpus, pending), func(b *testing.B) {
+		jobs := make([]*api.Job, pending)
+		for i := range jobs {
+			jobs[i] = st.MakeJob().ID(uint64(i + 1)).GPUs(1).CPUsPerGPU(4).Obj()
+		}
+		snap := st.Cluster("gpu", nodes, 128, 1024000, gpus).Jobs(jobs...).Obj()
+		plan := sched.Schedule(snap, now, sched.Config{})
+		if len(plan.Starts) != pending {
+			b.Fatalf("%d starts, want %d", len(plan.Starts), pending)
+		}
+		b.ResetTimer()
+		for b.Loop() {
+			sched.Schedule(snap, now, sched.Config{})
+		}
+	})
+}
+
+// BenchmarkPlaceOne measures one job's placement on a fragmented cluster,
+// pass setup included, by shape.
+func BenchmarkPlaceOne(b *testing.B) {
+	shapes := []struct {
+		name string
+		job  *api.Job
+	}{
+		{"gpus=1", st.MakeJob().GPUs(1).Obj()},
+		{"gpus=8", st.MakeJob().GPUs(8).Obj()},
+		{"nodes=4/gpus=32", st.MakeJob().Nodes(4).GPUsPerNode(8).Obj()},
+	}
+	for _, s := range shapes {
+		b.Run("nodes=512/"+s.name, func(b *testing.B) {
+			rng := rand.New(rand.NewPCG(2, 2))
+			snap := benchCluster(rng, 512, 8).Jobs(s.job).Obj()
+			if plan := sched.Schedule(snap, now, sched.Config{}); len(plan.Starts) != 1 {
+				b.Fatalf("job did not start: %+v", plan.Pending)
+			}
+			b.ResetTimer()
+			for b.Loop() {
+				sched.Schedule(snap, now, sched.Config{})
+			}
+		})
+	}
+}

@@ -1,0 +1,261 @@
+package sched
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/tide-hpc/tide/ctld/api"
+	"github.com/tide-hpc/tide/hostlist"
+)
+
+// histogram counts why nodes were turned away for one job, k8s style.
+// It is reset per job and keeps its buffers.
+type histogram struct {
+	total, available int
+	codes            []string
+	counts           []int
+}
+
+func (h *histogram) reset(total int) {
+	h.total, h.available = total, 0
+	h.codes, h.counts = h.codes[:0], h.counts[:0]
+}
+
+func (h *histogram) add(code string) { h.addN(code, 1) }
+
+func (h *histogram) addN(code string, n int) {
+	if n <= 0 || code == "" {
+		return
+	}
+	for i, c := range h.codes {
+		if c == code {
+			h.counts[i] += n
+			return
+		}
+	}
+	h.codes = append(h.codes, code)
+	h.counts = append(h.counts, n)
+}
+
+func (h *histogram) count(code string) int {
+	for i, c := range h.codes {
+		if c == code {
+			return h.counts[i]
+		}
+	}
+	return 0
+}
+
+// String renders "1/4 nodes available: 2 InsufficientGPU, 1 NodeDrained",
+// codes by count (highest first), then by name.
+func (h *histogram) String() string {
+	type bin struct {
+		code string
+		n    int
+	}
+	bins := make([]bin, len(h.codes))
+	for i := range h.codes {
+		bins[i] = bin{h.codes[i], h.counts[i]}
+	}
+	slices.SortFunc(bins, func(a, b bin) int {
+		if c := cmp.Compare(b.n, a.n); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.code, b.code)
+	})
+	var b strings.Builder
+	b.WriteString(strconv.Itoa(h.available))
+	b.WriteByte('/')
+	b.WriteString(strconv.Itoa(h.total))
+	b.WriteString(" nodes available")
+	for i, x := range bins {
+		if i == 0 {
+			b.WriteString(": ")
+		} else {
+			b.WriteString(", ")
+		}
+		b.WriteString(strconv.Itoa(x.n))
+		b.WriteByte(' ')
+		b.WriteString(x.code)
+	}
+	return b.String()
+}
+
+// diagnose classifies a job that did not fit now (and was not turned
+// away by a reserved node): Resources when it would fit on the usable
+// nodes of its partition if they were empty, NodeDown when it would fit
+// only once down or drained nodes return, BadConstraints when it could
+// never fit.
+func (p *pass) diagnose(r *Request) (api.ReasonCode, string) {
+	switch {
+	case p.fitsEmpty(r, false):
+		return api.ReasonResources, p.hist.String()
+	case p.fitsEmpty(r, true):
+		return api.ReasonNodeDown, p.hist.String() + "; needs nodes that are down or drained"
+	}
+	return api.ReasonBadConstraints, p.explainImpossible(r)
+}
+
+// fitsEmpty reports whether r would fit in its partition if every node
+// were empty (total capacity, idle, nothing reserved). Unless allUp,
+// unusable nodes do not count. Required nodes must hold their own slots;
+// for the other slots it checks, at the last slot of each run of equal
+// slots, that enough nodes can hold it (the slots shrink, so that is
+// enough).
+func (p *pass) fitsEmpty(r *Request, allUp bool) bool {
+	for k, i := range r.Required {
+		if !allUp && !p.nodes[i].Usable {
+			return false
+		}
+		if p.chain.check(r, &r.Slots[k], p.emptyView(i)) != "" {
+			return false
+		}
+	}
+	if r.OnlyRequired {
+		return true
+	}
+	base := len(r.Required)
+	members := p.parts[r.Part].members
+	for k := base; k < r.Nodes; k++ {
+		if k+1 < r.Nodes && r.Slots[k+1] == r.Slots[k] {
+			continue
+		}
+		need, have := k-base+1, 0
+		for _, i := range members {
+			n := &p.nodes[i]
+			if n.required == r.stamp || (!allUp && !n.Usable) {
+				continue
+			}
+			if p.chain.check(r, &r.Slots[k], p.emptyView(i)) == "" {
+				if have++; have >= need {
+					break
+				}
+			}
+		}
+		if have < need {
+			return false
+		}
+	}
+	return true
+}
+
+// explainImpossible says, for a request that could never fit in its
+// partition, which part of it is impossible.
+func (p *pass) explainImpossible(r *Request) string {
+	ps := &p.parts[r.Part]
+	part := ps.info.Name
+	for k, i := range r.Required {
+		if code := p.chain.check(r, &r.Slots[k], p.emptyView(i)); code != "" {
+			return fmt.Sprintf("required node %s can never hold %s: %s", p.nodes[i].Info.Name, slotText(&r.Slots[k]), code)
+		}
+	}
+	base := len(r.Required)
+	if base >= len(r.Slots) {
+		return "the required nodes can never hold the job"
+	}
+	largest, smallest := &r.Slots[base], &r.Slots[len(r.Slots)-1]
+
+	var maxCPUs, maxGPUs, eligible, fit int
+	var maxMem int64
+	modelSeen := r.GPUType == ""
+	for _, i := range ps.members {
+		if p.nodes[i].required == r.stamp {
+			continue
+		}
+		v := p.emptyView(i)
+		if (gpuModelFilter{}).Check(r, smallest, v) != "" {
+			continue
+		}
+		modelSeen = true
+		if p.chain.checkStatic(r, smallest, v) != "" {
+			continue
+		}
+		eligible++
+		maxCPUs, maxGPUs, maxMem = max(maxCPUs, v.FreeCPUs), max(maxGPUs, len(v.FreeGPUs)), max(maxMem, v.FreeMemMB)
+		if p.chain.check(r, smallest, v) == "" {
+			fit++
+		}
+	}
+	switch {
+	case !modelSeen:
+		return fmt.Sprintf("no node of partition %s has GPU model %s", part, r.GPUType)
+	case eligible == 0:
+		return fmt.Sprintf("no node of partition %s is left after -w/-x", part)
+	case largest.GPUs > maxGPUs:
+		return fmt.Sprintf("%d GPUs per node requested, nodes of partition %s have at most %d", largest.GPUs, part, maxGPUs)
+	case largest.CPUs > maxCPUs:
+		return fmt.Sprintf("%d CPUs per node requested, nodes of partition %s have at most %d", largest.CPUs, part, maxCPUs)
+	case largest.MemMB > maxMem:
+		return fmt.Sprintf("%d MB memory per node requested, nodes of partition %s have at most %d MB", largest.MemMB, part, maxMem)
+	}
+	return fmt.Sprintf("%d nodes with %s requested, partition %s has %d that can hold it",
+		r.Nodes-base, slotText(smallest), part, fit)
+}
+
+// slotText prints a slot for diagnosis messages: "8 CPUs, 64000 MB, 2 GPUs".
+func slotText(s *Slot) string {
+	t := strconv.Itoa(s.CPUs) + " CPUs"
+	if s.MemMB > 0 {
+		t += ", " + strconv.FormatInt(s.MemMB, 10) + " MB"
+	}
+	if s.GPUs > 0 {
+		t += ", " + strconv.Itoa(s.GPUs) + " GPUs"
+	}
+	return t
+}
+
+// why says in a few words where a started job went and what it left.
+func (p *pass) why(r *Request) string {
+	how := "best fit"
+	switch {
+	case r.Exclusive:
+		how = "exclusive"
+	case r.OnlyRequired:
+		how = "required"
+	}
+	if len(p.picked) == 1 {
+		n := &p.nodes[p.picked[0]]
+		if n.Info.GPUs > 0 {
+			return fmt.Sprintf("%s on %s: %d/%d GPUs free left", how, n.Info.Name, len(n.FreeGPUs), n.Info.GPUs)
+		}
+		return fmt.Sprintf("%s on %s: %d/%d CPUs free left", how, n.Info.Name, n.FreeCPUs, n.Info.CPUs)
+	}
+	names := make([]string, len(p.picked))
+	for k, i := range p.picked {
+		names[k] = p.nodes[i].Info.Name
+	}
+	return fmt.Sprintf("%s on %d nodes %s", how, len(names), hostlist.Compress(names))
+}
+
+// CheckFeasible reports whether spec could ever run in part, judged on
+// the total (not free) capacity of the partition's nodes with every node
+// up and empty. The controller calls it at submit to refuse what Slurm
+// refuses with "Requested node configuration is not available"; why says
+// what is impossible. nodes may be the whole cluster: only part's members
+// count. It checks neither time limits nor MaxNodes (those leave a job
+// pending, as in Slurm) and does not modify its arguments.
+func CheckFeasible(spec *api.JobSpec, part *PartitionInfo, nodes []NodeInfo, cfg Config) (ok bool, why string) {
+	if spec == nil {
+		return false, "no job specification"
+	}
+	if part == nil {
+		return false, fmt.Sprintf("partition %s does not exist", spec.Partition)
+	}
+	p := newPass(&Snapshot{Nodes: nodes, Partitions: map[string]*PartitionInfo{part.Name: part}}, cfg)
+	job := &api.Job{JobSpec: *spec}
+	if _, detail, ok := p.resolve(job, 0); !ok {
+		return false, detail
+	}
+	r := &p.req
+	if n := len(p.parts[0].members); r.Nodes > n {
+		return false, fmt.Sprintf("%d nodes requested, partition %s has %d", r.Nodes, part.Name, n)
+	}
+	r.Slots = fillSlots(r.Slots, spec, r.Nodes, cfg.DefMemPerCPUMB)
+	if p.fitsEmpty(r, true) {
+		return true, ""
+	}
+	return false, p.explainImpossible(r)
+}

@@ -1,0 +1,213 @@
+package sched
+
+import (
+	"strings"
+
+	"github.com/tide-hpc/tide/ctld/api"
+)
+
+// DetailReserved is the detail code of a node that a higher-priority
+// pending job is waiting for. It never reaches a Decision's Detail: a job
+// turned away by it is pending for Priority, whose detail is a constant.
+const DetailReserved = "ReservedForPriority"
+
+// Filter is one cheap feasibility check in the node-filter chain (Nomad's
+// FeasibilityChecker, the k8s Filter plugin). Check returns "" when node n
+// can take slot s of request r, else the detail code that the pending
+// job's histogram counts. Check must read only its arguments, never the
+// snapshot: the empty-partition diagnosis and, later, preemption hand it
+// modified copies of a node. It must not keep r, s or n.
+type Filter interface {
+	// Name identifies the filter in docs and tests.
+	Name() string
+	Check(r *Request, s *Slot, n *NodeState) string
+}
+
+// NodeState is the pass's working copy of one node: the snapshot's static
+// facts plus free amounts that shrink as the pass places jobs, so that
+// later jobs in the pass see what earlier ones took.
+type NodeState struct {
+	// Info is the snapshot's node; it is read, never written.
+	Info *NodeInfo
+	// Usable copies Info.Usable so that diagnosis views can bring a node
+	// up without touching the snapshot.
+	Usable    bool
+	FreeCPUs  int
+	FreeMemMB int64
+	// FreeGPUs holds the free indices in ascending order, owned by the
+	// pass; placements take from the front.
+	FreeGPUs []int
+	Idle     bool
+	// Reserved marks a node that a higher-priority pending job waits for
+	// (priority blocking): lower-priority jobs may not take it.
+	Reserved bool
+
+	// excluded and required hold the stamp of the last request that
+	// excluded or required the node.
+	excluded, required uint32
+}
+
+// Compile-time checks that every filter implements Filter.
+var (
+	_ Filter = usableFilter{}
+	_ Filter = excludeFilter{}
+	_ Filter = requestedFilter{}
+	_ Filter = gpuModelFilter{}
+	_ Filter = reservedFilter{}
+	_ Filter = idleFilter{}
+	_ Filter = cpuFilter{}
+	_ Filter = memFilter{}
+	_ Filter = gpuFilter{}
+)
+
+// chain is the ordered node-filter chain of a pass. The first static
+// filters depend only on the node's facts and the request, not on free
+// amounts: priority blocking reserves the nodes that pass them.
+type chain struct {
+	filters []Filter
+	static  int
+}
+
+// newChain builds the filter chain, cheapest checks first. Membership in
+// the job's partition is not a filter: the pass only walks the
+// partition's precomputed node list.
+func newChain() chain {
+	filters := []Filter{
+		usableFilter{},    // down, drained or unregistered nodes
+		excludeFilter{},   // -x
+		requestedFilter{}, // -w names the whole allocation
+		gpuModelFilter{},  // --gpus=TYPE:N
+		// --- static filters end here ---
+		reservedFilter{}, // held for a higher-priority pending job
+		idleFilter{},     // --exclusive
+		cpuFilter{},
+		memFilter{},
+		gpuFilter{},
+	}
+	return chain{filters: filters, static: 4}
+}
+
+// check runs the whole chain and returns the first failure's detail code
+// ("" = the node can take the slot).
+func (c *chain) check(r *Request, s *Slot, n *NodeState) string {
+	for _, f := range c.filters {
+		if code := f.Check(r, s, n); code != "" {
+			return code
+		}
+	}
+	return ""
+}
+
+// checkStatic runs only the static filters.
+func (c *chain) checkStatic(r *Request, s *Slot, n *NodeState) string {
+	for _, f := range c.filters[:c.static] {
+		if code := f.Check(r, s, n); code != "" {
+			return code
+		}
+	}
+	return ""
+}
+
+// usableFilter turns away nodes that are down, drained or unregistered.
+type usableFilter struct{}
+
+func (usableFilter) Name() string { return "usable" }
+func (usableFilter) Check(_ *Request, _ *Slot, n *NodeState) string {
+	if n.Usable {
+		return ""
+	}
+	if n.Info.Unusable != "" {
+		return n.Info.Unusable
+	}
+	return api.DetailNodeDown
+}
+
+// excludeFilter turns away the nodes of -x.
+type excludeFilter struct{}
+
+func (excludeFilter) Name() string { return "exclude" }
+func (excludeFilter) Check(r *Request, _ *Slot, n *NodeState) string {
+	if n.excluded == r.stamp {
+		return api.DetailNodeExcluded
+	}
+	return ""
+}
+
+// requestedFilter turns away every node not named by -w when the -w
+// nodes make up the whole allocation.
+type requestedFilter struct{}
+
+func (requestedFilter) Name() string { return "requested" }
+func (requestedFilter) Check(r *Request, _ *Slot, n *NodeState) string {
+	if r.OnlyRequired && n.required != r.stamp {
+		return api.DetailNodeNotRequested
+	}
+	return ""
+}
+
+// gpuModelFilter keeps only nodes whose GPU model is the requested type.
+type gpuModelFilter struct{}
+
+func (gpuModelFilter) Name() string { return "gpu-model" }
+func (gpuModelFilter) Check(r *Request, _ *Slot, n *NodeState) string {
+	if r.GPUType != "" && !strings.EqualFold(r.GPUType, n.Info.GPUModel) {
+		return api.DetailGPUType
+	}
+	return ""
+}
+
+// reservedFilter implements priority blocking at node level: a node that
+// a higher-priority job waits for is not given to a lower-priority one.
+type reservedFilter struct{}
+
+func (reservedFilter) Name() string { return "reserved" }
+func (reservedFilter) Check(_ *Request, _ *Slot, n *NodeState) string {
+	if n.Reserved {
+		return DetailReserved
+	}
+	return ""
+}
+
+// idleFilter gives --exclusive jobs idle nodes only.
+type idleFilter struct{}
+
+func (idleFilter) Name() string { return "idle" }
+func (idleFilter) Check(r *Request, _ *Slot, n *NodeState) string {
+	if r.Exclusive && !n.Idle {
+		return api.DetailNodeBusy
+	}
+	return ""
+}
+
+// cpuFilter needs the slot's CPUs free.
+type cpuFilter struct{}
+
+func (cpuFilter) Name() string { return "cpu" }
+func (cpuFilter) Check(_ *Request, s *Slot, n *NodeState) string {
+	if n.FreeCPUs < s.CPUs {
+		return api.DetailInsufficientCPU
+	}
+	return ""
+}
+
+// memFilter needs the slot's memory free.
+type memFilter struct{}
+
+func (memFilter) Name() string { return "memory" }
+func (memFilter) Check(_ *Request, s *Slot, n *NodeState) string {
+	if n.FreeMemMB < s.MemMB {
+		return api.DetailInsufficientMemory
+	}
+	return ""
+}
+
+// gpuFilter needs the slot's GPU count free.
+type gpuFilter struct{}
+
+func (gpuFilter) Name() string { return "gpu" }
+func (gpuFilter) Check(_ *Request, s *Slot, n *NodeState) string {
+	if len(n.FreeGPUs) < s.GPUs {
+		return api.DetailInsufficientGPU
+	}
+	return ""
+}

@@ -1,0 +1,148 @@
+package sched
+
+import "github.com/tide-hpc/tide/ctld/api"
+
+// Slot is what a job needs on one node of its allocation. A job's slots
+// are ordered largest first: when tasks or GPUs do not divide evenly over
+// the nodes, earlier nodes take the remainder. Every field of a later slot
+// is therefore at most the same field of an earlier one, which is what
+// lets the node choice fill slots greedily.
+type Slot struct {
+	Tasks int
+	CPUs  int
+	MemMB int64
+	GPUs  int
+}
+
+// Request is one pending job's ask, resolved once per job so that the
+// filters, read once per node, do no arithmetic on the JobSpec. The pass
+// reuses one Request for every job; filters must not keep it.
+type Request struct {
+	Job *api.Job
+	// Part indexes the pass's partitions (sorted by name).
+	Part int
+	// Nodes is the node count: -N, raised to the number of -w nodes.
+	Nodes int
+	// Slots holds one need per node, largest first (len == Nodes).
+	Slots []Slot
+	// GPUType is the wanted GPU model ("" = any), compared
+	// case-insensitively with NodeInfo.GPUModel.
+	GPUType string
+	// Exclusive needs idle nodes and takes all of them.
+	Exclusive bool
+	// Required lists the node indices of -w in the order given, without
+	// duplicates. They take the first slots.
+	Required []int
+	// OnlyRequired is true when the required nodes are the whole
+	// allocation, so that other nodes are NodeNotRequested.
+	OnlyRequired bool
+	// TimeLimit is the effective limit in seconds or api.Infinite.
+	TimeLimit int64
+
+	// stamp marks the nodes this request excludes or requires in
+	// NodeState (>= 1, unique per job in a pass), so membership checks
+	// cost one comparison and need no per-job clearing.
+	stamp uint32
+}
+
+// fillSlots appends the n per-node needs of spec to dst[:0], largest
+// first. Tasks are TasksPerNode, else the total spread evenly (earlier
+// nodes take the remainder); CPUs are tasks × cpus-per-task, at least 1
+// and at least GPUs × CPUsPerGPU; GPUs are GPUsPerNode, else the total
+// split the same way as tasks, else GPUsPerTask × tasks; memory is
+// MemPerNodeMB, else MemPerCPUMB × CPUs, else MemPerGPUMB × GPUs, else
+// defMemPerCPU × CPUs. MemPerNodeMB 0 means "not given" here, never "the
+// whole node".
+func fillSlots(dst []Slot, s *api.JobSpec, n int, defMemPerCPU int64) []Slot {
+	dst = dst[:0]
+	if n < 1 {
+		n = 1
+	}
+	cpt := s.ReqCPUsPerTask()
+
+	var tBase, tRem int
+	if s.TasksPerNode > 0 {
+		tBase = s.TasksPerNode
+	} else {
+		t := s.Tasks
+		if t <= 0 {
+			t = n
+		}
+		tBase, tRem = t/n, t%n
+	}
+
+	var gBase, gRem int
+	perTask := false
+	switch {
+	case s.GPUsPerNode > 0:
+		gBase = s.GPUsPerNode
+	case s.GPUs > 0:
+		gBase, gRem = s.GPUs/n, s.GPUs%n
+	case s.GPUsPerTask > 0:
+		perTask = true
+	}
+
+	for i := range n {
+		tasks := tBase
+		if i < tRem {
+			tasks++
+		}
+		gpus := gBase
+		if i < gRem {
+			gpus++
+		}
+		if perTask {
+			gpus = s.GPUsPerTask * tasks
+		}
+		cpus := max(tasks*cpt, 1)
+		if s.CPUsPerGPU > 0 {
+			cpus = max(cpus, gpus*s.CPUsPerGPU)
+		}
+		var mem int64
+		switch {
+		case s.MemPerNodeMB > 0:
+			mem = s.MemPerNodeMB
+		case s.MemPerCPUMB > 0:
+			mem = s.MemPerCPUMB * int64(cpus)
+		case s.MemPerGPUMB > 0:
+			mem = s.MemPerGPUMB * int64(gpus)
+		default:
+			mem = defMemPerCPU * int64(cpus)
+		}
+		dst = append(dst, Slot{Tasks: tasks, CPUs: cpus, MemMB: mem, GPUs: gpus})
+	}
+	return dst
+}
+
+// effectiveTimeLimit is the job's limit, else the partition's default,
+// else (as Slurm does when DefaultTime is unset) the partition's MaxTime,
+// else api.Infinite.
+func effectiveTimeLimit(s *api.JobSpec, part *PartitionInfo) int64 {
+	switch {
+	case s.TimeLimit != 0:
+		return s.TimeLimit
+	case part.DefaultTime != 0:
+		return part.DefaultTime
+	case part.MaxTime != 0:
+		return part.MaxTime
+	}
+	return api.Infinite
+}
+
+// exceedsMaxTime reports whether limit is above the partition's MaxTime
+// (MaxTime api.Infinite or 0 means no maximum).
+func exceedsMaxTime(limit int64, part *PartitionInfo) bool {
+	if part.MaxTime == api.Infinite || part.MaxTime <= 0 {
+		return false
+	}
+	return limit == api.Infinite || limit > part.MaxTime
+}
+
+// priorityOf is the priority the pass orders by: the effective priority,
+// else the job's explicit one.
+func priorityOf(j *api.Job) uint32 {
+	if j.EffPriority != 0 {
+		return j.EffPriority
+	}
+	return j.Priority
+}

@@ -1,0 +1,289 @@
+// Package schedtest builds scheduler fixtures fluently, in the style of
+// the Kubernetes scheduler's test wrappers, so that a test states only
+// what matters to it: MakeJob().ID(3).GPUs(2).Obj().
+package schedtest
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tide-hpc/tide/ctld/api"
+	"github.com/tide-hpc/tide/ctld/sched"
+)
+
+// Epoch is the submit time of jobs built here unless Submit says
+// otherwise, and a convenient "now" for tests.
+var Epoch = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// DefaultPartition is the partition jobs ask for unless Partition says
+// otherwise.
+const DefaultPartition = "gpu"
+
+// JobWrapper builds an *api.Job.
+type JobWrapper struct{ j api.Job }
+
+// MakeJob starts a pending job with ID 1 in DefaultPartition, one node,
+// one task, submitted at Epoch. Set ID when a test has several jobs.
+func MakeJob() *JobWrapper {
+	return &JobWrapper{j: api.Job{
+		ID:         1,
+		JobSpec:    api.JobSpec{Name: "job", Partition: DefaultPartition},
+		State:      api.StatePending,
+		SubmitTime: Epoch,
+	}}
+}
+
+// Obj returns a copy of the job built so far.
+func (w *JobWrapper) Obj() *api.Job {
+	j := w.j
+	j.NodeList = slices.Clone(w.j.NodeList)
+	j.Exclude = slices.Clone(w.j.Exclude)
+	return &j
+}
+
+// ID sets the job id.
+func (w *JobWrapper) ID(id uint64) *JobWrapper { w.j.ID = id; return w }
+
+// Name sets the job name.
+func (w *JobWrapper) Name(n string) *JobWrapper { w.j.Name = n; return w }
+
+// Partition sets the partition.
+func (w *JobWrapper) Partition(p string) *JobWrapper { w.j.Partition = p; return w }
+
+// Priority sets the effective priority the scheduler orders by.
+func (w *JobWrapper) Priority(p uint32) *JobWrapper { w.j.EffPriority = p; return w }
+
+// SpecPriority sets the explicit priority, used when EffPriority is 0.
+func (w *JobWrapper) SpecPriority(p uint32) *JobWrapper { w.j.JobSpec.Priority = p; return w }
+
+// Submit sets the submit time.
+func (w *JobWrapper) Submit(t time.Time) *JobWrapper { w.j.SubmitTime = t; return w }
+
+// Nodes sets -N.
+func (w *JobWrapper) Nodes(n int) *JobWrapper { w.j.Nodes = n; return w }
+
+// Tasks sets -n.
+func (w *JobWrapper) Tasks(n int) *JobWrapper { w.j.Tasks = n; return w }
+
+// TasksPerNode sets --ntasks-per-node.
+func (w *JobWrapper) TasksPerNode(n int) *JobWrapper { w.j.TasksPerNode = n; return w }
+
+// CPUsPerTask sets -c.
+func (w *JobWrapper) CPUsPerTask(n int) *JobWrapper { w.j.CPUsPerTask = n; return w }
+
+// CPUsPerGPU sets --cpus-per-gpu.
+func (w *JobWrapper) CPUsPerGPU(n int) *JobWrapper { w.j.CPUsPerGPU = n; return w }
+
+// Mem sets --mem (MB per node).
+func (w *JobWrapper) Mem(mb int64) *JobWrapper { w.j.MemPerNodeMB = mb; return w }
+
+// MemPerCPU sets --mem-per-cpu (MB).
+func (w *JobWrapper) MemPerCPU(mb int64) *JobWrapper { w.j.MemPerCPUMB = mb; return w }
+
+// MemPerGPU sets --mem-per-gpu (MB).
+func (w *JobWrapper) MemPerGPU(mb int64) *JobWrapper { w.j.MemPerGPUMB = mb; return w }
+
+// GPUs sets --gpus (total over all nodes).
+func (w *JobWrapper) GPUs(n int) *JobWrapper { w.j.GPUs = n; return w }
+
+// GPUsPerNode sets --gpus-per-node.
+func (w *JobWrapper) GPUsPerNode(n int) *JobWrapper { w.j.GPUsPerNode = n; return w }
+
+// GPUsPerTask sets --gpus-per-task.
+func (w *JobWrapper) GPUsPerTask(n int) *JobWrapper { w.j.GPUsPerTask = n; return w }
+
+// GPUType sets the GPU model (--gpus=TYPE:N).
+func (w *JobWrapper) GPUType(t string) *JobWrapper { w.j.GPUType = t; return w }
+
+// Exclusive sets --exclusive.
+func (w *JobWrapper) Exclusive() *JobWrapper { w.j.Exclusive = true; return w }
+
+// NodeList sets -w.
+func (w *JobWrapper) NodeList(names ...string) *JobWrapper { w.j.NodeList = names; return w }
+
+// Exclude sets -x.
+func (w *JobWrapper) Exclude(names ...string) *JobWrapper { w.j.Exclude = names; return w }
+
+// TimeLimit sets -t in seconds (api.Infinite for UNLIMITED).
+func (w *JobWrapper) TimeLimit(secs int64) *JobWrapper { w.j.TimeLimit = secs; return w }
+
+// Begin sets --begin.
+func (w *JobWrapper) Begin(t time.Time) *JobWrapper { w.j.BeginTime = t; return w }
+
+// Hold holds the job (api.HoldUser or api.HoldAdmin).
+func (w *JobWrapper) Hold(kind api.Hold) *JobWrapper {
+	w.j.HoldKind = kind
+	w.j.JobSpec.Hold = kind != api.HoldNone
+	return w
+}
+
+// NodeWrapper builds a sched.NodeInfo.
+type NodeWrapper struct{ n sched.NodeInfo }
+
+// MakeNode starts an idle, usable node with 64 CPUs, 256000 MB and no
+// GPUs.
+func MakeNode(name string) *NodeWrapper {
+	return &NodeWrapper{n: sched.NodeInfo{
+		Name: name, Usable: true, Idle: true,
+		CPUs: 64, FreeCPUs: 64, MemoryMB: 256000, FreeMemMB: 256000,
+	}}
+}
+
+// Obj returns a copy of the node built so far.
+func (w *NodeWrapper) Obj() sched.NodeInfo {
+	n := w.n
+	n.FreeGPUs = slices.Clone(w.n.FreeGPUs)
+	return n
+}
+
+// CPUs sets the CPU count, all free.
+func (w *NodeWrapper) CPUs(n int) *NodeWrapper { w.n.CPUs, w.n.FreeCPUs = n, n; return w }
+
+// Mem sets the memory in MB, all free.
+func (w *NodeWrapper) Mem(mb int64) *NodeWrapper { w.n.MemoryMB, w.n.FreeMemMB = mb, mb; return w }
+
+// GPUs gives the node n free GPUs (indices 0..n-1), model "a100" unless
+// Model set one.
+func (w *NodeWrapper) GPUs(n int) *NodeWrapper {
+	w.n.GPUs = n
+	w.n.FreeGPUs = make([]int, n)
+	for i := range n {
+		w.n.FreeGPUs[i] = i
+	}
+	if w.n.GPUModel == "" && n > 0 {
+		w.n.GPUModel = "a100"
+	}
+	return w
+}
+
+// Model sets the GPU model (stored lower-case, as nodes report it).
+func (w *NodeWrapper) Model(m string) *NodeWrapper { w.n.GPUModel = strings.ToLower(m); return w }
+
+// UsedCPUs marks n CPUs as held by running jobs (the node is no longer
+// idle unless n is 0).
+func (w *NodeWrapper) UsedCPUs(n int) *NodeWrapper {
+	w.n.FreeCPUs -= n
+	w.n.Idle = w.n.Idle && n == 0
+	return w
+}
+
+// UsedMem marks mb MB as held by running jobs (the node is no longer
+// idle unless mb is 0).
+func (w *NodeWrapper) UsedMem(mb int64) *NodeWrapper {
+	w.n.FreeMemMB -= mb
+	w.n.Idle = w.n.Idle && mb == 0
+	return w
+}
+
+// UsedGPUs marks the given GPU indices as held by running jobs (the node
+// is no longer idle unless idx is empty).
+func (w *NodeWrapper) UsedGPUs(idx ...int) *NodeWrapper {
+	w.n.FreeGPUs = slices.DeleteFunc(w.n.FreeGPUs, func(i int) bool { return slices.Contains(idx, i) })
+	w.n.Idle = w.n.Idle && len(idx) == 0
+	return w
+}
+
+// Down marks the node down (not usable, api.DetailNodeDown).
+func (w *NodeWrapper) Down() *NodeWrapper {
+	w.n.Usable, w.n.Unusable = false, api.DetailNodeDown
+	return w
+}
+
+// Drained marks the node drained (not usable, api.DetailNodeDrained).
+func (w *NodeWrapper) Drained() *NodeWrapper {
+	w.n.Usable, w.n.Unusable = false, api.DetailNodeDrained
+	return w
+}
+
+// Switch sets the node's leaf switch.
+func (w *NodeWrapper) Switch(s string) *NodeWrapper { w.n.Switch = s; return w }
+
+// PartitionWrapper builds a *sched.PartitionInfo.
+type PartitionWrapper struct{ p sched.PartitionInfo }
+
+// MakePartition starts an up partition with no time or node limits.
+func MakePartition(name string, nodes ...string) *PartitionWrapper {
+	return &PartitionWrapper{p: sched.PartitionInfo{
+		Name: name, Nodes: nodes, Up: true, MaxTime: api.Infinite,
+	}}
+}
+
+// Obj returns a copy of the partition built so far.
+func (w *PartitionWrapper) Obj() *sched.PartitionInfo {
+	p := w.p
+	p.Nodes = slices.Clone(w.p.Nodes)
+	return &p
+}
+
+// Nodes sets the member nodes.
+func (w *PartitionWrapper) Nodes(names ...string) *PartitionWrapper { w.p.Nodes = names; return w }
+
+// Down marks the partition down.
+func (w *PartitionWrapper) Down() *PartitionWrapper { w.p.Up = false; return w }
+
+// DefaultTime sets the default time limit in seconds.
+func (w *PartitionWrapper) DefaultTime(secs int64) *PartitionWrapper {
+	w.p.DefaultTime = secs
+	return w
+}
+
+// MaxTime sets the maximum time limit in seconds (api.Infinite = none).
+func (w *PartitionWrapper) MaxTime(secs int64) *PartitionWrapper { w.p.MaxTime = secs; return w }
+
+// MaxNodes sets the per-job node limit (0 = none).
+func (w *PartitionWrapper) MaxNodes(n int) *PartitionWrapper { w.p.MaxNodes = n; return w }
+
+// SnapshotWrapper builds a *sched.Snapshot.
+type SnapshotWrapper struct{ s sched.Snapshot }
+
+// MakeSnapshot starts an empty snapshot.
+func MakeSnapshot() *SnapshotWrapper {
+	return &SnapshotWrapper{s: sched.Snapshot{Partitions: map[string]*sched.PartitionInfo{}}}
+}
+
+// Nodes appends nodes.
+func (w *SnapshotWrapper) Nodes(nodes ...sched.NodeInfo) *SnapshotWrapper {
+	w.s.Nodes = append(w.s.Nodes, nodes...)
+	return w
+}
+
+// Partitions adds partitions by name.
+func (w *SnapshotWrapper) Partitions(parts ...*sched.PartitionInfo) *SnapshotWrapper {
+	for _, p := range parts {
+		w.s.Partitions[p.Name] = p
+	}
+	return w
+}
+
+// Jobs appends pending jobs.
+func (w *SnapshotWrapper) Jobs(jobs ...*api.Job) *SnapshotWrapper {
+	w.s.Pending = append(w.s.Pending, jobs...)
+	return w
+}
+
+// Obj returns the snapshot. Unlike the other wrappers it shares its
+// nodes, partitions and jobs with the wrapper.
+func (w *SnapshotWrapper) Obj() *sched.Snapshot { return &w.s }
+
+// Cluster is a shortcut for the common fixture: n identical nodes
+// prefix01..prefixNN with cpus CPUs, memMB memory and gpus GPUs, all in
+// DefaultPartition.
+func Cluster(prefix string, n, cpus int, memMB int64, gpus int) *SnapshotWrapper {
+	nodes := make([]sched.NodeInfo, n)
+	names := make([]string, n)
+	for i := range n {
+		names[i] = nodeName(prefix, i+1, n)
+		nodes[i] = MakeNode(names[i]).CPUs(cpus).Mem(memMB).GPUs(gpus).Obj()
+	}
+	return MakeSnapshot().Nodes(nodes...).Partitions(MakePartition(DefaultPartition, names...).Obj())
+}
+
+// nodeName pads the number to at least two digits, and more when the
+// cluster needs them (gpu001 for 512 nodes).
+func nodeName(prefix string, i, n int) string {
+	width := max(2, len(strconv.Itoa(n)))
+	return fmt.Sprintf("%s%0*d", prefix, width, i)
+}

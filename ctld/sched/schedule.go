@@ -1,0 +1,309 @@
+package sched
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/tide-hpc/tide/ctld/api"
+)
+
+// Constant details, so that blocked jobs cost no formatting.
+const (
+	detailPriority  = "waiting for higher-priority jobs"
+	detailMaxStarts = "start limit of this scheduling pass reached"
+)
+
+// Schedule decides, for one snapshot and time, which pending jobs start
+// where and why every other job stays pending. It is pure: it reads no
+// clock, does no I/O, never modifies snap or its jobs, and the same input
+// gives the same Plan. A nil snap gives an empty Plan.
+//
+// Jobs are taken in priority order (see orderPending). Each goes through
+// the gates (hold, begin time, partition limits, required nodes), then the
+// node-filter chain and the best-fit choice; a job that fits takes its
+// resources from the pass's working copy, and one that does not is
+// diagnosed and may block lower-priority jobs (holdForPriority).
+func Schedule(snap *Snapshot, now time.Time, cfg Config) Plan {
+	plan := Plan{Now: now}
+	if snap == nil {
+		return plan
+	}
+	p := newPass(snap, cfg)
+	jobs := orderPending(snap.Pending)
+	plan.Pending = make([]Decision, 0, len(jobs))
+	for _, job := range jobs {
+		if start, ok := p.schedule(job, now, &plan); ok {
+			plan.Starts = append(plan.Starts, start)
+		}
+	}
+	return plan
+}
+
+// orderPending returns the pending jobs (nil entries dropped) in a new
+// slice: higher priority first, then earlier submit, then lower id.
+func orderPending(pending []*api.Job) []*api.Job {
+	type entry struct {
+		prio   uint32
+		submit int64
+		job    *api.Job
+	}
+	es := make([]entry, 0, len(pending))
+	for _, j := range pending {
+		if j != nil {
+			es = append(es, entry{priorityOf(j), j.SubmitTime.UnixNano(), j})
+		}
+	}
+	slices.SortFunc(es, func(a, b entry) int {
+		if c := cmp.Compare(b.prio, a.prio); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(a.submit, b.submit); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.job.ID, b.job.ID)
+	})
+	out := make([]*api.Job, len(es))
+	for i := range es {
+		out[i] = es[i].job
+	}
+	return out
+}
+
+// schedule decides one job: it returns the Start when the job fits, or
+// appends its Decision to plan.
+func (p *pass) schedule(job *api.Job, now time.Time, plan *Plan) (Start, bool) {
+	pend := func(reason api.ReasonCode, detail string) (Start, bool) {
+		plan.Pending = append(plan.Pending, Decision{JobID: job.ID, Reason: reason, Detail: detail})
+		return Start{}, false
+	}
+
+	if reason, detail, ok := p.gate(job, now); !ok {
+		return pend(reason, detail)
+	}
+	r := &p.req
+	if p.blockedByPriority(r.Part) {
+		return pend(api.ReasonPriority, detailPriority)
+	}
+	if p.cfg.MaxStarts > 0 && len(plan.Starts) >= p.cfg.MaxStarts {
+		return pend(api.ReasonPriority, detailMaxStarts)
+	}
+
+	if start, ok := p.place(r); ok {
+		return start, true
+	}
+	if p.hist.count(DetailReserved) > 0 {
+		// Nodes the job could use are held for a higher-priority job.
+		return pend(api.ReasonPriority, detailPriority)
+	}
+	reason, detail := p.diagnose(r)
+	if reason == api.ReasonResources {
+		p.holdForPriority(r)
+	}
+	return pend(reason, detail)
+}
+
+// gate runs the checks that need no node scan and fills p.req for the
+// job. ok is false when the job stays pending, with its reason.
+func (p *pass) gate(job *api.Job, now time.Time) (reason api.ReasonCode, detail string, ok bool) {
+	switch job.HoldKind {
+	case api.HoldUser:
+		return api.ReasonJobHeldUser, "", false
+	case api.HoldAdmin:
+		return api.ReasonJobHeldAdmin, "", false
+	}
+	if !job.BeginTime.IsZero() && job.BeginTime.After(now) {
+		return api.ReasonBeginTime, "", false
+	}
+	pi, found := p.partIdx[job.Partition]
+	if !found {
+		return api.ReasonBadConstraints, fmt.Sprintf("partition %s does not exist", job.Partition), false
+	}
+	ps := &p.parts[pi]
+	if !ps.info.Up {
+		return api.ReasonPartitionDown, "", false
+	}
+	limit := effectiveTimeLimit(&job.JobSpec, ps.info)
+	if exceedsMaxTime(limit, ps.info) {
+		return api.ReasonPartitionTimeLimit, fmt.Sprintf("time limit %s exceeds partition %s MaxTime %s",
+			api.FormatTimeLimit(limit), ps.info.Name, api.FormatTimeLimit(ps.info.MaxTime)), false
+	}
+	reason, detail, ok = p.resolve(job, pi)
+	if !ok {
+		return reason, detail, false
+	}
+	p.req.TimeLimit = limit
+	if ps.info.MaxNodes > 0 && p.req.Nodes > ps.info.MaxNodes {
+		return api.ReasonPartitionNodeLimit, fmt.Sprintf("%d nodes requested, partition %s MaxNodes is %d",
+			p.req.Nodes, ps.info.Name, ps.info.MaxNodes), false
+	}
+	if p.req.Nodes > len(ps.members) {
+		return api.ReasonPartitionNodeLimit, fmt.Sprintf("%d nodes requested, partition %s has %d",
+			p.req.Nodes, ps.info.Name, len(ps.members)), false
+	}
+	for _, i := range p.req.Required {
+		if !p.nodes[i].Usable {
+			code := p.nodes[i].Info.Unusable
+			if code == "" {
+				code = api.DetailNodeDown
+			}
+			return api.ReasonReqNodeNotAvail, fmt.Sprintf("required node %s: %s", p.nodes[i].Info.Name, code), false
+		}
+	}
+	p.req.Slots = fillSlots(p.req.Slots, &job.JobSpec, p.req.Nodes, p.cfg.DefMemPerCPUMB)
+	return "", "", true
+}
+
+// resolve fills the request's node marks for partition pi: -x and -w
+// names become stamps on the nodes, and the node count is raised to the
+// number of -w nodes. It fails with BadConstraints when a -w node does
+// not exist, is outside the partition or is also excluded. It does not
+// read node state or compute slots.
+func (p *pass) resolve(job *api.Job, pi int) (api.ReasonCode, string, bool) {
+	r := &p.req
+	*r = Request{
+		Job:       job,
+		Part:      pi,
+		GPUType:   job.GPUType,
+		Exclusive: job.Exclusive,
+		Slots:     r.Slots[:0],
+		Required:  r.Required[:0],
+		stamp:     p.nextStamp(),
+	}
+	for _, name := range job.Exclude {
+		if i, ok := p.byName[name]; ok {
+			p.nodes[i].excluded = r.stamp
+		}
+	}
+	part := p.parts[pi].info.Name
+	for _, name := range job.NodeList {
+		i, ok := p.byName[name]
+		if !ok || !p.inPartition(i, pi) {
+			return api.ReasonBadConstraints, fmt.Sprintf("required node %s is not in partition %s", name, part), false
+		}
+		if p.nodes[i].excluded == r.stamp {
+			return api.ReasonBadConstraints, fmt.Sprintf("node %s is both required and excluded", name), false
+		}
+		if p.nodes[i].required == r.stamp {
+			continue
+		}
+		p.nodes[i].required = r.stamp
+		r.Required = append(r.Required, i)
+	}
+	r.Nodes = max(job.ReqNodes(), len(r.Required))
+	r.OnlyRequired = len(r.Required) > 0 && len(r.Required) >= r.Nodes
+	return "", "", true
+}
+
+// place runs the filter chain over the partition and, when enough nodes
+// pass, chooses them and takes their resources. On failure p.hist holds
+// why nodes were turned away and p.cand the nodes that passed.
+func (p *pass) place(r *Request) (Start, bool) {
+	ps := &p.parts[r.Part]
+	p.hist.reset(len(ps.members))
+	p.cand = p.cand[:0]
+	p.picked = p.picked[:0]
+
+	ok := true
+	for k, i := range r.Required {
+		if code := p.chain.check(r, &r.Slots[k], &p.nodes[i]); code != "" {
+			p.hist.add(code)
+			ok = false
+			continue
+		}
+		p.picked = append(p.picked, i)
+	}
+	if r.OnlyRequired {
+		p.hist.addN(api.DetailNodeNotRequested, len(ps.members)-len(r.Required))
+	} else {
+		smallest := &r.Slots[len(r.Slots)-1]
+		for _, i := range ps.members {
+			n := &p.nodes[i]
+			if n.required == r.stamp {
+				continue
+			}
+			if code := p.chain.check(r, smallest, n); code != "" {
+				p.hist.add(code)
+				continue
+			}
+			p.cand = append(p.cand, i)
+		}
+	}
+	p.hist.available = len(p.picked) + len(p.cand)
+	if !ok || len(p.picked)+len(p.cand) < r.Nodes {
+		return Start{}, false
+	}
+	if !p.choose(r) {
+		return Start{}, false
+	}
+	return p.commit(r), true
+}
+
+// choose fills p.picked (after the required nodes) with best-fit nodes
+// from p.cand, one per remaining slot, largest slot first. Because later
+// slots never need more than earlier ones, a node that fits a slot fits
+// every later one, and taking any fitting node per slot finds a choice
+// whenever one exists. On failure the candidates left over are counted in
+// p.hist against the slot that none of them could take.
+func (p *pass) choose(r *Request) bool {
+	k := len(p.picked)
+	if r.Nodes-k == 1 {
+		// The common single-slot case: one linear scan, no sort.
+		best := p.cand[0]
+		for _, i := range p.cand[1:] {
+			if p.betterFit(i, best) < 0 {
+				best = i
+			}
+		}
+		p.picked = append(p.picked, best)
+		return true
+	}
+	slices.SortFunc(p.cand, p.betterFit)
+	for ; k < r.Nodes; k++ {
+		s := &r.Slots[k]
+		found := -1
+		for j, i := range p.cand {
+			if p.chain.check(r, s, &p.nodes[i]) == "" {
+				found = j
+				break
+			}
+		}
+		if found < 0 {
+			for _, i := range p.cand {
+				p.hist.add(p.chain.check(r, s, &p.nodes[i]))
+			}
+			p.hist.available -= len(p.cand)
+			return false
+		}
+		p.picked = append(p.picked, p.cand[found])
+		p.cand = slices.Delete(p.cand, found, found+1)
+	}
+	return true
+}
+
+// commit takes the resources of slot k on p.picked[k] from the working
+// copy, so later jobs of the pass see them gone, and builds the Start.
+// GPU indices are taken lowest first; an exclusive job takes all that is
+// free on its (idle) nodes.
+func (p *pass) commit(r *Request) Start {
+	alloc := make([]api.NodeAlloc, len(p.picked))
+	for k, i := range p.picked {
+		n := &p.nodes[i]
+		s := &r.Slots[k]
+		cpus, mem, gpus := s.CPUs, s.MemMB, s.GPUs
+		if r.Exclusive {
+			cpus, mem, gpus = n.FreeCPUs, n.FreeMemMB, len(n.FreeGPUs)
+		}
+		var idx []int
+		if gpus > 0 {
+			idx = slices.Clone(n.FreeGPUs[:gpus])
+		}
+		n.FreeGPUs = n.FreeGPUs[gpus:]
+		n.FreeCPUs -= cpus
+		n.FreeMemMB -= mem
+		n.Idle = false
+		alloc[k] = api.NodeAlloc{Node: n.Info.Name, CPUs: cpus, MemoryMB: mem, GPUs: idx, Tasks: s.Tasks}
+	}
+	return Start{JobID: r.Job.ID, Alloc: alloc, TimeLimit: r.TimeLimit, Why: p.why(r)}
+}

@@ -1,0 +1,330 @@
+package ctld
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/tide-hpc/tide/accounting"
+	"github.com/tide-hpc/tide/ctld/api"
+)
+
+// Version is the controller's version string.
+var Version = "0.1.0"
+
+// Server is the controller. All cluster state lives behind mu; every
+// change is written through to the store before anyone outside can act on
+// it (a job id is returned only after its submission commits; a launch is
+// delivered only after the RUNNING state commits).
+type Server struct {
+	cl    *Cluster
+	log   *slog.Logger
+	store Store
+	key   string
+	self  uint32
+	now   func() time.Time
+
+	mu         sync.Mutex
+	jobs       map[uint64]*api.Job
+	nodes      map[string]*nodeRec
+	partitions map[string]*api.Partition
+	nextID     uint64
+	// dirty jobs and queued events/audit are written by flush; they stay
+	// queued when a write fails and go out with the next one.
+	dirty      map[uint64]bool
+	events     []api.Event
+	audit      []api.AuditRecord
+	dirtyNodes map[string]bool
+
+	kick      chan struct{}
+	users     *userCache
+	metrics   *metrics
+	startTime time.Time
+	lastPass  time.Duration
+}
+
+// New opens the store and recovers state. The caller must Close it.
+func New(cl *Cluster, log *slog.Logger) (*Server, error) {
+	if err := os.MkdirAll(cl.StateDir, 0o700); err != nil {
+		return nil, fmt.Errorf("create state dir: %w", err)
+	}
+	key, err := readKey(cl.KeyFile)
+	if err != nil {
+		return nil, err
+	}
+	st, err := accounting.Open(filepath.Join(cl.StateDir, "tide.db"))
+	if err != nil {
+		return nil, err
+	}
+	s, err := newServer(cl, log, st, key, time.Now)
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func newServer(cl *Cluster, log *slog.Logger, st Store, key string, now func() time.Time) (*Server, error) {
+	s := &Server{
+		cl: cl, log: log, store: st, key: key, self: uint32(os.Getuid()), now: now,
+		jobs: map[uint64]*api.Job{}, nodes: map[string]*nodeRec{}, partitions: map[string]*api.Partition{},
+		dirty: map[uint64]bool{}, dirtyNodes: map[string]bool{},
+		kick: make(chan struct{}, 1), users: newUserCache(), startTime: now(),
+	}
+	for i := range cl.Partitions {
+		p := cl.Partitions[i]
+		s.partitions[p.Name] = &p
+	}
+	for _, name := range cl.NodeOrder {
+		s.nodes[name] = newNodeRec(name, cl)
+	}
+	s.metrics = newMetrics(s)
+	if err := s.recover(context.Background()); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// readKey loads the cluster key and refuses a key file others can read.
+func readKey(path string) (string, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return "", fmt.Errorf("cluster key: %w", err)
+	}
+	if fi.Mode().Perm()&0o077 != 0 {
+		return "", fmt.Errorf("cluster key %s is readable by others (mode %v): chmod 600 it", path, fi.Mode().Perm())
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("cluster key: %w", err)
+	}
+	k := strings.TrimSpace(string(b))
+	if len(k) < 16 {
+		return "", fmt.Errorf("cluster key %s is too short (at least 16 characters)", path)
+	}
+	return k, nil
+}
+
+// recover loads jobs and operator node state from the store and rebuilds
+// node allocations from the running jobs.
+func (s *Server) recover(ctx context.Context) error {
+	last, err := s.store.LastJobID(ctx)
+	if err != nil {
+		return fmt.Errorf("recover: %w", err)
+	}
+	s.nextID = max(last+1, s.cl.FirstJobID)
+	jobs, err := s.store.LoadJobs(ctx, s.now().Add(-s.cl.Timeouts.MinJobAge))
+	if err != nil {
+		return fmt.Errorf("recover: %w", err)
+	}
+	running := 0
+	for _, j := range jobs {
+		s.jobs[j.ID] = j
+		if j.State.Active() {
+			running++
+			for _, a := range j.Alloc {
+				if n := s.nodes[a.Node]; n != nil {
+					n.allocate(a)
+				}
+			}
+			if n := s.nodes[j.BatchHost()]; n != nil {
+				n.batch[j.ID] = j
+			}
+		}
+	}
+	saved, err := s.store.LoadNodes(ctx)
+	if err != nil {
+		return fmt.Errorf("recover: %w", err)
+	}
+	for _, sn := range saved {
+		if n := s.nodes[sn.Name]; n != nil {
+			n.Drain, n.Reason, n.ReasonUser, n.ReasonTime = sn.Drain, sn.Reason, sn.ReasonUser, sn.ReasonTime
+			n.adminDown = sn.State == api.NodeDown
+		}
+	}
+	s.log.Info("state recovered", "jobs", len(jobs), "active", running, "next_job_id", s.nextID)
+	return nil
+}
+
+// Close closes the store.
+func (s *Server) Close() error { return s.store.Close() }
+
+// Run serves the API and runs the scheduling and housekeeping loops until
+// ctx ends.
+func (s *Server) Run(ctx context.Context) error {
+	ul, err := listenUnix(s.cl.Socket)
+	if err != nil {
+		return err
+	}
+	tl, err := net.Listen("tcp", s.cl.NodeAddr)
+	if err != nil {
+		ul.Close()
+		return fmt.Errorf("listen %s: %w", s.cl.NodeAddr, err)
+	}
+	local := &http.Server{Handler: s.localHandler(), ConnContext: peerCredContext, ReadHeaderTimeout: 10 * time.Second}
+	remote := &http.Server{Handler: s.nodeHandler(), ReadHeaderTimeout: 10 * time.Second}
+	s.log.Info("tidectld serving", "socket", s.cl.Socket, "node_addr", tl.Addr().String(), "cluster", s.cl.ClusterName)
+
+	var wg sync.WaitGroup
+	errc := make(chan error, 2)
+	serve := func(srv *http.Server, l net.Listener) {
+		defer wg.Done()
+		if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			errc <- err
+		}
+	}
+	wg.Add(3)
+	go serve(local, ul)
+	go serve(remote, tl)
+	go func() { defer wg.Done(); s.loop(ctx) }()
+	s.Kick()
+
+	var runErr error
+	select {
+	case <-ctx.Done():
+	case runErr = <-errc:
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	s.wakeAllNodes()
+	_ = local.Shutdown(sctx)
+	_ = remote.Shutdown(sctx)
+	wg.Wait()
+	_ = os.Remove(s.cl.Socket)
+	s.mu.Lock()
+	s.flush()
+	s.mu.Unlock()
+	return runErr
+}
+
+func listenUnix(path string) (net.Listener, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, fmt.Errorf("socket dir: %w", err)
+	}
+	// A socket left by a crashed controller is removed; a live one is
+	// not stolen.
+	if c, err := net.DialTimeout("unix", path, 200*time.Millisecond); err == nil {
+		c.Close()
+		return nil, fmt.Errorf("another tidectld is serving %s", path)
+	}
+	_ = os.Remove(path)
+	l, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, fmt.Errorf("listen %s: %w", path, err)
+	}
+	// Every local user may connect; identity comes from SO_PEERCRED.
+	if err := os.Chmod(path, 0o666); err != nil {
+		l.Close()
+		return nil, fmt.Errorf("chmod socket: %w", err)
+	}
+	return l, nil
+}
+
+// Kick asks for a scheduling pass soon.
+func (s *Server) Kick() {
+	select {
+	case s.kick <- struct{}{}:
+	default:
+	}
+}
+
+// loop runs scheduling passes on kicks and on a timer, and housekeeping.
+func (s *Server) loop(ctx context.Context) {
+	tick := time.NewTicker(s.cl.Scheduler.Interval)
+	defer tick.Stop()
+	house := time.NewTicker(time.Second)
+	defer house.Stop()
+	lastPurge := time.Time{}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.kick:
+			s.schedulePass()
+		case <-tick.C:
+			s.schedulePass()
+		case <-house.C:
+			now := s.now()
+			s.mu.Lock()
+			s.checkNodes(now)
+			s.forgetOldJobs(now)
+			s.flush()
+			s.mu.Unlock()
+			if now.Sub(lastPurge) > time.Hour {
+				lastPurge = now
+				if n, err := s.store.PurgeSpool(ctx, now.Add(-s.cl.Timeouts.SpoolKeep)); err != nil {
+					s.log.Warn("purge spool", "err", err)
+				} else if n > 0 {
+					s.log.Info("purged spool", "jobs", n)
+				}
+			}
+		}
+	}
+}
+
+// forgetOldJobs drops finished jobs older than MinJobAge from memory; the
+// store keeps them for sacct.
+func (s *Server) forgetOldJobs(now time.Time) {
+	cut := now.Add(-s.cl.Timeouts.MinJobAge)
+	for id, j := range s.jobs {
+		if j.State.Terminal() && j.EndTime.Before(cut) && !s.dirty[id] {
+			delete(s.jobs, id)
+		}
+	}
+}
+
+// flush writes dirty jobs, queued events, audit records and node state in
+// one transaction. Called with mu held.
+func (s *Server) flush() bool {
+	if len(s.dirty) == 0 && len(s.events) == 0 && len(s.audit) == 0 && len(s.dirtyNodes) == 0 {
+		return true
+	}
+	b := &accounting.Batch{Events: s.events, Audit: s.audit}
+	ids := make([]uint64, 0, len(s.dirty))
+	for id := range s.dirty {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(a, c int) bool { return ids[a] < ids[c] })
+	for _, id := range ids {
+		if j := s.jobs[id]; j != nil {
+			b.Jobs = append(b.Jobs, j)
+		}
+	}
+	for name := range s.dirtyNodes {
+		if n := s.nodes[name]; n != nil {
+			b.Nodes = append(b.Nodes, n.saved())
+		}
+	}
+	if err := s.store.Write(context.Background(), b); err != nil {
+		s.log.Error("write state", "err", err, "jobs", len(b.Jobs), "events", len(b.Events))
+		return false
+	}
+	clear(s.dirty)
+	clear(s.dirtyNodes)
+	s.events = s.events[:0]
+	s.audit = s.audit[:0]
+	return true
+}
+
+// event queues a trail entry for job j.
+func (s *Server) event(j *api.Job, kind, reason, msg, actor string) {
+	s.events = append(s.events, api.Event{JobID: j.ID, Time: s.now(), Kind: kind, State: j.State,
+		Reason: reason, Message: msg, Actor: actor})
+}
+
+// auditf queues an audit record.
+func (s *Server) auditf(c caller, action, target, format string, args ...any) {
+	s.audit = append(s.audit, api.AuditRecord{Time: s.now(), UID: c.uid, User: c.user,
+		Action: action, Target: target, Detail: fmt.Sprintf(format, args...)})
+}
+
+func (s *Server) markDirty(j *api.Job) { s.dirty[j.ID] = true }

@@ -1,0 +1,348 @@
+package ctld
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tide-hpc/tide/accounting"
+	"github.com/tide-hpc/tide/ctld/api"
+	"github.com/tide-hpc/tide/gres"
+)
+
+// fakeClock is a settable clock for the controller.
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *fakeClock) now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *fakeClock) add(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+const testConfig = `
+version: 1
+cluster_name: t
+state_dir: /unused
+socket: /unused.sock
+node_addr: 127.0.0.1:0
+timeouts: {node: 30s, kill_wait: 5s, min_job_age: 5m}
+partitions:
+  - {name: gpu, nodes: "gpu[01-02]", default: true, default_time: "10:00", max_time: "1:00:00"}
+nodes:
+  - {names: "gpu[01-02]", cpus: 8, memory: 64G, gpus: 8}
+`
+
+type harness struct {
+	t     *testing.T
+	s     *Server
+	clock *fakeClock
+	db    string
+	alice caller
+}
+
+func newHarness(t *testing.T) *harness {
+	t.Helper()
+	h := &harness{t: t, clock: &fakeClock{t: time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)},
+		db: filepath.Join(t.TempDir(), "tide.db"),
+		alice: caller{uid: 1000, gid: 1000, user: "alice", known: true}}
+	h.open()
+	return h
+}
+
+func (h *harness) open() {
+	h.t.Helper()
+	cfg, err := ParseConfig(strings.NewReader(testConfig))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	cl, err := cfg.Validate()
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	st, err := accounting.Open(h.db)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	s, err := newServer(cl, slog.New(slog.NewTextHandler(io.Discard, nil)), st, "k", h.clock.now)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.s = s
+	h.t.Cleanup(func() { s.Close() })
+}
+
+// restart simulates a controller crash: memory is lost, the store stays.
+func (h *harness) restart() {
+	h.s.Close()
+	h.open()
+}
+
+func (h *harness) register(node string, reports ...api.NodeJobReport) api.NodeSyncResponse {
+	h.t.Helper()
+	gpus, _ := gres.Fake(node, gres.FakeConfig{Count: 8})
+	resp, err := h.s.register(api.NodeRegistration{Name: node, CPUs: 8, MemoryMB: 64 * 1024, GPUs: gpus, Jobs: reports})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return resp
+}
+
+func (h *harness) sync(node string, reports ...api.NodeJobReport) api.NodeSyncResponse {
+	h.t.Helper()
+	resp, err := h.s.sync(context.Background(), api.NodeSyncRequest{Name: node, Jobs: reports})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return resp
+}
+
+func (h *harness) submit(spec api.JobSpec) uint64 {
+	h.t.Helper()
+	if spec.Script == "" {
+		spec.Script = "#!/bin/sh\ntrue\n"
+	}
+	if spec.WorkDir == "" {
+		spec.WorkDir = "/home/alice"
+	}
+	resp, err := h.s.submit(context.Background(), h.alice, api.SubmitRequest{Spec: spec})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return resp.JobID
+}
+
+func (h *harness) job(id uint64) *api.Job {
+	h.s.mu.Lock()
+	defer h.s.mu.Unlock()
+	j := h.s.jobs[id]
+	if j == nil {
+		h.t.Fatalf("job %d not in memory", id)
+	}
+	cp := *j
+	return &cp
+}
+
+func running(id uint64, restart int) api.NodeJobReport {
+	return api.NodeJobReport{JobID: id, Restart: restart, State: api.NodeJobRunning}
+}
+
+func finished(id uint64, code int) api.NodeJobReport {
+	return api.NodeJobReport{JobID: id, State: api.NodeJobFinished, Exit: api.ExitStatus{Code: code}}
+}
+
+func TestJobLifecycle(t *testing.T) {
+	h := newHarness(t)
+	h.register("gpu01")
+	h.register("gpu02")
+	id := h.submit(api.JobSpec{Name: "a", GPUs: 2})
+	h.s.schedulePass()
+	j := h.job(id)
+	if j.State != api.StateRunning || j.AllocGPUs() != 2 || j.TimeLimit != 600 {
+		t.Fatalf("after pass: state=%s gpus=%d limit=%d", j.State, j.AllocGPUs(), j.TimeLimit)
+	}
+	host := j.BatchHost()
+	resp := h.sync(host)
+	if len(resp.Launch) != 1 || resp.Launch[0].JobID != id || resp.Launch[0].Script == "" {
+		t.Fatalf("launch = %+v", resp.Launch)
+	}
+	// Until the node reports the job, the launch is repeated.
+	if resp := h.sync(host); len(resp.Launch) != 1 {
+		t.Fatalf("launch not repeated: %+v", resp)
+	}
+	if resp := h.sync(host, running(id, 0)); len(resp.Launch) != 0 {
+		t.Fatalf("launch after report: %+v", resp)
+	}
+	resp = h.sync(host, finished(id, 3))
+	if len(resp.Ack) != 1 {
+		t.Fatalf("no ack: %+v", resp)
+	}
+	j = h.job(id)
+	if j.State != api.StateFailed || j.Exit.String() != "3:0" || j.Reason != api.ReasonNonZeroExit {
+		t.Fatalf("end: %s %s %s", j.State, j.Exit, j.Reason)
+	}
+	// Resources are back.
+	for _, n := range h.s.nodes {
+		if len(n.AllocGPUs) != 0 || n.AllocCPUs != 0 {
+			t.Fatalf("node %s still holds %v", n.Name, n.AllocGPUs)
+		}
+	}
+	// The trail and accounting have it.
+	ev, _ := h.s.store.Events(context.Background(), id)
+	kinds := []string{}
+	for _, e := range ev {
+		kinds = append(kinds, e.Kind)
+	}
+	if got := strings.Join(kinds, ","); got != "submit,start,launch,end" {
+		t.Fatalf("trail = %s", got)
+	}
+}
+
+func TestCancel(t *testing.T) {
+	h := newHarness(t)
+	h.register("gpu01")
+	h.register("gpu02")
+	pend := h.submit(api.JobSpec{Hold: true})
+	run := h.submit(api.JobSpec{})
+	h.s.schedulePass()
+	host := h.job(run).BatchHost()
+	h.sync(host, running(run, 0))
+
+	bob := caller{uid: 1001, user: "bob", known: true}
+	resp, _ := h.s.cancel(bob, api.CancelRequest{Filter: api.JobFilter{IDs: []uint64{run}}})
+	if resp.Results[0].Error == "" {
+		t.Fatal("bob cancelled alice's job")
+	}
+	resp, _ = h.s.cancel(h.alice, api.CancelRequest{Filter: api.JobFilter{IDs: []uint64{pend, run, 9999}}})
+	if resp.Results[0].Error != "" || resp.Results[1].Error != "" || resp.Results[2].Error == "" {
+		t.Fatalf("results %+v", resp.Results)
+	}
+	if j := h.job(pend); j.State != api.StateCancelled {
+		t.Fatalf("pending job %s", j.State)
+	}
+	if j := h.job(run); j.State != api.StateCompleting {
+		t.Fatalf("running job %s", j.State)
+	}
+	sr := h.sync(host, running(run, 0))
+	if len(sr.Signals) != 1 || !sr.Signals[0].Kill {
+		t.Fatalf("no kill: %+v", sr)
+	}
+	// The kill is not repeated within the kill wait.
+	if sr := h.sync(host, running(run, 0)); len(sr.Signals) != 0 {
+		t.Fatalf("kill repeated: %+v", sr)
+	}
+	rep := finished(run, 0)
+	rep.Exit.Signal, rep.Killed = 15, true
+	h.sync(host, rep)
+	if j := h.job(run); j.State != api.StateCancelled || j.CancelledBy == nil || *j.CancelledBy != 1000 {
+		t.Fatalf("after kill: %s", j.State)
+	}
+}
+
+func TestPendingReasons(t *testing.T) {
+	h := newHarness(t)
+	h.register("gpu01")
+	h.register("gpu02")
+	big := h.submit(api.JobSpec{Nodes: 2, GPUsPerNode: 8})
+	h.s.schedulePass()
+	if h.job(big).State != api.StateRunning {
+		t.Fatal("big job did not start")
+	}
+	waiting := h.submit(api.JobSpec{GPUs: 1})
+	later := h.submit(api.JobSpec{GPUs: 1, BeginTime: h.clock.now().Add(time.Hour)})
+	long := h.submit(api.JobSpec{TimeLimit: 7200})
+	h.s.schedulePass()
+	for id, want := range map[uint64]api.ReasonCode{waiting: api.ReasonResources, later: api.ReasonBeginTime, long: api.ReasonPartitionTimeLimit} {
+		if j := h.job(id); j.State != api.StatePending || j.Reason != want {
+			t.Errorf("job %d: %s %s, want PENDING %s", id, j.State, j.Reason, want)
+		}
+	}
+	if d := h.job(waiting).ReasonDetail; !strings.Contains(d, "InsufficientGPU") {
+		t.Errorf("detail %q", d)
+	}
+	// Impossible requests are refused at submit.
+	_, err := h.s.submit(context.Background(), h.alice, api.SubmitRequest{Spec: api.JobSpec{
+		Script: "#!/bin/sh\n", WorkDir: "/tmp", GPUsPerNode: 16}})
+	if err == nil || !strings.Contains(err.Error(), "Requested node configuration is not available") {
+		t.Fatalf("16 GPUs per node accepted: %v", err)
+	}
+}
+
+func TestNodeFailure(t *testing.T) {
+	h := newHarness(t)
+	h.register("gpu01")
+	id := h.submit(api.JobSpec{})
+	h.s.schedulePass()
+	h.sync("gpu01", running(id, 0))
+	h.clock.add(31 * time.Second)
+	h.s.mu.Lock()
+	h.s.checkNodes(h.clock.now())
+	h.s.mu.Unlock()
+	if j := h.job(id); j.State != api.StateNodeFail {
+		t.Fatalf("state %s", j.State)
+	}
+	// The node comes back and still runs the job: it is told to forget it.
+	if resp := h.sync("gpu01", running(id, 0)); len(resp.Forget) != 1 {
+		t.Fatalf("no forget: %+v", resp)
+	}
+}
+
+func TestRecoveryAfterCrash(t *testing.T) {
+	h := newHarness(t)
+	h.register("gpu01")
+	h.register("gpu02")
+	run := h.submit(api.JobSpec{Nodes: 2, GPUsPerNode: 8})
+	h.s.schedulePass()
+	h.sync("gpu01", running(run, 0))
+	pend := h.submit(api.JobSpec{GPUs: 8})
+	h.s.schedulePass()
+	h.restart()
+	if j := h.job(run); j.State != api.StateRunning || j.AllocGPUs() != 16 {
+		t.Fatalf("running job after restart: %s %d GPUs", j.State, j.AllocGPUs())
+	}
+	if j := h.job(pend); j.State != api.StatePending {
+		t.Fatalf("pending job after restart: %s", j.State)
+	}
+	// Nodes must register again; the batch host reports the end.
+	if resp := h.sync("gpu01"); !resp.Unregistered {
+		t.Fatal("sync before registration accepted")
+	}
+	h.register("gpu01", finished(run, 0))
+	h.register("gpu02")
+	if j := h.job(run); j.State != api.StateCompleted {
+		t.Fatalf("after report: %s", j.State)
+	}
+	h.s.schedulePass()
+	if j := h.job(pend); j.State != api.StateRunning {
+		t.Fatalf("pending job did not start: %s %s", j.State, j.Reason)
+	}
+	next := h.submit(api.JobSpec{})
+	if next <= pend {
+		t.Fatalf("id %d reused", next)
+	}
+}
+
+func TestRequeueAndHold(t *testing.T) {
+	h := newHarness(t)
+	h.register("gpu01")
+	id := h.submit(api.JobSpec{})
+	h.s.schedulePass()
+	h.sync("gpu01", running(id, 0))
+	if _, err := h.s.updateJobs(h.alice, api.JobUpdate{IDs: []uint64{id}, Action: "requeue"}); err != nil {
+		t.Fatal(err)
+	}
+	sr := h.sync("gpu01", running(id, 0))
+	if len(sr.Signals) != 1 || !sr.Signals[0].Kill {
+		t.Fatalf("requeue sent no kill: %+v", sr)
+	}
+	h.sync("gpu01", finished(id, 0))
+	if j := h.job(id); j.State != api.StatePending || j.Restarts != 1 {
+		t.Fatalf("after requeue: %s restarts=%d", j.State, j.Restarts)
+	}
+	res, _ := h.s.updateJobs(h.alice, api.JobUpdate{IDs: []uint64{id}, Action: "hold"})
+	if res.Results[0].Error != "" || h.job(id).Reason != api.ReasonJobHeldUser {
+		t.Fatalf("hold: %+v %s", res, h.job(id).Reason)
+	}
+	h.s.schedulePass()
+	if h.job(id).State != api.StatePending {
+		t.Fatal("held job started")
+	}
+	h.s.updateJobs(h.alice, api.JobUpdate{IDs: []uint64{id}, Action: "release"})
+	h.s.schedulePass()
+	if j := h.job(id); j.State != api.StateRunning {
+		t.Fatalf("released job: %s", j.State)
+	}
+	// The new incarnation is launched with restart 1.
+	sr = h.sync("gpu01")
+	if len(sr.Launch) != 1 || sr.Launch[0].Restart != 1 {
+		t.Fatalf("relaunch: %+v", sr.Launch)
+	}
+}

@@ -1,0 +1,236 @@
+package ctld
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/tide-hpc/tide/ctld/api"
+	"github.com/tide-hpc/tide/hostlist"
+)
+
+// updateJobs applies scontrol's hold, uhold, release, requeue and update.
+func (s *Server) updateJobs(c caller, u api.JobUpdate) (api.CancelResponse, error) {
+	switch u.Action {
+	case "hold", "uhold", "release", "requeue", "update":
+	default:
+		return api.CancelResponse{}, api.Invalid("unknown job action %q", u.Action)
+	}
+	if len(u.IDs) == 0 {
+		return api.CancelResponse{}, api.Invalid("no job id given")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var resp api.CancelResponse
+	for _, id := range u.IDs {
+		res := api.JobResult{JobID: id}
+		j := s.jobs[id]
+		switch {
+		case j == nil:
+			res.Error = "Invalid job id specified"
+		case !c.admin && c.uid != j.UserID:
+			res.Error = "Access/permission denied"
+		default:
+			if err := s.updateJob(c, j, u); err != nil {
+				res.Error = err.Error()
+			}
+		}
+		resp.Results = append(resp.Results, res)
+	}
+	s.flush()
+	s.Kick()
+	return resp, nil
+}
+
+func (s *Server) updateJob(c caller, j *api.Job, u api.JobUpdate) error {
+	target := fmt.Sprintf("job %d", j.ID)
+	switch u.Action {
+	case "hold", "uhold":
+		if j.State != api.StatePending {
+			return fmt.Errorf("Job is no longer pending execution for job %d", j.ID)
+		}
+		kind := api.HoldUser
+		if u.Action == "hold" && c.admin {
+			kind = api.HoldAdmin
+		}
+		j.HoldKind, j.EffPriority = kind, 0
+		j.Reason = api.ReasonJobHeldUser
+		if kind == api.HoldAdmin {
+			j.Reason = api.ReasonJobHeldAdmin
+		}
+		s.event(j, api.EventHold, string(j.Reason), "held by "+c.user, c.user)
+		s.auditf(c, "hold", target, "%s hold", kind)
+	case "release":
+		if j.State != api.StatePending || j.HoldKind == api.HoldNone {
+			return fmt.Errorf("Job is not held for job %d", j.ID)
+		}
+		if j.HoldKind == api.HoldAdmin && !c.admin {
+			return fmt.Errorf("Access/permission denied: job %d is held by an operator", j.ID)
+		}
+		j.HoldKind, j.Reason = api.HoldNone, api.ReasonNone
+		j.EffPriority = priorityOf(&j.JobSpec)
+		j.EligibleTime = s.now()
+		if j.BeginTime.After(j.EligibleTime) {
+			j.EligibleTime = j.BeginTime
+		}
+		s.event(j, api.EventRelease, "", "released by "+c.user, c.user)
+		s.auditf(c, "release", target, "")
+	case "requeue":
+		switch {
+		case j.State == api.StatePending:
+			return fmt.Errorf("Job is pending execution for job %d", j.ID)
+		case j.State.Active():
+			if j.CancelRequested {
+				return fmt.Errorf("Job is being cancelled for job %d", j.ID)
+			}
+			j.RequeueRequested = true
+			j.State = api.StateCompleting
+			if n := s.nodes[j.BatchHost()]; n != nil {
+				n.notify()
+			}
+			if !j.Launched {
+				s.requeue(j, s.now(), "requeued by "+c.user+" before launch")
+			}
+		default:
+			s.requeue(j, s.now(), "requeued by "+c.user)
+		}
+		s.auditf(c, "requeue", target, "")
+	case "update":
+		if err := s.updateFields(c, j, u); err != nil {
+			return err
+		}
+	}
+	s.markDirty(j)
+	return nil
+}
+
+// updateFields handles scontrol update JobId=… Key=Value.
+func (s *Server) updateFields(c caller, j *api.Job, u api.JobUpdate) error {
+	var changed []string
+	if j.State.Terminal() {
+		return fmt.Errorf("Job has already finished for job %d", j.ID)
+	}
+	if u.TimeLimit != nil {
+		tl := *u.TimeLimit
+		old := j.TimeLimit
+		raising := tl == api.Infinite && old != api.Infinite || old != api.Infinite && tl > old
+		if raising && !c.admin {
+			return fmt.Errorf("Access/permission denied: only operators may raise the time limit of job %d", j.ID)
+		}
+		if tl <= 0 && tl != api.Infinite {
+			return fmt.Errorf("Invalid time limit for job %d", j.ID)
+		}
+		j.TimeLimit = tl
+		changed = append(changed, "TimeLimit="+api.FormatTimeLimit(tl))
+		if j.State.Active() {
+			if n := s.nodes[j.BatchHost()]; n != nil {
+				n.limits = append(n.limits, api.LimitUpdate{JobRef: ref(j), TimeLimit: tl})
+				n.notify()
+			}
+		}
+	}
+	if u.Name != nil {
+		j.Name = *u.Name
+		changed = append(changed, "JobName="+j.Name)
+	}
+	if u.Comment != nil {
+		j.Comment = *u.Comment
+		changed = append(changed, "Comment="+j.Comment)
+	}
+	if u.Account != nil {
+		j.Account = *u.Account
+		changed = append(changed, "Account="+j.Account)
+	}
+	if u.Partition != nil {
+		if j.State != api.StatePending {
+			return fmt.Errorf("Job is no longer pending execution for job %d", j.ID)
+		}
+		if _, ok := s.partitions[*u.Partition]; !ok {
+			return fmt.Errorf("Invalid partition name specified")
+		}
+		j.Partition = *u.Partition
+		changed = append(changed, "Partition="+j.Partition)
+	}
+	if u.Priority != nil {
+		if !c.admin {
+			return fmt.Errorf("Access/permission denied: only operators may set the priority of job %d", j.ID)
+		}
+		j.Priority = *u.Priority
+		if j.HoldKind == api.HoldNone {
+			j.EffPriority = priorityOf(&j.JobSpec)
+		}
+		changed = append(changed, fmt.Sprintf("Priority=%d", j.Priority))
+	}
+	if u.Nice != nil {
+		if *u.Nice < 0 && !c.admin {
+			return fmt.Errorf("Access/permission denied: only operators may set a negative nice value")
+		}
+		j.Nice = *u.Nice
+		if j.HoldKind == api.HoldNone {
+			j.EffPriority = priorityOf(&j.JobSpec)
+		}
+		changed = append(changed, fmt.Sprintf("Nice=%d", j.Nice))
+	}
+	if len(changed) == 0 {
+		return fmt.Errorf("nothing to update for job %d", j.ID)
+	}
+	msg := strings.Join(changed, " ")
+	s.event(j, api.EventUpdate, "", msg+" by "+c.user, c.user)
+	s.auditf(c, "update", fmt.Sprintf("job %d", j.ID), "%s", msg)
+	return nil
+}
+
+// updateNodes drains, resumes or downs nodes (operators only).
+func (s *Server) updateNodes(c caller, u api.NodeUpdate) error {
+	if !c.admin {
+		return api.Errorf(api.ErrPermissionDenied, "Access/permission denied: only operators may update nodes")
+	}
+	state := strings.ToUpper(u.State)
+	switch state {
+	case "DRAIN", "DOWN":
+		if strings.TrimSpace(u.Reason) == "" {
+			return api.Invalid("You must specify a reason when DOWNING or DRAINING a node. Request denied")
+		}
+	case "RESUME", "UNDRAIN", "IDLE":
+	default:
+		return api.Invalid("Invalid node state specified: %s", u.State)
+	}
+	var names []string
+	for _, expr := range u.Names {
+		h, err := hostlist.Expand(expr)
+		if err != nil {
+			return api.Invalid("Invalid node name specified: %v", err)
+		}
+		names = append(names, h...)
+	}
+	if len(names) == 0 {
+		return api.Invalid("no node named")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, name := range names {
+		if s.nodes[name] == nil {
+			return api.Errorf(api.ErrNotFound, "Invalid node name specified: %s", name)
+		}
+	}
+	now := s.now()
+	for _, name := range names {
+		n := s.nodes[name]
+		switch state {
+		case "DRAIN":
+			n.Drain, n.Reason, n.ReasonUser, n.ReasonTime = true, u.Reason, c.user, now
+		case "DOWN":
+			n.adminDown, n.Reason, n.ReasonUser, n.ReasonTime = true, u.Reason, c.user, now
+			s.failNodeJobs(n, now, "node "+name+" set DOWN by "+c.user+": "+u.Reason)
+		case "RESUME", "UNDRAIN", "IDLE":
+			n.Drain, n.adminDown = false, false
+			n.Reason, n.ReasonUser, n.ReasonTime = "", "", now
+		}
+		n.updateState()
+		s.dirtyNodes[name] = true
+		s.auditf(c, "node_"+strings.ToLower(state), "node "+name, "%s", u.Reason)
+		s.log.Info("node updated", "node", name, "state", state, "reason", u.Reason, "by", c.user)
+	}
+	s.flush()
+	s.Kick()
+	return nil
+}

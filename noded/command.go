@@ -1,0 +1,109 @@
+package noded
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+
+	"github.com/spf13/cobra"
+)
+
+// NewCommand returns the root "tided" command: the daemon itself, "config
+// default|dump", and the hidden "stepd"/"stepd-exec" the daemon re-execs
+// for every job. Cancelling the command's context stops the daemon and
+// leaves jobs running.
+func NewCommand() *cobra.Command {
+	root := &cobra.Command{
+		Use:           "tided",
+		Short:         "Tide node daemon: runs batch jobs for tidectld",
+		Args:          cobra.NoArgs,
+		SilenceUsage:  true,
+		SilenceErrors: false,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := LoadConfig(cmd.Flags())
+			if err != nil {
+				return err
+			}
+			if err := cfg.Validate(); err != nil {
+				return fmt.Errorf("invalid configuration:\n%w", err)
+			}
+			level, _ := parseLevel(cfg.LogLevel)
+			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level})).
+				With("component", "tided")
+			d, err := Setup(cmd.Context(), cfg, Options{Logger: log})
+			if err != nil {
+				return err
+			}
+			return d.Run(cmd.Context())
+		},
+	}
+	addConfigFlags(root.PersistentFlags())
+	root.AddCommand(newConfigCommand(), newStepdCommand(), newStepdExecCommand())
+	return root
+}
+
+func newConfigCommand() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "config",
+		Short: "Print tided's configuration",
+		Args:  cobra.NoArgs,
+	}
+	c.AddCommand(&cobra.Command{
+		Use:   "default",
+		Short: "Print the built-in default configuration",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg := DefaultConfig()
+			return cfg.WriteYAML(cmd.OutOrStdout())
+		},
+	}, &cobra.Command{
+		Use:   "dump",
+		Short: "Print the effective configuration (defaults, file, TIDED_* environment, flags)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := LoadConfig(cmd.Flags())
+			if err != nil {
+				return err
+			}
+			return cfg.WriteYAML(cmd.OutOrStdout())
+		},
+	})
+	return c
+}
+
+func newStepdCommand() *cobra.Command {
+	var dir string
+	c := &cobra.Command{
+		Use:    "stepd --job-dir DIR",
+		Short:  "Supervise one job (started by tided)",
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if dir == "" {
+				return errors.New("--job-dir is required")
+			}
+			log := slog.New(slog.NewTextHandler(os.Stderr, nil)).With("component", "tided", "role", "stepd")
+			return runStepd(dir, log)
+		},
+	}
+	c.Flags().StringVar(&dir, "job-dir", "", "job directory")
+	return c
+}
+
+func newStepdExecCommand() *cobra.Command {
+	var dir string
+	c := &cobra.Command{
+		Use:    "stepd-exec --job-dir DIR",
+		Short:  "Exec a job's script as its user (started by stepd)",
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			// The plan arrives on stdin; the directory only names the job
+			// in ps output.
+			return runStepdExec()
+		},
+	}
+	c.Flags().StringVar(&dir, "job-dir", "", "job directory")
+	return c
+}

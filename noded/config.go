@@ -1,0 +1,426 @@
+package noded
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+	"github.com/spf13/viper"
+
+	"github.com/tide-hpc/tide/gres"
+)
+
+// ConfigVersion is the only config layout this tided understands; the
+// field lets a later layout be told apart instead of misread.
+const ConfigVersion = 1
+
+// DefaultConfigFile is read when --config is not given and it exists.
+const DefaultConfigFile = "/etc/tide/tided.yaml"
+
+// GPU inventory sources.
+const (
+	GPUSourceNone = "none"
+	GPUSourceFake = "fake"
+)
+
+// Config is tided's configuration (etc/tided.yaml documents every field).
+// It is built from DefaultConfig, then the YAML file, then TIDED_*
+// environment variables, then command-line flags.
+type Config struct {
+	Version int `mapstructure:"version"`
+	// Name is the node's name in the cluster (default: short hostname).
+	Name string `mapstructure:"name"`
+	// Controller is tidectld's node address, host:port.
+	Controller string `mapstructure:"controller"`
+	// KeyFile holds the cluster key; it must not be world-readable.
+	KeyFile string `mapstructure:"key_file"`
+	// StateDir holds one directory per job (jobs/<id>.<restart>).
+	StateDir string `mapstructure:"state_dir"`
+	CPUs     int    `mapstructure:"cpus"`
+	// Memory is the node's memory for jobs, e.g. 512G or 4096M (a bare
+	// number is MiB, as Slurm's RealMemory).
+	Memory string    `mapstructure:"memory"`
+	GPUs   GPUConfig `mapstructure:"gpus"`
+	// Features are the node's constraint tags (sbatch -C).
+	Features []string `mapstructure:"features"`
+	// Heartbeat is how long the controller may hold a sync request, and
+	// so how often an idle node reports.
+	Heartbeat time.Duration `mapstructure:"heartbeat"`
+	// KillWait is the grace between SIGTERM and SIGKILL when the launch
+	// does not say.
+	KillWait      time.Duration `mapstructure:"kill_wait"`
+	AllowRootJobs bool          `mapstructure:"allow_root_jobs"`
+	LogLevel      string        `mapstructure:"log_level"`
+}
+
+// GPUConfig says where the GPU inventory comes from.
+type GPUConfig struct {
+	Source string          `mapstructure:"source"`
+	Fake   gres.FakeConfig `mapstructure:"fake"`
+}
+
+// DefaultConfig returns the built-in defaults, measured on this host
+// (hostname, CPU count, memory).
+func DefaultConfig() Config {
+	name, _ := os.Hostname()
+	name, _, _ = strings.Cut(name, ".")
+	mem := "1024M"
+	if mi, err := meminfo(); err == nil && mi["MemTotal"] > 0 {
+		mem = strconv.FormatInt(mi["MemTotal"], 10) + "M"
+	}
+	return Config{
+		Version:    ConfigVersion,
+		Name:       name,
+		Controller: "127.0.0.1:6817",
+		KeyFile:    "/etc/tide/cluster.key",
+		StateDir:   "/var/spool/tided",
+		CPUs:       runtime.NumCPU(),
+		Memory:     mem,
+		GPUs:       GPUConfig{Source: GPUSourceNone},
+		Features:   []string{},
+		Heartbeat:  10 * time.Second,
+		KillWait:   30 * time.Second,
+		LogLevel:   "info",
+	}
+}
+
+// configKeys lists every leaf key with its value in c, in file order.
+func configKeys(c Config) []struct {
+	key string
+	val any
+} {
+	return []struct {
+		key string
+		val any
+	}{
+		{"version", c.Version},
+		{"name", c.Name},
+		{"controller", c.Controller},
+		{"key_file", c.KeyFile},
+		{"state_dir", c.StateDir},
+		{"cpus", c.CPUs},
+		{"memory", c.Memory},
+		{"gpus.source", c.GPUs.Source},
+		{"gpus.fake.count", c.GPUs.Fake.Count},
+		{"gpus.fake.model", c.GPUs.Fake.Model},
+		{"gpus.fake.memory_mb", c.GPUs.Fake.MemoryMB},
+		{"features", c.Features},
+		{"heartbeat", c.Heartbeat},
+		{"kill_wait", c.KillWait},
+		{"allow_root_jobs", c.AllowRootJobs},
+		{"log_level", c.LogLevel},
+	}
+}
+
+// newViper returns a viper holding DefaultConfig and reading TIDED_*
+// variables (TIDED_STATE_DIR, TIDED_GPUS_FAKE_COUNT…).
+func newViper() *viper.Viper {
+	v := viper.New()
+	v.SetConfigType("yaml")
+	for _, kv := range configKeys(DefaultConfig()) {
+		v.SetDefault(kv.key, kv.val)
+	}
+	v.SetEnvPrefix("TIDED")
+	v.SetEnvKeyReplacer(strings.NewReplacer(".", "_"))
+	v.AutomaticEnv()
+	return v
+}
+
+func unmarshal(v *viper.Viper) (Config, error) {
+	known := make(map[string]bool)
+	for _, kv := range configKeys(Config{}) {
+		known[kv.key] = true
+	}
+	var unknown []error
+	keys := v.AllKeys()
+	slices.Sort(keys)
+	for _, k := range keys {
+		if !known[k] {
+			unknown = append(unknown, fmt.Errorf("unknown key %q", k))
+		}
+	}
+	if len(unknown) > 0 {
+		return Config{}, fmt.Errorf("invalid configuration: %w", errors.Join(unknown...))
+	}
+	var c Config
+	if err := v.UnmarshalExact(&c); err != nil {
+		return Config{}, fmt.Errorf("invalid configuration: %w", err)
+	}
+	return c, nil
+}
+
+// Parse reads a YAML config over the defaults (and TIDED_* variables).
+// Unknown keys are errors that name the key.
+func Parse(r io.Reader) (Config, error) {
+	v := newViper()
+	if err := v.ReadConfig(r); err != nil {
+		return Config{}, fmt.Errorf("parse config: %w", err)
+	}
+	return unmarshal(v)
+}
+
+// flagKeys maps tided's override flags to config keys.
+var flagKeys = map[string]string{
+	"name":            "name",
+	"controller":      "controller",
+	"key-file":        "key_file",
+	"state-dir":       "state_dir",
+	"cpus":            "cpus",
+	"memory":          "memory",
+	"features":        "features",
+	"gpu-source":      "gpus.source",
+	"fake-gpus":       "gpus.fake.count",
+	"heartbeat":       "heartbeat",
+	"kill-wait":       "kill_wait",
+	"allow-root-jobs": "allow_root_jobs",
+	"log-level":       "log_level",
+}
+
+// addConfigFlags declares --config and the override flags.
+func addConfigFlags(fs *pflag.FlagSet) {
+	fs.String("config", DefaultConfigFile, "configuration file (YAML)")
+	fs.String("name", "", "node name (default: short hostname)")
+	fs.String("controller", "", "controller node address, host:port")
+	fs.String("key-file", "", "file holding the cluster key")
+	fs.String("state-dir", "", "directory for job state")
+	fs.Int("cpus", 0, "CPUs offered to jobs")
+	fs.String("memory", "", "memory offered to jobs, e.g. 512G")
+	fs.StringSlice("features", nil, "node features (comma-separated)")
+	fs.String("gpu-source", "", "GPU inventory: none or fake")
+	fs.Int("fake-gpus", 0, "number of fake GPUs (with --gpu-source=fake)")
+	fs.Duration("heartbeat", 0, "longest sync interval")
+	fs.Duration("kill-wait", 0, "grace between SIGTERM and SIGKILL")
+	fs.Bool("allow-root-jobs", false, "run jobs of uid 0")
+	fs.String("log-level", "", "debug, info, warn or error")
+}
+
+// LoadConfig builds the effective configuration: defaults, then the file
+// (--config, or DefaultConfigFile when it exists), then TIDED_* variables,
+// then the flags that were set on fs (which may be nil).
+func LoadConfig(flags *pflag.FlagSet) (Config, error) {
+	v := newViper()
+	path, explicit := DefaultConfigFile, false
+	if flags != nil {
+		if f := flags.Lookup("config"); f != nil {
+			path, explicit = f.Value.String(), f.Changed
+		}
+		for name, key := range flagKeys {
+			if f := flags.Lookup(name); f != nil && f.Changed {
+				if err := v.BindPFlag(key, f); err != nil {
+					return Config{}, fmt.Errorf("bind flag --%s: %w", name, err)
+				}
+			}
+		}
+	}
+	if path != "" {
+		f, err := os.Open(path)
+		switch {
+		case err == nil:
+			defer f.Close()
+			if err := v.ReadConfig(f); err != nil {
+				return Config{}, fmt.Errorf("parse config %s: %w", path, err)
+			}
+		case explicit || !errors.Is(err, fs.ErrNotExist):
+			return Config{}, fmt.Errorf("read config: %w", err)
+		}
+	}
+	c, err := unmarshal(v)
+	if err != nil && path != "" {
+		return Config{}, fmt.Errorf("%s: %w", path, err)
+	}
+	return c, err
+}
+
+// Validate checks every field and returns all problems at once.
+func (c *Config) Validate() error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if c.Version != ConfigVersion {
+		bad("version: %d is not supported (want %d)", c.Version, ConfigVersion)
+	}
+	if c.Name == "" {
+		bad("name: must not be empty")
+	} else if strings.ContainsAny(c.Name, " \t,[]/") {
+		bad("name: %q may not contain spaces, commas, brackets or slashes", c.Name)
+	}
+	if host, port, err := net.SplitHostPort(c.Controller); err != nil || host == "" || port == "" {
+		bad("controller: %q is not host:port", c.Controller)
+	} else if n, err := strconv.Atoi(port); err != nil || n <= 0 || n > 65535 {
+		bad("controller: %q has an invalid port", c.Controller)
+	}
+	if _, err := LoadKey(c.KeyFile); err != nil {
+		errs = append(errs, fmt.Errorf("key_file: %w", err))
+	}
+	if c.StateDir == "" || !filepath.IsAbs(c.StateDir) {
+		bad("state_dir: %q must be an absolute path", c.StateDir)
+	}
+	if c.CPUs < 1 {
+		bad("cpus: %d must be at least 1", c.CPUs)
+	}
+	if _, err := ParseMemory(c.Memory); err != nil {
+		errs = append(errs, fmt.Errorf("memory: %w", err))
+	}
+	switch c.GPUs.Source {
+	case GPUSourceNone, "":
+	case GPUSourceFake:
+		if c.GPUs.Fake.Count < 0 || c.GPUs.Fake.Count > 64 {
+			bad("gpus.fake.count: %d must be between 0 and 64", c.GPUs.Fake.Count)
+		}
+		if c.GPUs.Fake.MemoryMB < 0 {
+			bad("gpus.fake.memory_mb: %d must not be negative", c.GPUs.Fake.MemoryMB)
+		}
+	default:
+		bad("gpus.source: unknown source %q (want none or fake)", c.GPUs.Source)
+	}
+	for _, f := range c.Features {
+		if f == "" || strings.ContainsAny(f, " \t,&|[]") {
+			bad("features: %q is not a valid feature name", f)
+		}
+	}
+	if c.Heartbeat < 100*time.Millisecond {
+		bad("heartbeat: %s must be at least 100ms", c.Heartbeat)
+	}
+	if c.KillWait < 0 {
+		bad("kill_wait: %s must not be negative", c.KillWait)
+	}
+	if _, err := parseLevel(c.LogLevel); err != nil {
+		errs = append(errs, fmt.Errorf("log_level: %w", err))
+	}
+	return errors.Join(errs...)
+}
+
+// LoadKey reads the cluster key. The file must exist, hold a key, and
+// not be readable by others, since the key lets anyone pose as a node.
+func LoadKey(path string) (string, error) {
+	if path == "" {
+		return "", errors.New("no key file configured")
+	}
+	info, err := os.Stat(path)
+	if err != nil {
+		return "", fmt.Errorf("cluster key: %w", err)
+	}
+	if info.IsDir() {
+		return "", fmt.Errorf("cluster key %s is a directory", path)
+	}
+	if info.Mode().Perm()&0o004 != 0 {
+		return "", fmt.Errorf("cluster key %s is world-readable (mode %04o); run chmod o-rwx %s", path, info.Mode().Perm(), path)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("cluster key: %w", err)
+	}
+	key := strings.TrimSpace(string(data))
+	if key == "" {
+		return "", fmt.Errorf("cluster key %s is empty", path)
+	}
+	return key, nil
+}
+
+// ParseMemory parses a memory size into MiB: a bare number is MiB (as
+// Slurm's RealMemory); K, M, G, T suffixes (optionally followed by B or
+// iB) are binary units.
+func ParseMemory(s string) (int64, error) {
+	t := strings.ToUpper(strings.TrimSpace(s))
+	t = strings.TrimSuffix(strings.TrimSuffix(t, "IB"), "B")
+	if t == "" {
+		return 0, fmt.Errorf("%q is not a memory size", s)
+	}
+	mult := map[byte]float64{'K': 1.0 / 1024, 'M': 1, 'G': 1024, 'T': 1024 * 1024}
+	m := 1.0
+	if f, ok := mult[t[len(t)-1]]; ok {
+		m, t = f, t[:len(t)-1]
+	}
+	n, err := strconv.ParseFloat(t, 64)
+	if err != nil || n <= 0 {
+		return 0, fmt.Errorf("%q is not a memory size (e.g. 512G, 4096M)", s)
+	}
+	mb := int64(n * m)
+	if mb < 1 {
+		return 0, fmt.Errorf("%q is less than 1M", s)
+	}
+	return mb, nil
+}
+
+// parseLevel maps log_level to a slog level.
+func parseLevel(s string) (slog.Level, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(s)); err != nil {
+		return 0, fmt.Errorf("%q is not one of debug, info, warn, error", s)
+	}
+	return l, nil
+}
+
+// WriteYAML writes c as YAML in file order, suitable as a config file.
+func (c *Config) WriteYAML(w io.Writer) error {
+	var b strings.Builder
+	indent := func(key string) (string, string) {
+		parts := strings.Split(key, ".")
+		return strings.Repeat("  ", len(parts)-1), parts[len(parts)-1]
+	}
+	opened := map[string]bool{}
+	for _, kv := range configKeys(*c) {
+		parts := strings.Split(kv.key, ".")
+		for i := 1; i < len(parts); i++ {
+			p := strings.Join(parts[:i], ".")
+			if !opened[p] {
+				opened[p] = true
+				fmt.Fprintf(&b, "%s%s:\n", strings.Repeat("  ", i-1), parts[i-1])
+			}
+		}
+		pad, name := indent(kv.key)
+		fmt.Fprintf(&b, "%s%s: %s\n", pad, name, yamlValue(kv.val))
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// yamlValue renders a scalar or string list as YAML.
+func yamlValue(v any) string {
+	switch x := v.(type) {
+	case string:
+		return yamlString(x)
+	case time.Duration:
+		return x.String()
+	case []string:
+		q := make([]string, len(x))
+		for i, s := range x {
+			q[i] = yamlString(s)
+		}
+		return "[" + strings.Join(q, ", ") + "]"
+	}
+	return fmt.Sprint(v)
+}
+
+// yamlString quotes s unless it is a plain word YAML reads back as the
+// same string.
+func yamlString(s string) string {
+	plain := s != ""
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("._/-", r)) {
+			plain = false
+			break
+		}
+	}
+	switch strings.ToLower(s) {
+	case "true", "false", "yes", "no", "on", "off", "null", "~", "y", "n":
+		plain = false
+	}
+	if _, err := strconv.ParseFloat(s, 64); err == nil {
+		plain = false
+	}
+	if plain && s[0] != '-' {
+		return s
+	}
+	return strconv.Quote(s)
+}

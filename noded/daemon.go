@@ -1,0 +1,343 @@
+package noded
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/tide-hpc/tide/ctld/api"
+	"github.com/tide-hpc/tide/ctld/client"
+	"github.com/tide-hpc/tide/gres"
+)
+
+// Version is tided's version, reported at registration; set with
+// -ldflags "-X github.com/tide-hpc/tide/noded.Version=…".
+var Version = "dev"
+
+// NodeAPI is the controller's node protocol as tided uses it;
+// *client.Client implements it.
+type NodeAPI interface {
+	Register(ctx context.Context, r api.NodeRegistration) error
+	Sync(ctx context.Context, req api.NodeSyncRequest) (api.NodeSyncResponse, error)
+}
+
+var _ NodeAPI = (*client.Client)(nil)
+
+// Options are a Daemon's collaborators; the zero value is usable.
+type Options struct {
+	// Logger receives the daemon's log; callers add component=tided.
+	Logger *slog.Logger
+	// Executable is the tided binary re-executed as "stepd" for every
+	// job (default os.Executable()). It must be runnable by job users.
+	Executable string
+	// API talks to the controller (default: client.NewTCP with the
+	// cluster key).
+	API NodeAPI
+}
+
+// Backoff bounds while the controller cannot be reached.
+const (
+	backoffMin = 100 * time.Millisecond
+	backoffMax = 2 * time.Second
+)
+
+// Daemon is a running tided: the job table and the sync loop.
+type Daemon struct {
+	cfg      Config
+	log      *slog.Logger
+	api      NodeAPI
+	closeAPI func()
+	exe      string
+	jobsDir  string
+	memMB    int64
+	gpus     []gres.Device
+	asRoot   bool
+	hostname string
+
+	mu      sync.Mutex
+	jobs    map[api.JobRef]*job
+	stopped bool
+	// syncCancel aborts the in-flight long poll; woken records that
+	// wake did so.
+	syncCancel context.CancelFunc
+	woken      bool
+	wakeCh     chan struct{}
+
+	statsAt  time.Time
+	load     float64
+	freeMemM int64
+}
+
+// Setup validates cfg, prepares the state directory and rebuilds the job
+// table from it: finished jobs are reported until acknowledged, running
+// ones are reattached, and jobs whose supervisor vanished are recorded as
+// lost. It starts nothing; Run does.
+func Setup(ctx context.Context, cfg Config, opts Options) (*Daemon, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("invalid configuration:\n%w", err)
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	d := &Daemon{
+		cfg:     cfg,
+		log:     log.With("node", cfg.Name),
+		api:     opts.API,
+		exe:     opts.Executable,
+		jobsDir: filepath.Join(cfg.StateDir, "jobs"),
+		asRoot:  os.Geteuid() == 0,
+		jobs:    make(map[api.JobRef]*job),
+		wakeCh:  make(chan struct{}, 1),
+	}
+	d.memMB, _ = ParseMemory(cfg.Memory)
+	d.hostname, _ = os.Hostname()
+	if d.exe == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, fmt.Errorf("find tided executable: %w", err)
+		}
+		d.exe = exe
+	}
+	if d.api == nil {
+		key, err := LoadKey(cfg.KeyFile)
+		if err != nil {
+			return nil, err
+		}
+		c := client.NewTCP(cfg.Controller, key)
+		d.api, d.closeAPI = c, c.Close
+	}
+	if cfg.GPUs.Source == GPUSourceFake {
+		gpus, err := gres.Fake(cfg.Name, cfg.GPUs.Fake)
+		if err != nil {
+			return nil, fmt.Errorf("gpus: %w", err)
+		}
+		d.gpus = gpus
+	}
+	if err := os.MkdirAll(cfg.StateDir, 0o755); err != nil {
+		return nil, fmt.Errorf("state directory: %w", err)
+	}
+	if err := os.Mkdir(d.jobsDir, 0o711); err != nil && !errors.Is(err, os.ErrExist) {
+		return nil, fmt.Errorf("state directory: %w", err)
+	}
+	// Job users traverse jobs/ to reach their script.
+	if err := os.Chmod(d.jobsDir, 0o711); err != nil {
+		return nil, fmt.Errorf("state directory: %w", err)
+	}
+	if err := d.recover(); err != nil {
+		return nil, err
+	}
+	return d, ctx.Err()
+}
+
+// Run registers the node and syncs with the controller until ctx ends.
+// Ending leaves every job running: the next tided reattaches them.
+func (d *Daemon) Run(ctx context.Context) error {
+	d.mu.Lock()
+	for _, j := range d.jobs {
+		d.armLocked(j)
+	}
+	d.mu.Unlock()
+	defer d.stop()
+	go d.watchReattached(ctx)
+
+	d.log.Info("tided started", "controller", d.cfg.Controller, "jobs", len(d.jobs), "version", Version)
+	delay := backoffMin
+	backoff := func(what string, err error) {
+		d.log.Warn("controller unreachable", "op", what, "err", err, "retry_in", delay)
+		sleepCtx(ctx, delay)
+		delay = min(delay*2, backoffMax)
+	}
+	registered := false
+	var last []api.NodeJobReport
+	quickEmpty := 0
+	for ctx.Err() == nil {
+		if !registered {
+			if err := d.register(ctx); err != nil {
+				if ctx.Err() == nil {
+					backoff("register", err)
+				}
+				continue
+			}
+			d.log.Info("registered with controller")
+			registered, delay, last = true, backoffMin, nil
+		}
+		started := time.Now()
+		resp, sent, woken, err := d.syncOnce(ctx)
+		switch {
+		case ctx.Err() != nil:
+			return nil
+		case err != nil && woken:
+			continue // a local job finished: sync again at once
+		case err != nil:
+			backoff("sync", err)
+			continue
+		}
+		delay = backoffMin
+		news := !slices.Equal(sent, last)
+		last = sent
+		if resp.Unregistered {
+			d.log.Info("controller asks to register again")
+			registered = false
+		}
+		d.apply(resp)
+		// A controller that answers an unchanged report at once without
+		// commands would make this loop spin; back off gently then.
+		if isEmpty(resp) && !news && time.Since(started) < 50*time.Millisecond {
+			quickEmpty++
+			if quickEmpty > 1 {
+				d.waitWake(ctx, min(backoffMin<<(quickEmpty-2), backoffMax))
+			}
+		} else {
+			quickEmpty = 0
+		}
+	}
+	return nil
+}
+
+func (d *Daemon) stop() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.stopped = true
+	for _, j := range d.jobs {
+		j.stopTimers()
+	}
+	if d.closeAPI != nil {
+		d.closeAPI()
+	}
+	d.log.Info("tided stopped; jobs keep running")
+}
+
+func isEmpty(r api.NodeSyncResponse) bool {
+	return len(r.Launch) == 0 && len(r.Signals) == 0 && len(r.Limits) == 0 &&
+		len(r.Ack) == 0 && len(r.Forget) == 0 && !r.Unregistered
+}
+
+// apply carries out the controller's commands. Launches complete before
+// signals so that a kill in the same answer finds its job.
+func (d *Daemon) apply(r api.NodeSyncResponse) {
+	for _, ref := range r.Forget {
+		d.applyForget(ref)
+	}
+	for _, ref := range r.Ack {
+		d.applyAck(ref)
+	}
+	if len(r.Launch) > 0 {
+		d.applyLaunches(r.Launch)
+	}
+	for _, l := range r.Limits {
+		d.applyLimit(l)
+	}
+	for _, s := range r.Signals {
+		d.applySignal(s)
+	}
+}
+
+// register announces the node, with every job it knows.
+func (d *Daemon) register(ctx context.Context) error {
+	d.mu.Lock()
+	jobs := d.reportsLocked()
+	d.mu.Unlock()
+	reg := api.NodeRegistration{
+		Name:     d.cfg.Name,
+		Hostname: d.hostname,
+		CPUs:     d.cfg.CPUs,
+		MemoryMB: d.memMB,
+		GPUs:     d.gpus,
+		Features: d.cfg.Features,
+		Version:  Version,
+		OS:       runtime.GOOS,
+		Arch:     runtime.GOARCH,
+		BootTime: bootTime(),
+		Jobs:     jobs,
+	}
+	rctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	return d.api.Register(rctx, reg)
+}
+
+// syncOnce sends one heartbeat. The reports are taken under the same lock
+// that publishes the cancel function, so a job that finishes after the
+// snapshot always finds the request to cancel (woken is then true).
+func (d *Daemon) syncOnce(ctx context.Context) (resp api.NodeSyncResponse, sent []api.NodeJobReport, woken bool, err error) {
+	load, free := d.hostStats()
+	hb := d.cfg.Heartbeat
+	d.mu.Lock()
+	sent = d.reportsLocked()
+	sctx, cancel := context.WithTimeout(ctx, hb+15*time.Second)
+	d.syncCancel, d.woken = cancel, false
+	d.mu.Unlock()
+	defer cancel()
+	resp, err = d.api.Sync(sctx, api.NodeSyncRequest{
+		Name: d.cfg.Name, Jobs: sent, WaitMS: int(hb / time.Millisecond), CPULoad: load, FreeMemMB: free,
+	})
+	d.mu.Lock()
+	woken = d.woken
+	d.syncCancel = nil
+	d.mu.Unlock()
+	return resp, sent, woken, err
+}
+
+// wake makes the controller hear about a local change now: it cancels
+// the long poll in flight (the loop then syncs again at once).
+func (d *Daemon) wake() {
+	d.mu.Lock()
+	if d.syncCancel != nil {
+		d.woken = true
+		d.syncCancel()
+	}
+	d.mu.Unlock()
+	select {
+	case d.wakeCh <- struct{}{}:
+	default:
+	}
+}
+
+// waitWake sleeps up to dt or until wake is called.
+func (d *Daemon) waitWake(ctx context.Context, dt time.Duration) {
+	t := time.NewTimer(dt)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	case <-d.wakeCh:
+	}
+}
+
+// hostStats returns the load average and available memory, re-read at
+// most once a second.
+func (d *Daemon) hostStats() (float64, int64) {
+	if time.Since(d.statsAt) < time.Second {
+		return d.load, d.freeMemM
+	}
+	d.statsAt = time.Now()
+	d.load = loadAvg()
+	if mi, err := meminfo(); err == nil {
+		d.freeMemM = mi["MemAvailable"]
+	}
+	return d.load, d.freeMemM
+}
+
+func sleepCtx(ctx context.Context, dt time.Duration) {
+	t := time.NewTimer(dt)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
+// Jobs returns the reports tided would send now (for tests and
+// diagnostics).
+func (d *Daemon) Jobs() []api.NodeJobReport {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.reportsLocked()
+}

@@ -1,0 +1,28 @@
+// Package noded is tided, the node daemon that runs on every GPU host.
+//
+// tided registers the node with tidectld and then long-polls the node
+// sync endpoint: every request carries the state of every job the node
+// knows, and every answer carries the controller's commands (launch,
+// signal, kill, new time limits, acknowledgements of finished reports).
+//
+// Jobs run under a supervisor, "tided stepd", in a session of its own,
+// so that restarting tided never touches running jobs. The supervisor
+// starts the batch script through "tided stepd-exec", which drops to the
+// job's user, opens the output files as that user and execs the script.
+// Everything a job needs is written to its directory under
+// <state_dir>/jobs/<jobid>.<restart>/ before anything starts, and the
+// final status is written there atomically, so that neither a tided
+// restart nor a controller restart loses an exit status:
+//
+//	launch.json  the LaunchSpec as received (time limit updated in place)
+//	exec.json    what the supervisor runs: script, env, files, user
+//	script       the batch script, owned by the job's user, mode 0700
+//	stepd.pid    the supervisor's pid and /proc start time
+//	pid          the job's pid (= process group) and start time
+//	stepd.log    the supervisor's own log
+//	killed       marker: the controller cancelled the job
+//	timedout     marker: the job reached its time limit
+//	signalled    marker: the --signal warning was sent
+//	forgotten    marker: the controller no longer wants the job
+//	status.json  the final exit status, written by tmp + rename
+package noded

@@ -1,0 +1,256 @@
+package noded
+
+import (
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/tide-hpc/tide/ctld/api"
+	"github.com/tide-hpc/tide/gres"
+	"github.com/tide-hpc/tide/hostlist"
+)
+
+// defaultPath is given to jobs whose captured environment has no PATH
+// (sbatch --export=NONE), so that scripts still find sleep and friends.
+const defaultPath = "/usr/local/bin:/usr/bin:/bin"
+
+// envList is an environment that keeps its first-seen order, so that the
+// job sees its submit environment first and tided's variables after it.
+type envList struct {
+	keys []string
+	vals map[string]string
+}
+
+func (e *envList) set(k, v string) {
+	if e.vals == nil {
+		e.vals = make(map[string]string)
+	}
+	if _, ok := e.vals[k]; !ok {
+		e.keys = append(e.keys, k)
+	}
+	e.vals[k] = v
+}
+
+func (e *envList) list() []string {
+	out := make([]string, len(e.keys))
+	for i, k := range e.keys {
+		out[i] = k + "=" + e.vals[k]
+	}
+	return out
+}
+
+// nodeAlloc returns node's part of the allocation; the batch script runs
+// on the first node, so that one stands in when node is not listed.
+func nodeAlloc(spec *api.LaunchSpec, node string) api.NodeAlloc {
+	for _, a := range spec.Alloc {
+		if a.Node == node {
+			return a
+		}
+	}
+	if len(spec.Alloc) > 0 {
+		return spec.Alloc[0]
+	}
+	return api.NodeAlloc{Node: node}
+}
+
+// BuildEnv returns the batch script's environment: the environment
+// captured at submit, overridden by the SLURM_* variables slurmstepd
+// sets for a batch step (compare samples/job-env*.txt) and a TIDE_* twin
+// of each (SLURMD_NODENAME's twin is TIDE_NODENAME). SLURM_TASK_PID is
+// added by the exec child, which alone knows the pid.
+//
+// Like Slurm, SLURM_RESTART_COUNT appears only on a requeued job,
+// SLURM_JOB_ACCOUNT only with an account, SLURM_NTASKS/SLURM_NPROCS and
+// SLURM_CPUS_PER_TASK only when the launch carries them, and the GPU
+// variables only when this node gives the job GPUs. BuildEnv is pure.
+func BuildEnv(spec *api.LaunchSpec, node string) []string {
+	var e envList
+	for _, kv := range spec.Env {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			continue
+		}
+		e.set(k, v)
+	}
+	if _, ok := e.vals["PATH"]; !ok {
+		e.set("PATH", defaultPath)
+	}
+
+	mine := nodeAlloc(spec, node)
+	nodes := make([]string, len(spec.Alloc))
+	cpus := make([]int, len(spec.Alloc))
+	tasks := make([]int, len(spec.Alloc))
+	for i, a := range spec.Alloc {
+		nodes[i] = a.Node
+		cpus[i] = a.CPUs
+		tasks[i] = max(a.Tasks, 1)
+	}
+	if len(nodes) == 0 {
+		nodes, cpus, tasks = []string{node}, []int{mine.CPUs}, []int{1}
+	}
+	nodelist := hostlist.Compress(nodes)
+	id := strconv.FormatUint(spec.JobID, 10)
+
+	var ours envList
+	set := ours.set
+	set("SLURM_JOB_ID", id)
+	set("SLURM_JOBID", id)
+	set("SLURM_JOB_NAME", spec.Name)
+	set("SLURM_JOB_USER", spec.User)
+	set("SLURM_JOB_UID", strconv.FormatUint(uint64(spec.UserID), 10))
+	set("SLURM_JOB_GID", strconv.FormatUint(uint64(spec.GroupID), 10))
+	set("SLURM_SUBMIT_DIR", spec.SubmitDir)
+	set("SLURM_SUBMIT_HOST", spec.SubmitHost)
+	set("SLURM_JOB_NODELIST", nodelist)
+	set("SLURM_NODELIST", nodelist)
+	set("SLURM_NNODES", strconv.Itoa(len(nodes)))
+	set("SLURM_JOB_NUM_NODES", strconv.Itoa(len(nodes)))
+	if spec.NumTasks > 0 {
+		set("SLURM_NTASKS", strconv.Itoa(spec.NumTasks))
+		set("SLURM_NPROCS", strconv.Itoa(spec.NumTasks))
+	}
+	if spec.CPUsPerTask > 0 {
+		set("SLURM_CPUS_PER_TASK", strconv.Itoa(spec.CPUsPerTask))
+	}
+	set("SLURM_CPUS_ON_NODE", strconv.Itoa(mine.CPUs))
+	set("SLURM_JOB_CPUS_PER_NODE", compressCounts(cpus))
+	set("SLURM_TASKS_PER_NODE", compressCounts(tasks))
+	set("SLURM_JOB_PARTITION", spec.Partition)
+	if spec.Account != "" {
+		set("SLURM_JOB_ACCOUNT", spec.Account)
+	}
+	if spec.Restart > 0 {
+		set("SLURM_RESTART_COUNT", strconv.Itoa(spec.Restart))
+	}
+	set("SLURM_CLUSTER_NAME", spec.Cluster)
+	set("SLURMD_NODENAME", node)
+	set("SLURM_NODEID", "0")
+	set("SLURM_PROCID", "0")
+	set("SLURM_LOCALID", "0")
+	set("SLURM_GTIDS", "0")
+	set("SLURM_PRIO_PROCESS", "0")
+	set("SLURM_TOPOLOGY_ADDR", node)
+	set("SLURM_TOPOLOGY_ADDR_PATTERN", "node")
+	if len(mine.GPUs) > 0 {
+		idx := gres.FormatIndices(mine.GPUs)
+		set("SLURM_JOB_GPUS", idx)
+		set("SLURM_GPUS_ON_NODE", strconv.Itoa(len(mine.GPUs)))
+		set("CUDA_VISIBLE_DEVICES", idx)
+		set("GPU_DEVICE_ORDINAL", idx)
+		set("ROCR_VISIBLE_DEVICES", idx)
+	}
+	for _, k := range ours.keys {
+		e.set(k, ours.vals[k])
+	}
+	for _, k := range ours.keys {
+		if t, ok := tideTwin(k); ok {
+			e.set(t, ours.vals[k])
+		}
+	}
+	return e.list()
+}
+
+// tideTwin names the TIDE_* twin of a SLURM_* variable.
+func tideTwin(k string) (string, bool) {
+	if k == "SLURMD_NODENAME" {
+		return "TIDE_NODENAME", true
+	}
+	if rest, ok := strings.CutPrefix(k, "SLURM_"); ok {
+		return "TIDE_" + rest, true
+	}
+	return "", false
+}
+
+// withTaskPID adds SLURM_TASK_PID and its twin, which only the exec child
+// can know (its pid becomes the script's).
+func withTaskPID(env []string, pid int) []string {
+	p := strconv.Itoa(pid)
+	return append(env, "SLURM_TASK_PID="+p, "TIDE_TASK_PID="+p)
+}
+
+// compressCounts writes per-node counts the way SLURM_JOB_CPUS_PER_NODE
+// and SLURM_TASKS_PER_NODE do: runs of equal values as "N(xK)", e.g.
+// [4 4 2] → "4(x2),2".
+func compressCounts(ns []int) string {
+	var b strings.Builder
+	for i := 0; i < len(ns); {
+		j := i
+		for j < len(ns) && ns[j] == ns[i] {
+			j++
+		}
+		if b.Len() > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(strconv.Itoa(ns[i]))
+		if j-i > 1 {
+			b.WriteString("(x" + strconv.Itoa(j-i) + ")")
+		}
+		i = j
+	}
+	return b.String()
+}
+
+// JobFiles are a job's standard files as absolute paths.
+type JobFiles struct {
+	Stdin  string
+	Stdout string
+	// Stderr is empty when stderr goes to stdout's file descriptor.
+	Stderr string
+}
+
+// ResolveFiles expands the job's -o/-e/-i patterns (%j %x %u %N %A %a
+// %%) for node and makes them absolute against the work directory, as
+// slurmstepd does: stdout defaults to slurm-%j.out, stderr to the stdout
+// descriptor, stdin to /dev/null. ResolveFiles is pure.
+func ResolveFiles(spec *api.LaunchSpec, node string) JobFiles {
+	vars := api.PatternVars{JobID: spec.JobID, Name: spec.Name, User: spec.User, Node: node, ArrayTask: -1}
+	wd := workDir(spec)
+	abs := func(p string) string {
+		p = api.ExpandPattern(p, vars)
+		if filepath.IsAbs(p) {
+			return filepath.Clean(p)
+		}
+		return filepath.Join(wd, p)
+	}
+	out := spec.Stdout
+	if out == "" {
+		out = api.DefaultStdout
+	}
+	f := JobFiles{Stdin: "/dev/null", Stdout: abs(out)}
+	if spec.Stdin != "" {
+		f.Stdin = abs(spec.Stdin)
+	}
+	if spec.Stderr != "" {
+		if e := abs(spec.Stderr); e != f.Stdout {
+			f.Stderr = e
+		}
+	}
+	return f
+}
+
+// workDir is where the script starts: -D, else the submit directory,
+// else "/".
+func workDir(spec *api.LaunchSpec) string {
+	switch {
+	case spec.WorkDir != "":
+		return spec.WorkDir
+	case spec.SubmitDir != "":
+		return spec.SubmitDir
+	}
+	return "/"
+}
+
+// umaskFromEnv reads SLURM_UMASK (octal, set by sbatch) from a captured
+// environment; -1 when absent or malformed.
+func umaskFromEnv(env []string) int {
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "SLURM_UMASK="); ok {
+			n, err := strconv.ParseUint(v, 8, 32)
+			if err != nil || n > 0o777 {
+				return -1
+			}
+			return int(n)
+		}
+	}
+	return -1
+}

@@ -1,0 +1,533 @@
+package noded
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/tide-hpc/tide/ctld/api"
+)
+
+// job is tided's record of one job incarnation. Every field is guarded
+// by Daemon.mu.
+type job struct {
+	ref  api.JobRef
+	dir  string
+	spec api.LaunchSpec
+	// hasSpec is false for a directory whose launch.json was unreadable.
+	hasSpec bool
+	marks   markers
+	// status is set once the job finished.
+	status *jobStatus
+	// stepd identifies the supervisor of a reattached job, which is
+	// watched by polling because it is not tided's child.
+	stepd      procIdentity
+	reattached bool
+	// pid identifies the job's process (the process group leader), read
+	// from the pid file the supervisor writes.
+	pid procIdentity
+
+	deadline, warn, escalate *time.Timer
+}
+
+func (j *job) finished() bool { return j.status != nil }
+
+func (j *job) stopTimers() {
+	for _, t := range []**time.Timer{&j.deadline, &j.warn, &j.escalate} {
+		if *t != nil {
+			(*t).Stop()
+			*t = nil
+		}
+	}
+}
+
+// launchConcurrency bounds the launches one sync answer starts at once.
+const launchConcurrency = 16
+
+// applyLaunches starts every launch that names an incarnation not known
+// yet, in parallel, and returns once all of them have their files
+// written and their supervisors started (or failed).
+func (d *Daemon) applyLaunches(specs []api.LaunchSpec) {
+	sem := make(chan struct{}, launchConcurrency)
+	var wg sync.WaitGroup
+	for i := range specs {
+		spec := specs[i]
+		d.mu.Lock()
+		_, known := d.jobs[spec.JobRef]
+		var j *job
+		if !known && !d.stopped {
+			if spec.StartTime.IsZero() {
+				spec.StartTime = time.Now()
+			}
+			j = &job{ref: spec.JobRef, dir: filepath.Join(d.jobsDir, dirName(spec.JobRef)), spec: spec, hasSpec: true}
+			d.jobs[spec.JobRef] = j
+		}
+		d.mu.Unlock()
+		if j == nil {
+			d.log.Debug("launch of a known job ignored", "job_id", spec.JobID, "restart", spec.Restart)
+			continue
+		}
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			d.launch(j)
+		}()
+	}
+	wg.Wait()
+}
+
+// launch writes the job directory and starts the supervisor.
+func (d *Daemon) launch(j *job) {
+	log := d.log.With("job_id", j.ref.JobID, "restart", j.ref.Restart)
+	if err := d.writeJobDir(j); err != nil {
+		log.Error("cannot prepare job", "err", err)
+		d.finishNow(j, jobStatus{Exit: api.ExitStatus{Code: 1}, EndTime: time.Now(), Error: "prepare job: " + err.Error()})
+		return
+	}
+	if d.asRoot && j.spec.UserID == 0 && !d.cfg.AllowRootJobs {
+		log.Warn("root job refused")
+		d.finishNow(j, jobStatus{Exit: api.ExitStatus{Code: 1}, EndTime: time.Now(),
+			Error: fmt.Sprintf("root jobs are not allowed on node %s", d.cfg.Name)})
+		return
+	}
+	cmd, err := d.startSupervisor(j.dir)
+	if err != nil {
+		log.Error("cannot start supervisor", "err", err)
+		d.finishNow(j, jobStatus{Exit: api.ExitStatus{Code: 1}, EndTime: time.Now(), Error: "start supervisor: " + err.Error()})
+		return
+	}
+	log.Info("job launched", "user", j.spec.User, "supervisor_pid", cmd.Process.Pid)
+	d.mu.Lock()
+	if !j.finished() && !d.stopped {
+		d.armLocked(j)
+	}
+	d.mu.Unlock()
+	go func() {
+		_ = cmd.Wait() // the job's exit is in status.json, not in the supervisor's
+		d.supervisorDone(j)
+	}()
+}
+
+// writeJobDir persists everything about the job before anything starts:
+// launch.json, the script (owned by the job's user, 0700) and exec.json.
+func (d *Daemon) writeJobDir(j *job) error {
+	if err := os.Mkdir(j.dir, 0o711); err != nil && !errors.Is(err, fs.ErrExist) {
+		return err
+	}
+	if err := os.Chmod(j.dir, 0o711); err != nil {
+		return err
+	}
+	if err := writeJSONAtomic(filepath.Join(j.dir, fileLaunch), &j.spec, 0o600); err != nil {
+		return err
+	}
+	script := filepath.Join(j.dir, fileScript)
+	f, err := os.OpenFile(script, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o700)
+	if err != nil {
+		return fmt.Errorf("write script: %w", err)
+	}
+	_, err = f.WriteString(j.spec.Script)
+	if err == nil && d.asRoot {
+		err = f.Chown(int(j.spec.UserID), int(j.spec.GroupID))
+	}
+	if err == nil {
+		err = f.Chmod(0o700)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("write script: %w", err)
+	}
+	files := ResolveFiles(&j.spec, d.cfg.Name)
+	plan := execPlan{
+		JobID:   j.ref.JobID,
+		Node:    d.cfg.Name,
+		Script:  script,
+		Env:     BuildEnv(&j.spec, d.cfg.Name),
+		WorkDir: workDir(&j.spec),
+		Stdin:   files.Stdin,
+		Stdout:  files.Stdout,
+		Stderr:  files.Stderr,
+		Append:  j.spec.OpenMode == "append",
+		Umask:   umaskFromEnv(j.spec.Env),
+		SetUser: d.asRoot,
+		UID:     j.spec.UserID,
+		GID:     j.spec.GroupID,
+	}
+	return writeJSONAtomic(filepath.Join(j.dir, fileExec), &plan, 0o600)
+}
+
+// startSupervisor re-execs tided as "stepd" in a session of its own, so
+// that neither a signal to tided's process group nor tided's exit
+// reaches it.
+func (d *Daemon) startSupervisor(dir string) (*exec.Cmd, error) {
+	logf, err := os.OpenFile(filepath.Join(dir, fileStepdLog), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	defer logf.Close()
+	cmd := exec.Command(d.exe, "stepd", "--job-dir", dir)
+	cmd.Dir = "/"
+	cmd.Stdout = logf
+	cmd.Stderr = logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	return cmd, nil
+}
+
+// finishNow records a job that ended without a supervisor (refused or
+// failed to start): status.json first, then the table.
+func (d *Daemon) finishNow(j *job, st jobStatus) {
+	if err := writeJSONAtomic(filepath.Join(j.dir, fileStatus), &st, 0o644); err != nil {
+		d.log.Error("cannot record job status", "job_id", j.ref.JobID, "err", err)
+	}
+	d.mu.Lock()
+	d.finishLocked(j, st)
+	d.mu.Unlock()
+	d.wake()
+}
+
+// supervisorDone handles the end of a supervisor: its status.json is the
+// job's status; without one the job is lost (what is left of it is
+// killed so it cannot run on unaccounted).
+func (d *Daemon) supervisorDone(j *job) {
+	d.mu.Lock()
+	stopped := d.stopped || j.finished()
+	d.mu.Unlock()
+	if stopped {
+		// A stopped daemon leaves the job to the next one, which finds
+		// status.json (or the lost job) when it scans.
+		return
+	}
+	var st jobStatus
+	if err := readJSON(filepath.Join(j.dir, fileStatus), &st); err != nil {
+		d.log.Error("supervisor ended without a status", "job_id", j.ref.JobID, "err", err)
+		if id, _ := readIdentity(filepath.Join(j.dir, filePID)); id.alive() {
+			_ = signalGroup(id.PID, syscall.SIGKILL)
+		}
+		st = lostStatus(time.Now())
+		if err := writeJSONAtomic(filepath.Join(j.dir, fileStatus), &st, 0o644); err != nil {
+			d.log.Error("cannot record job status", "job_id", j.ref.JobID, "err", err)
+		}
+	}
+	d.mu.Lock()
+	d.finishLocked(j, st)
+	d.mu.Unlock()
+	d.wake()
+}
+
+// finishLocked marks j finished; a forgotten job is dropped at once.
+func (d *Daemon) finishLocked(j *job, st jobStatus) {
+	if j.finished() {
+		return
+	}
+	j.status = &st
+	j.stopTimers()
+	d.log.Info("job finished", "job_id", j.ref.JobID, "restart", j.ref.Restart, "exit", st.Exit.String(),
+		"timed_out", j.marks.TimedOut != nil, "killed", j.marks.Killed != nil, "error", st.Error)
+	if j.marks.Forgotten {
+		d.dropLocked(j)
+	}
+}
+
+// dropLocked deletes a finished job's directory and forgets it.
+func (d *Daemon) dropLocked(j *job) {
+	if err := os.RemoveAll(j.dir); err != nil {
+		d.log.Error("cannot remove job directory", "job_id", j.ref.JobID, "err", err)
+	}
+	delete(d.jobs, j.ref)
+}
+
+// armLocked sets the job's timers from its spec and markers: the time
+// limit, the --signal warning, and a pending SIGKILL escalation.
+func (d *Daemon) armLocked(j *job) {
+	j.stopTimers()
+	if j.finished() || !j.hasSpec {
+		return
+	}
+	now := time.Now()
+	if lim := j.spec.TimeLimit; lim > 0 && j.marks.TimedOut == nil {
+		deadline := j.spec.StartTime.Add(time.Duration(lim) * time.Second)
+		j.deadline = time.AfterFunc(deadline.Sub(now), func() { d.timeout(j) })
+		if s := j.spec.Signal; s != nil && s.Signal > 0 && !j.marks.Signalled {
+			at := deadline.Add(-time.Duration(s.Seconds) * time.Second)
+			j.warn = time.AfterFunc(at.Sub(now), func() { d.sendWarning(j) })
+		}
+	}
+	for _, m := range []*killMarker{j.marks.Killed, j.marks.TimedOut} {
+		if m != nil && j.escalate == nil {
+			j.escalate = time.AfterFunc(m.KillAt.Sub(now), func() { d.escalateKill(j) })
+		}
+	}
+}
+
+// killWait is the grace between the first signal and SIGKILL.
+func (d *Daemon) killWait(j *job) time.Duration {
+	if j.spec.KillWait > 0 {
+		return time.Duration(j.spec.KillWait) * time.Second
+	}
+	return d.cfg.KillWait
+}
+
+// timeout ends a job at its time limit: marker, SIGTERM, SIGKILL later.
+func (d *Daemon) timeout(j *job) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.stopped || j.finished() || j.marks.TimedOut != nil {
+		return
+	}
+	d.log.Info("job reached its time limit", "job_id", j.ref.JobID, "time_limit", j.spec.TimeLimit)
+	j.marks.TimedOut = d.endLocked(j, markTimedOut, syscall.SIGTERM)
+}
+
+// killLocked ends a job on the controller's request.
+func (d *Daemon) killLocked(j *job, sig syscall.Signal) {
+	if j.finished() {
+		return
+	}
+	if j.marks.Killed != nil {
+		// A second cancel resends the signal; the SIGKILL stays due.
+		d.signalLocked(j, sig, false)
+		return
+	}
+	d.log.Info("killing job", "job_id", j.ref.JobID, "signal", int(sig))
+	j.marks.Killed = d.endLocked(j, markKilled, sig)
+}
+
+// endLocked persists a kill marker, then signals the job and arms the
+// SIGKILL escalation. The marker comes first so that a supervisor that
+// has not recorded the job's pid yet finds it and signals the job
+// itself.
+func (d *Daemon) endLocked(j *job, marker string, sig syscall.Signal) *killMarker {
+	now := time.Now()
+	m := &killMarker{Time: now, Signal: int(sig), KillAt: now.Add(d.killWait(j))}
+	if err := writeJSONAtomic(filepath.Join(j.dir, marker), m, 0o644); err != nil {
+		d.log.Error("cannot record kill marker", "job_id", j.ref.JobID, "err", err)
+	}
+	d.signalLocked(j, sig, false)
+	if j.escalate == nil {
+		j.escalate = time.AfterFunc(m.KillAt.Sub(now), func() { d.escalateKill(j) })
+	}
+	return m
+}
+
+func (d *Daemon) escalateKill(j *job) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.stopped || j.finished() {
+		return
+	}
+	d.log.Info("kill wait over, sending SIGKILL", "job_id", j.ref.JobID)
+	d.signalLocked(j, syscall.SIGKILL, false)
+}
+
+// sendWarning delivers --signal before the time limit.
+func (d *Daemon) sendWarning(j *job) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.stopped || j.finished() || j.marks.Signalled || j.spec.Signal == nil {
+		return
+	}
+	if err := os.WriteFile(filepath.Join(j.dir, markSignalled), nil, 0o644); err != nil {
+		d.log.Error("cannot record signal marker", "job_id", j.ref.JobID, "err", err)
+	}
+	j.marks.Signalled = true
+	d.log.Info("sending time limit warning", "job_id", j.ref.JobID, "signal", j.spec.Signal.Signal)
+	d.signalLocked(j, syscall.Signal(j.spec.Signal.Signal), j.spec.Signal.BatchOnly)
+}
+
+// signalLocked sends sig to the job's process group (or to the batch
+// shell alone). Before the supervisor has recorded the job's pid there
+// is nothing to signal; kill markers cover that window.
+func (d *Daemon) signalLocked(j *job, sig syscall.Signal, batchOnly bool) {
+	if j.pid.PID == 0 {
+		id, err := readIdentity(filepath.Join(j.dir, filePID))
+		if err != nil {
+			d.log.Error("cannot read job pid", "job_id", j.ref.JobID, "err", err)
+		}
+		j.pid = id
+	}
+	if !j.pid.alive() {
+		d.log.Debug("job process not running, signal not sent", "job_id", j.ref.JobID, "signal", int(sig))
+		return
+	}
+	var err error
+	if batchOnly {
+		err = signalProcess(j.pid.PID, sig)
+	} else {
+		err = signalGroup(j.pid.PID, sig)
+	}
+	if err != nil {
+		d.log.Error("cannot signal job", "job_id", j.ref.JobID, "err", err)
+	}
+}
+
+// applySignal carries out one SignalCommand.
+func (d *Daemon) applySignal(s api.SignalCommand) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	j := d.jobs[s.JobRef]
+	if j == nil || j.finished() {
+		d.log.Debug("signal for a job not running here ignored", "job_id", s.JobID, "restart", s.Restart)
+		return
+	}
+	switch {
+	case s.Kill:
+		sig := syscall.SIGTERM
+		if s.Signal > 0 {
+			sig = syscall.Signal(s.Signal)
+		}
+		d.killLocked(j, sig)
+	case s.Signal > 0:
+		d.signalLocked(j, syscall.Signal(s.Signal), s.BatchOnly)
+	}
+}
+
+// applyLimit moves a running job's deadline.
+func (d *Daemon) applyLimit(l api.LimitUpdate) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	j := d.jobs[l.JobRef]
+	if j == nil || j.finished() || !j.hasSpec {
+		return
+	}
+	j.spec.TimeLimit = l.TimeLimit
+	if err := writeJSONAtomic(filepath.Join(j.dir, fileLaunch), &j.spec, 0o600); err != nil {
+		d.log.Error("cannot record new time limit", "job_id", j.ref.JobID, "err", err)
+	}
+	d.log.Info("time limit changed", "job_id", j.ref.JobID, "time_limit", l.TimeLimit)
+	d.armLocked(j)
+}
+
+// applyAck drops a finished job the controller has stored.
+func (d *Daemon) applyAck(r api.JobRef) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if j := d.jobs[r]; j != nil && j.finished() {
+		d.dropLocked(j)
+	}
+}
+
+// applyForget stops reporting a job, kills it if it runs and drops it
+// once it ended.
+func (d *Daemon) applyForget(r api.JobRef) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	j := d.jobs[r]
+	if j == nil {
+		return
+	}
+	if !j.marks.Forgotten {
+		j.marks.Forgotten = true
+		if err := os.WriteFile(filepath.Join(j.dir, markForgotten), nil, 0o644); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			d.log.Error("cannot record forget marker", "job_id", j.ref.JobID, "err", err)
+		}
+	}
+	if j.finished() {
+		d.dropLocked(j)
+		return
+	}
+	d.log.Info("controller forgot running job, killing it", "job_id", j.ref.JobID)
+	d.killLocked(j, syscall.SIGTERM)
+}
+
+// reportsLocked lists every job the controller should hear about.
+func (d *Daemon) reportsLocked() []api.NodeJobReport {
+	out := make([]api.NodeJobReport, 0, len(d.jobs))
+	for _, j := range d.jobs {
+		if j.marks.Forgotten {
+			continue
+		}
+		var spec *api.LaunchSpec
+		if j.hasSpec {
+			spec = &j.spec
+		}
+		out = append(out, report(j.ref, spec, j.status, j.marks))
+	}
+	sort.Slice(out, func(a, b int) bool {
+		if out[a].JobID != out[b].JobID {
+			return out[a].JobID < out[b].JobID
+		}
+		return out[a].Restart < out[b].Restart
+	})
+	return out
+}
+
+// recover rebuilds the job table from the state directory at start.
+func (d *Daemon) recover() error {
+	found, err := scanJobDirs(d.jobsDir)
+	if err != nil {
+		return err
+	}
+	for _, sj := range found {
+		j := &job{ref: sj.Ref, dir: sj.Dir, marks: sj.Markers, stepd: sj.Stepd}
+		if sj.Spec != nil {
+			j.spec, j.hasSpec = *sj.Spec, true
+		}
+		log := d.log.With("job_id", sj.Ref.JobID, "restart", sj.Ref.Restart)
+		switch sj.Class {
+		case scanFinished:
+			j.status = sj.Status
+		case scanRunning:
+			j.reattached = true
+			log.Info("reattached running job", "supervisor_pid", sj.Stepd.PID)
+		case scanLost:
+			if sj.Problem != nil {
+				log.Warn("job directory damaged", "err", sj.Problem)
+			}
+			if id, _ := readIdentity(filepath.Join(sj.Dir, filePID)); id.alive() {
+				_ = signalGroup(id.PID, syscall.SIGKILL)
+			}
+			st := lostStatus(time.Now())
+			if err := writeJSONAtomic(filepath.Join(sj.Dir, fileStatus), &st, 0o644); err != nil {
+				return fmt.Errorf("record lost job %d: %w", sj.Ref.JobID, err)
+			}
+			log.Warn("job lost: supervisor gone")
+			j.status = &st
+		}
+		if j.finished() && j.marks.Forgotten {
+			if err := os.RemoveAll(j.dir); err != nil {
+				log.Error("cannot remove job directory", "err", err)
+			}
+			continue
+		}
+		d.jobs[j.ref] = j
+	}
+	return nil
+}
+
+// watchReattached polls the supervisors tided did not start itself
+// (they are not its children, so it cannot wait for them).
+func (d *Daemon) watchReattached(ctx context.Context) {
+	t := time.NewTicker(200 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		var gone []*job
+		d.mu.Lock()
+		for _, j := range d.jobs {
+			if j.reattached && !j.finished() && !j.stepd.alive() {
+				gone = append(gone, j)
+			}
+		}
+		d.mu.Unlock()
+		for _, j := range gone {
+			d.supervisorDone(j)
+		}
+	}
+}

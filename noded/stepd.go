@@ -1,0 +1,230 @@
+package noded
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/tide-hpc/tide/ctld/api"
+)
+
+// errPipeFD is the descriptor on which the exec child reports a failure
+// that happened before the script started. It is close-on-exec in the
+// child, so the supervisor reads EOF without data once exec succeeded.
+const errPipeFD = 3
+
+// runStepd is "tided stepd --job-dir DIR": the supervisor of one job. It
+// outlives tided (it runs in its own session), starts the job through
+// the exec child, waits for it, kills what is left of its process group
+// and writes status.json.
+func runStepd(dir string, log *slog.Logger) error {
+	self, err := selfIdentity()
+	if err != nil {
+		return err
+	}
+	if err := writeJSONAtomic(filepath.Join(dir, fileStepdPID), self, 0o644); err != nil {
+		return err
+	}
+	var plan execPlan
+	if err := readJSON(filepath.Join(dir, fileExec), &plan); err != nil {
+		st := jobStatus{Exit: api.ExitStatus{Code: 1}, EndTime: time.Now(), Error: "read launch plan: " + err.Error()}
+		return writeJSONAtomic(filepath.Join(dir, fileStatus), st, 0o644)
+	}
+	log = log.With("job_id", plan.JobID, "node", plan.Node)
+	st := supervise(dir, &plan, log)
+	log.Info("job finished", "exit", st.Exit.String(), "error", st.Error)
+	return writeJSONAtomic(filepath.Join(dir, fileStatus), st, 0o644)
+}
+
+// supervise starts the exec child and waits for the job.
+func supervise(dir string, plan *execPlan, log *slog.Logger) jobStatus {
+	fail := func(start time.Time, msg string) jobStatus {
+		return jobStatus{Exit: api.ExitStatus{Code: 1}, StartTime: start, EndTime: time.Now(), Error: msg}
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return fail(time.Time{}, "find tided executable: "+err.Error())
+	}
+	data, err := json.Marshal(plan)
+	if err != nil {
+		return fail(time.Time{}, "encode launch plan: "+err.Error())
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		return fail(time.Time{}, "create pipe: "+err.Error())
+	}
+	defer errR.Close()
+	cmd := exec.Command(exe, "stepd-exec", "--job-dir", dir)
+	cmd.Stdin = bytes.NewReader(data)
+	cmd.Stderr = os.Stderr
+	cmd.ExtraFiles = []*os.File{errW}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if plan.SetUser {
+		cmd.SysProcAttr.Credential = &syscall.Credential{
+			Uid: plan.UID, Gid: plan.GID, Groups: userGroups(plan.UID, plan.GID, log),
+		}
+	}
+	start := time.Now()
+	err = cmd.Start()
+	errW.Close()
+	if err != nil {
+		return fail(start, "start job: "+err.Error())
+	}
+	pid := cmd.Process.Pid
+	if id, err := identityOf(pid); err != nil {
+		log.Error("record job pid", "pid", pid, "err", err)
+	} else if err := writeJSONAtomic(filepath.Join(dir, filePID), id, 0o644); err != nil {
+		log.Error("record job pid", "pid", pid, "err", err)
+	}
+	// tided writes a kill marker before it looks for the pid file, and
+	// we look for markers after writing it: whichever of the two comes
+	// second sends the signal, so a kill racing the start is not lost.
+	m := readMarkers(dir)
+	for _, k := range []*killMarker{m.Killed, m.TimedOut} {
+		if k != nil {
+			sig := syscall.SIGTERM
+			if k.Signal > 0 {
+				sig = syscall.Signal(k.Signal)
+			}
+			if err := signalGroup(pid, sig); err != nil {
+				log.Error("signal job", "err", err)
+			}
+		}
+	}
+	msg, _ := io.ReadAll(errR)
+	_ = cmd.Wait() // the exit status is read from ProcessState below
+	end := time.Now()
+	if err := signalGroup(pid, syscall.SIGKILL); err != nil {
+		log.Error("kill leftover processes", "err", err)
+	}
+	st := jobStatus{StartTime: start, EndTime: end}
+	if len(msg) > 0 {
+		st.Exit = api.ExitStatus{Code: 1}
+		st.Error = string(msg)
+		return st
+	}
+	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok {
+		switch {
+		case ws.Exited():
+			st.Exit.Code = ws.ExitStatus()
+		case ws.Signaled():
+			st.Exit.Signal = int(ws.Signal())
+		}
+	}
+	return st
+}
+
+// userGroups returns the supplementary groups of uid, or just gid when
+// the user is unknown on this node.
+func userGroups(uid, gid uint32, log *slog.Logger) []uint32 {
+	u, err := user.LookupId(strconv.FormatUint(uint64(uid), 10))
+	if err != nil {
+		log.Warn("user not found, running with its primary group only", "uid", uid, "err", err)
+		return []uint32{gid}
+	}
+	ids, err := u.GroupIds()
+	if err != nil {
+		log.Warn("cannot list user groups", "uid", uid, "err", err)
+		return []uint32{gid}
+	}
+	out := []uint32{gid}
+	for _, s := range ids {
+		n, err := strconv.ParseUint(s, 10, 32)
+		if err == nil && uint32(n) != gid {
+			out = append(out, uint32(n))
+		}
+	}
+	return out
+}
+
+// runStepdExec is "tided stepd-exec": it already runs as the job's user.
+// It reads the plan from stdin, opens the job's files (so they are
+// created with the user's rights), changes to the work directory and
+// execs the script. It returns only on failure, after reporting it on the
+// error pipe.
+func runStepdExec() error {
+	syscall.CloseOnExec(errPipeFD)
+	errPipe := os.NewFile(errPipeFD, "error pipe")
+	fail := func(err error) error {
+		if errPipe != nil {
+			fmt.Fprint(errPipe, err.Error())
+		}
+		return err
+	}
+	data, err := io.ReadAll(os.Stdin)
+	if err != nil {
+		return fail(fmt.Errorf("read launch plan: %w", err))
+	}
+	var plan execPlan
+	if err := json.Unmarshal(data, &plan); err != nil {
+		return fail(fmt.Errorf("decode launch plan: %w", err))
+	}
+	if plan.Umask >= 0 {
+		syscall.Umask(plan.Umask)
+	}
+	in, err := os.Open(plan.Stdin)
+	if err != nil {
+		return fail(fmt.Errorf("could not open stdin file %s: %w", plan.Stdin, unwrapPath(err)))
+	}
+	flags := os.O_WRONLY | os.O_CREATE | os.O_TRUNC
+	if plan.Append {
+		flags = os.O_WRONLY | os.O_CREATE | os.O_APPEND
+	}
+	out, err := os.OpenFile(plan.Stdout, flags, 0o666)
+	if err != nil {
+		return fail(fmt.Errorf("could not open stdout file %s: %w", plan.Stdout, unwrapPath(err)))
+	}
+	errf := out
+	if plan.Stderr != "" {
+		if errf, err = os.OpenFile(plan.Stderr, flags, 0o666); err != nil {
+			return fail(fmt.Errorf("could not open stderr file %s: %w", plan.Stderr, unwrapPath(err)))
+		}
+	}
+	if err := syscall.Chdir(plan.WorkDir); err != nil {
+		fmt.Fprintf(errf, "slurmstepd: error: couldn't chdir to `%s': %s: going to /tmp instead\n", plan.WorkDir, strerror(err))
+		if err := syscall.Chdir("/tmp"); err != nil {
+			return fail(fmt.Errorf("couldn't chdir to /tmp: %w", err))
+		}
+	}
+	for fd, f := range []*os.File{in, out, errf} {
+		if err := syscall.Dup3(int(f.Fd()), fd, 0); err != nil {
+			return fail(fmt.Errorf("set up standard file %d: %w", fd, err))
+		}
+	}
+	env := withTaskPID(plan.Env, os.Getpid())
+	err = syscall.Exec(plan.Script, []string{plan.Script}, env)
+	return fail(fmt.Errorf("execve %s: %w", plan.Script, err))
+}
+
+// unwrapPath drops the *PathError wrapper whose text repeats the path.
+func unwrapPath(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// strerror spells an errno the way C's strerror does ("No such file or
+// directory"), as Slurm's messages do.
+func strerror(err error) string {
+	s := err.Error()
+	if s == "" {
+		return s
+	}
+	if c := s[0]; c >= 'a' && c <= 'z' {
+		return string(c-'a'+'A') + s[1:]
+	}
+	return s
+}

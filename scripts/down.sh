@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# down.sh — stop the local cluster that up.sh started: cancel its jobs,
+# then stop exactly the daemons whose PIDs up.sh recorded.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+RUN=${TIDE_RUN:-$(pwd)/run}
+BIN=$(pwd)/bin
+export TIDE_SOCKET="$RUN/tidectld.sock"
+
+alive() { [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
+
+if alive "$RUN/tidectld.pid" && [ -x "$BIN/squeue" ]; then
+  ids=$("$BIN/squeue" -h -o %i 2>/dev/null | tr '\n' ' ')
+  if [ -n "${ids// /}" ]; then
+    # shellcheck disable=SC2086
+    "$BIN/scancel" $ids 2>/dev/null || true
+    for _ in $(seq 1 50); do
+      [ -z "$("$BIN/squeue" -h -o %i 2>/dev/null)" ] && break
+      sleep 0.2
+    done
+  fi
+fi
+
+stop() { # pidfile name
+  local pf=$1 name=$2 pid
+  alive "$pf" || { rm -f "$pf"; return 0; }
+  pid=$(cat "$pf")
+  kill -TERM "$pid" 2>/dev/null
+  for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+  if kill -0 "$pid" 2>/dev/null; then kill -KILL "$pid" 2>/dev/null; fi
+  rm -f "$pf"
+  echo "down: stopped $name (pid $pid)"
+}
+for pf in "$RUN"/nodes/*.pid; do
+  [ -e "$pf" ] || continue
+  stop "$pf" "tided $(basename "$pf" .pid)"
+done
+stop "$RUN/tidectld.pid" tidectld
+exit 0

@@ -1,0 +1,365 @@
+// Package integration starts real tidectld and tided processes on
+// loopback and drives them with the real CLI, as a user would.
+package integration
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/tide-hpc/tide/ctld/api"
+	"github.com/tide-hpc/tide/ctld/client"
+)
+
+// binDir holds tide, tidectld, tided and the Slurm-named links, built
+// once for the package.
+var binDir string
+
+func TestMain(m *testing.M) {
+	if testing.Short() {
+		os.Exit(0)
+	}
+	dir, err := os.MkdirTemp("", "tide-it-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	// Other users (jobs run as nobody when tests run as root) must reach
+	// the binaries.
+	os.Chmod(dir, 0o755)
+	binDir = dir
+	args := []string{"build", "-o", dir + "/", "../../cmd/tide", "../../cmd/tidectld", "../../cmd/tided"}
+	if tags := os.Getenv("GOTAGS_IT"); tags != "" {
+		args = append([]string{"build", "-tags", tags}, args[1:]...)
+	} else if _, err := os.Stat("/usr/include/sqlite3.h"); err == nil {
+		args = append([]string{"build", "-tags", "libsqlite3"}, args[1:]...)
+	}
+	cmd := exec.Command("go", args...)
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "build binaries:", err)
+		os.Exit(1)
+	}
+	for _, l := range []string{"sbatch", "squeue", "scancel", "sinfo", "scontrol", "sacct"} {
+		os.Symlink("tide", filepath.Join(dir, l))
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// cluster is one controller and its nodes under a temporary directory.
+type cluster struct {
+	t      *testing.T
+	dir    string
+	port   int
+	nodes  []string
+	ctld   *exec.Cmd
+	tided  map[string]*exec.Cmd
+	socket string
+	api    *client.Client
+}
+
+func freePort(t *testing.T) int {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// newCluster writes configs and starts tidectld plus n tided, waiting
+// until every node is idle. Everything is stopped by PID at cleanup.
+func newCluster(t *testing.T, n int) *cluster {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "tide-it-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(dir, 0o755)
+	c := &cluster{t: t, dir: dir, port: freePort(t), tided: map[string]*exec.Cmd{}}
+	c.socket = filepath.Join(dir, "ctld.sock")
+	root := os.Getuid() == 0
+	key := filepath.Join(dir, "cluster.key")
+	if err := os.WriteFile(key, []byte("integration-test-key-0123456789\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i <= n; i++ {
+		c.nodes = append(c.nodes, fmt.Sprintf("gpu%02d", i))
+	}
+	expr := fmt.Sprintf("gpu[01-%02d]", n)
+	cfg := fmt.Sprintf(`version: 1
+cluster_name: it
+state_dir: %s/ctld
+socket: %s
+node_addr: 127.0.0.1:%d
+key_file: %s
+allow_root_jobs: %v
+timeouts: {node: 30s, kill_wait: 2s, min_job_age: 5m}
+scheduler: {interval: 200ms}
+partitions:
+  - {name: gpu, nodes: "%s", default: true, default_time: "10:00", max_time: "1:00:00"}
+  - {name: short, nodes: "gpu01", max_time: "0:30"}
+nodes:
+  - {names: "%s", cpus: 64, memory: 512G, gpus: 8}
+topology:
+  switches:
+    - {name: s1, nodes: "%s"}
+`, dir, c.socket, c.port, key, root, expr, expr, expr)
+	if err := os.WriteFile(filepath.Join(dir, "tide.yaml"), []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range c.nodes {
+		ncfg := fmt.Sprintf(`version: 1
+name: %s
+controller: 127.0.0.1:%d
+key_file: %s
+state_dir: %s/nodes/%s
+cpus: 64
+memory: 512G
+gpus: {source: fake, fake: {count: 8, model: a100, memory_mb: 81920}}
+heartbeat: 2s
+kill_wait: 2s
+allow_root_jobs: %v
+`, name, c.port, key, dir, name, root)
+		if err := os.WriteFile(filepath.Join(dir, name+".yaml"), []byte(ncfg), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.api = client.NewUnix(c.socket)
+	t.Cleanup(c.stop)
+	c.startCtld()
+	for _, name := range c.nodes {
+		c.startTided(name)
+	}
+	c.waitIdle()
+	return c
+}
+
+func (c *cluster) startCtld() {
+	c.t.Helper()
+	log, _ := os.OpenFile(filepath.Join(c.dir, "tidectld.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	cmd := exec.Command(filepath.Join(binDir, "tidectld"), "--config", filepath.Join(c.dir, "tide.yaml"))
+	cmd.Stdout, cmd.Stderr = log, log
+	if err := cmd.Start(); err != nil {
+		c.t.Fatal(err)
+	}
+	c.ctld = cmd
+	c.eventually(10*time.Second, "controller answers", func() bool {
+		_, err := c.api.Cluster(context.Background())
+		return err == nil
+	})
+}
+
+func (c *cluster) startTided(name string) {
+	c.t.Helper()
+	log, _ := os.OpenFile(filepath.Join(c.dir, name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	cmd := exec.Command(filepath.Join(binDir, "tided"), "--config", filepath.Join(c.dir, name+".yaml"))
+	cmd.Stdout, cmd.Stderr = log, log
+	if err := cmd.Start(); err != nil {
+		c.t.Fatal(err)
+	}
+	c.tided[name] = cmd
+}
+
+// kill stops a daemon: SIGKILL models a crash, SIGTERM a clean stop.
+func kill(cmd *exec.Cmd, sig syscall.Signal) {
+	if cmd == nil || cmd.Process == nil {
+		return
+	}
+	_ = cmd.Process.Signal(sig)
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		_ = cmd.Process.Kill()
+		<-done
+	}
+}
+
+func (c *cluster) stop() {
+	// Cancel what still runs so no job process outlives the test.
+	if c.ctld != nil && c.ctld.ProcessState == nil {
+		ids := strings.Fields(c.cli("squeue", "-h", "-o", "%i").out)
+		if len(ids) > 0 {
+			c.cli(append([]string{"scancel"}, ids...)...)
+			c.eventuallyQuiet(10*time.Second, func() bool {
+				return strings.TrimSpace(c.cli("squeue", "-h", "-o", "%i").out) == ""
+			})
+		}
+	}
+	for _, cmd := range c.tided {
+		kill(cmd, syscall.SIGTERM)
+	}
+	kill(c.ctld, syscall.SIGTERM)
+	if c.t.Failed() {
+		for _, f := range append([]string{"tidectld"}, c.nodes...) {
+			b, _ := os.ReadFile(filepath.Join(c.dir, f+".log"))
+			if len(b) > 6000 {
+				b = b[len(b)-6000:]
+			}
+			c.t.Logf("--- %s.log (tail)\n%s", f, b)
+		}
+	}
+	os.RemoveAll(c.dir)
+}
+
+func (c *cluster) waitIdle() {
+	c.t.Helper()
+	c.eventually(20*time.Second, "all nodes idle", func() bool {
+		nl, err := c.api.Nodes(context.Background())
+		if err != nil || len(nl.Nodes) != len(c.nodes) {
+			return false
+		}
+		for _, n := range nl.Nodes {
+			if n.State != api.NodeIdle {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+func (c *cluster) eventually(d time.Duration, what string, f func() bool) {
+	c.t.Helper()
+	if !c.eventuallyQuiet(d, f) {
+		c.t.Fatalf("timed out after %s waiting for: %s", d, what)
+	}
+}
+
+func (c *cluster) eventuallyQuiet(d time.Duration, f func() bool) bool {
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		if f() {
+			return true
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return f()
+}
+
+type result struct {
+	out, err string
+	code     int
+}
+
+// cli runs a CLI command (by its Slurm name) in the cluster's work dir.
+func (c *cluster) cli(args ...string) result { return c.cliAs(nil, c.workDir(), args...) }
+
+func (c *cluster) workDir() string {
+	w := filepath.Join(c.dir, "work")
+	os.MkdirAll(w, 0o777)
+	os.Chmod(w, 0o777)
+	return w
+}
+
+// cliAs runs a command with an optional credential (tests as root submit
+// as another user this way).
+func (c *cluster) cliAs(cred *syscall.Credential, dir string, args ...string) result {
+	cmd := exec.Command(filepath.Join(binDir, args[0]), args[1:]...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "TIDE_SOCKET="+c.socket)
+	if cred != nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+	}
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		c.t.Fatalf("run %v: %v", args, err)
+	}
+	return result{out: out.String(), err: errb.String(), code: code}
+}
+
+// submit writes script to the work dir and sbatches it, returning the id.
+func (c *cluster) submit(script string, args ...string) uint64 {
+	c.t.Helper()
+	return c.submitAs(nil, script, args...)
+}
+
+func (c *cluster) submitAs(cred *syscall.Credential, script string, args ...string) uint64 {
+	c.t.Helper()
+	f, err := os.CreateTemp(c.workDir(), "job-*.sh")
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	f.WriteString(script)
+	f.Close()
+	os.Chmod(f.Name(), 0o755)
+	r := c.cliAs(cred, c.workDir(), append(append([]string{"sbatch", "--parsable"}, args...), f.Name())...)
+	if r.code != 0 {
+		c.t.Fatalf("sbatch failed (%d): %s%s", r.code, r.out, r.err)
+	}
+	var id uint64
+	if _, err := fmt.Sscan(strings.TrimSpace(r.out), &id); err != nil {
+		c.t.Fatalf("sbatch printed %q", r.out)
+	}
+	return id
+}
+
+// job returns the controller's record of id.
+func (c *cluster) job(id uint64) api.Job {
+	c.t.Helper()
+	j, err := c.api.Job(context.Background(), id)
+	if err != nil {
+		c.t.Fatalf("job %d: %v", id, err)
+	}
+	return j
+}
+
+// waitState waits until job id is in state want.
+func (c *cluster) waitState(id uint64, want api.JobState, d time.Duration) api.Job {
+	c.t.Helper()
+	var j api.Job
+	c.eventually(d, fmt.Sprintf("job %d %s", id, want), func() bool {
+		var err error
+		j, err = c.api.Job(context.Background(), id)
+		return err == nil && j.State == want
+	})
+	return j
+}
+
+func (c *cluster) waitTerminal(id uint64, d time.Duration) api.Job {
+	c.t.Helper()
+	var j api.Job
+	c.eventually(d, fmt.Sprintf("job %d ends", id), func() bool {
+		var err error
+		j, err = c.api.Job(context.Background(), id)
+		return err == nil && j.State.Terminal()
+	})
+	return j
+}
+
+// sacctLine is `sacct -X -j N -P -n --format=JobID,State,ExitCode`.
+func (c *cluster) sacctLine(id uint64) string {
+	return strings.TrimSpace(c.cli("sacct", "-X", "-j", fmt.Sprint(id), "-P", "-n", "--format=JobID,State,ExitCode").out)
+}
+
+func pidAlive(pid int) bool {
+	if pid <= 0 {
+		return false
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	// A zombie is as good as gone.
+	f := strings.Fields(string(b))
+	return len(f) > 2 && f[2] != "Z"
+}
+
+var _ = runtime.NumCPU
