@@ -102,7 +102,7 @@ func (s *Server) launchSpec(j *api.Job) (api.LaunchSpec, error) {
 	spec := api.LaunchSpec{
 		JobRef: ref(j), Name: j.Name, UserID: j.UserID, GroupID: j.GroupID, User: j.User,
 		Partition: j.Partition, Account: j.Account, Cluster: s.cl.ClusterName,
-		Script: script, WorkDir: j.WorkDir, SubmitDir: j.SubmitDir, SubmitHost: j.SubmitHost, Env: env,
+		Script: script, Args: j.ScriptArgs, WorkDir: j.WorkDir, SubmitDir: j.SubmitDir, SubmitHost: j.SubmitHost, Env: env,
 		Stdout: j.Stdout, Stderr: j.Stderr, Stdin: j.Stdin, OpenMode: j.OpenMode,
 		TimeLimit: j.TimeLimit, StartTime: j.StartTime, KillWait: int64(s.cl.Timeouts.KillWait / time.Second),
 		Signal: j.Signal, Alloc: j.Alloc, NumTasks: j.ReqTasks(), CPUsPerTask: j.ReqCPUsPerTask(),

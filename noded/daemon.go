@@ -61,8 +61,12 @@ type Daemon struct {
 	asRoot   bool
 	hostname string
 
-	mu      sync.Mutex
-	jobs    map[api.JobRef]*job
+	mu   sync.Mutex
+	jobs map[api.JobRef]*job
+	// dropped remembers acknowledged and forgotten incarnations for a
+	// while, so that a launch the controller repeats (its answer crossed
+	// our report) does not run a job twice.
+	dropped map[api.JobRef]time.Time
 	stopped bool
 	// syncCancel aborts the in-flight long poll; woken records that
 	// wake did so.
@@ -95,6 +99,7 @@ func Setup(ctx context.Context, cfg Config, opts Options) (*Daemon, error) {
 		jobsDir: filepath.Join(cfg.StateDir, "jobs"),
 		asRoot:  os.Geteuid() == 0,
 		jobs:    make(map[api.JobRef]*job),
+		dropped: make(map[api.JobRef]time.Time),
 		wakeCh:  make(chan struct{}, 1),
 	}
 	d.memMB, _ = ParseMemory(cfg.Memory)
@@ -187,10 +192,11 @@ func (d *Daemon) Run(ctx context.Context) error {
 			d.log.Info("controller asks to register again")
 			registered = false
 		}
-		d.apply(resp)
-		// A controller that answers an unchanged report at once without
-		// commands would make this loop spin; back off gently then.
-		if isEmpty(resp) && !news && time.Since(started) < 50*time.Millisecond {
+		acted := d.apply(resp)
+		// A controller that answers an unchanged report at once with
+		// nothing new to do would make this loop spin; back off gently
+		// then (a local event still wakes the loop at once).
+		if !acted && !news && time.Since(started) < 50*time.Millisecond {
 			quickEmpty++
 			if quickEmpty > 1 {
 				d.waitWake(ctx, min(backoffMin<<(quickEmpty-2), backoffMax))
@@ -220,24 +226,29 @@ func isEmpty(r api.NodeSyncResponse) bool {
 		len(r.Ack) == 0 && len(r.Forget) == 0 && !r.Unregistered
 }
 
-// apply carries out the controller's commands. Launches complete before
-// signals so that a kill in the same answer finds its job.
-func (d *Daemon) apply(r api.NodeSyncResponse) {
-	for _, ref := range r.Forget {
-		d.applyForget(ref)
-	}
-	for _, ref := range r.Ack {
-		d.applyAck(ref)
-	}
-	if len(r.Launch) > 0 {
-		d.applyLaunches(r.Launch)
+// apply carries out the controller's commands and reports whether any
+// of them changed something (commands repeated by the controller do
+// not). Launches come first, so that a kill, ack or forget in the same
+// answer finds its job (and a repeated launch next to the ack of its
+// finish is not run again).
+func (d *Daemon) apply(r api.NodeSyncResponse) bool {
+	acted := r.Unregistered
+	if len(r.Launch) > 0 && d.applyLaunches(r.Launch) {
+		acted = true
 	}
 	for _, l := range r.Limits {
-		d.applyLimit(l)
+		acted = d.applyLimit(l) || acted
 	}
 	for _, s := range r.Signals {
-		d.applySignal(s)
+		acted = d.applySignal(s) || acted
 	}
+	for _, ref := range r.Ack {
+		acted = d.applyAck(ref) || acted
+	}
+	for _, ref := range r.Forget {
+		acted = d.applyForget(ref) || acted
+	}
+	return acted
 }
 
 // register announces the node, with every job it knows.

@@ -140,6 +140,27 @@ func writeJSONAtomic(path string, v any, perm fs.FileMode) error {
 	return nil
 }
 
+// writeJSONNew writes a file that nobody reads before it is complete
+// (tided writes launch.json and exec.json before starting the
+// supervisor), sparing the temporary file and rename of writeJSONAtomic.
+func writeJSONNew(path string, v any, perm fs.FileMode) error {
+	data, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode %s: %w", filepath.Base(path), err)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, perm)
+	if err == nil {
+		_, err = f.Write(append(data, '\n'))
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}
+
 func readJSON(path string, v any) error {
 	data, err := os.ReadFile(path)
 	if err != nil {

@@ -54,14 +54,18 @@ const launchConcurrency = 16
 
 // applyLaunches starts every launch that names an incarnation not known
 // yet, in parallel, and returns once all of them have their files
-// written and their supervisors started (or failed).
-func (d *Daemon) applyLaunches(specs []api.LaunchSpec) {
+// written and their supervisors started (or failed). It reports whether
+// it started any.
+func (d *Daemon) applyLaunches(specs []api.LaunchSpec) bool {
+	started := false
 	sem := make(chan struct{}, launchConcurrency)
 	var wg sync.WaitGroup
 	for i := range specs {
 		spec := specs[i]
 		d.mu.Lock()
 		_, known := d.jobs[spec.JobRef]
+		_, dropped := d.dropped[spec.JobRef]
+		known = known || dropped
 		var j *job
 		if !known && !d.stopped {
 			if spec.StartTime.IsZero() {
@@ -75,6 +79,7 @@ func (d *Daemon) applyLaunches(specs []api.LaunchSpec) {
 			d.log.Debug("launch of a known job ignored", "job_id", spec.JobID, "restart", spec.Restart)
 			continue
 		}
+		started = true
 		sem <- struct{}{}
 		wg.Add(1)
 		go func() {
@@ -83,6 +88,7 @@ func (d *Daemon) applyLaunches(specs []api.LaunchSpec) {
 		}()
 	}
 	wg.Wait()
+	return started
 }
 
 // launch writes the job directory and starts the supervisor.
@@ -126,25 +132,11 @@ func (d *Daemon) writeJobDir(j *job) error {
 	if err := os.Chmod(j.dir, 0o711); err != nil {
 		return err
 	}
-	if err := writeJSONAtomic(filepath.Join(j.dir, fileLaunch), &j.spec, 0o600); err != nil {
+	if err := writeJSONNew(filepath.Join(j.dir, fileLaunch), &j.spec, 0o600); err != nil {
 		return err
 	}
 	script := filepath.Join(j.dir, fileScript)
-	f, err := os.OpenFile(script, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o700)
-	if err != nil {
-		return fmt.Errorf("write script: %w", err)
-	}
-	_, err = f.WriteString(j.spec.Script)
-	if err == nil && d.asRoot {
-		err = f.Chown(int(j.spec.UserID), int(j.spec.GroupID))
-	}
-	if err == nil {
-		err = f.Chmod(0o700)
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
+	if err := d.writeScript(script, j); err != nil {
 		return fmt.Errorf("write script: %w", err)
 	}
 	files := ResolveFiles(&j.spec, d.cfg.Name)
@@ -163,7 +155,32 @@ func (d *Daemon) writeJobDir(j *job) error {
 		UID:     j.spec.UserID,
 		GID:     j.spec.GroupID,
 	}
-	return writeJSONAtomic(filepath.Join(j.dir, fileExec), &plan, 0o600)
+	return writeJSONNew(filepath.Join(j.dir, fileExec), &plan, 0o600)
+}
+
+// writeScript writes the batch script, owned by the job's user. It holds
+// syscall.ForkLock while the file is open for writing: a supervisor
+// forked for another job in that window would inherit the descriptor
+// until its exec, and the script's own execve would then fail with
+// "text file busy" (golang/go#22315).
+func (d *Daemon) writeScript(path string, j *job) error {
+	syscall.ForkLock.RLock()
+	defer syscall.ForkLock.RUnlock()
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o700)
+	if err != nil {
+		return err
+	}
+	_, err = f.WriteString(j.spec.Script)
+	if err == nil && d.asRoot {
+		err = f.Chown(int(j.spec.UserID), int(j.spec.GroupID))
+	}
+	if err == nil {
+		err = f.Chmod(0o700)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // startSupervisor re-execs tided as "stepd" in a session of its own, so
@@ -241,12 +258,25 @@ func (d *Daemon) finishLocked(j *job, st jobStatus) {
 	}
 }
 
+// droppedMemory is how long launches of a dropped incarnation are
+// ignored.
+const droppedMemory = 10 * time.Minute
+
 // dropLocked deletes a finished job's directory and forgets it.
 func (d *Daemon) dropLocked(j *job) {
 	if err := os.RemoveAll(j.dir); err != nil {
 		d.log.Error("cannot remove job directory", "job_id", j.ref.JobID, "err", err)
 	}
 	delete(d.jobs, j.ref)
+	now := time.Now()
+	if len(d.dropped) >= 1024 {
+		for ref, t := range d.dropped {
+			if now.Sub(t) > droppedMemory {
+				delete(d.dropped, ref)
+			}
+		}
+	}
+	d.dropped[j.ref] = now
 }
 
 // armLocked sets the job's timers from its spec and markers: the time
@@ -291,18 +321,17 @@ func (d *Daemon) timeout(j *job) {
 	j.marks.TimedOut = d.endLocked(j, markTimedOut, syscall.SIGTERM)
 }
 
-// killLocked ends a job on the controller's request.
-func (d *Daemon) killLocked(j *job, sig syscall.Signal) {
-	if j.finished() {
-		return
-	}
-	if j.marks.Killed != nil {
-		// A second cancel resends the signal; the SIGKILL stays due.
-		d.signalLocked(j, sig, false)
-		return
+// killLocked ends a job on the controller's request and reports whether
+// that is news. A kill of a job already being killed changes nothing:
+// the controller repeats commands until it sees their effect, and the
+// SIGKILL is due anyway.
+func (d *Daemon) killLocked(j *job, sig syscall.Signal) bool {
+	if j.finished() || j.marks.Killed != nil {
+		return false
 	}
 	d.log.Info("killing job", "job_id", j.ref.JobID, "signal", int(sig))
 	j.marks.Killed = d.endLocked(j, markKilled, sig)
+	return true
 }
 
 // endLocked persists a kill marker, then signals the job and arms the
@@ -373,14 +402,15 @@ func (d *Daemon) signalLocked(j *job, sig syscall.Signal, batchOnly bool) {
 	}
 }
 
-// applySignal carries out one SignalCommand.
-func (d *Daemon) applySignal(s api.SignalCommand) {
+// applySignal carries out one SignalCommand and reports whether it did
+// anything.
+func (d *Daemon) applySignal(s api.SignalCommand) bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	j := d.jobs[s.JobRef]
 	if j == nil || j.finished() {
 		d.log.Debug("signal for a job not running here ignored", "job_id", s.JobID, "restart", s.Restart)
-		return
+		return false
 	}
 	switch {
 	case s.Kill:
@@ -388,19 +418,22 @@ func (d *Daemon) applySignal(s api.SignalCommand) {
 		if s.Signal > 0 {
 			sig = syscall.Signal(s.Signal)
 		}
-		d.killLocked(j, sig)
+		return d.killLocked(j, sig)
 	case s.Signal > 0:
 		d.signalLocked(j, syscall.Signal(s.Signal), s.BatchOnly)
+		return true
 	}
+	return false
 }
 
-// applyLimit moves a running job's deadline.
-func (d *Daemon) applyLimit(l api.LimitUpdate) {
+// applyLimit moves a running job's deadline; it reports whether the
+// limit changed.
+func (d *Daemon) applyLimit(l api.LimitUpdate) bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	j := d.jobs[l.JobRef]
-	if j == nil || j.finished() || !j.hasSpec {
-		return
+	if j == nil || j.finished() || !j.hasSpec || j.spec.TimeLimit == l.TimeLimit {
+		return false
 	}
 	j.spec.TimeLimit = l.TimeLimit
 	if err := writeJSONAtomic(filepath.Join(j.dir, fileLaunch), &j.spec, 0o600); err != nil {
@@ -408,38 +441,41 @@ func (d *Daemon) applyLimit(l api.LimitUpdate) {
 	}
 	d.log.Info("time limit changed", "job_id", j.ref.JobID, "time_limit", l.TimeLimit)
 	d.armLocked(j)
+	return true
 }
 
-// applyAck drops a finished job the controller has stored.
-func (d *Daemon) applyAck(r api.JobRef) {
+// applyAck drops a finished job the controller has stored; it reports
+// whether there was one.
+func (d *Daemon) applyAck(r api.JobRef) bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if j := d.jobs[r]; j != nil && j.finished() {
 		d.dropLocked(j)
+		return true
 	}
+	return false
 }
 
 // applyForget stops reporting a job, kills it if it runs and drops it
-// once it ended.
-func (d *Daemon) applyForget(r api.JobRef) {
+// once it ended. It reports whether the job was still reported.
+func (d *Daemon) applyForget(r api.JobRef) bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	j := d.jobs[r]
-	if j == nil {
-		return
+	if j == nil || j.marks.Forgotten {
+		return false
 	}
-	if !j.marks.Forgotten {
-		j.marks.Forgotten = true
-		if err := os.WriteFile(filepath.Join(j.dir, markForgotten), nil, 0o644); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			d.log.Error("cannot record forget marker", "job_id", j.ref.JobID, "err", err)
-		}
+	j.marks.Forgotten = true
+	if err := os.WriteFile(filepath.Join(j.dir, markForgotten), nil, 0o644); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		d.log.Error("cannot record forget marker", "job_id", j.ref.JobID, "err", err)
 	}
 	if j.finished() {
 		d.dropLocked(j)
-		return
+		return true
 	}
 	d.log.Info("controller forgot running job, killing it", "job_id", j.ref.JobID)
 	d.killLocked(j, syscall.SIGTERM)
+	return true
 }
 
 // reportsLocked lists every job the controller should hear about.

@@ -2,16 +2,12 @@ package scontrol
 
 import (
 	"fmt"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/tide-hpc/tide/ctld/api"
+	"github.com/tide-hpc/tide/cli/scontrol/jobfmt"
 )
-
-// timeLayout is Slurm's ISO 8601 local time without zone.
-const timeLayout = "2006-01-02T15:04:05"
 
 // record collects the Key=Value lines of one scontrol block. Slurm joins
 // them with "\n   " (or " " with -o) and ends a block with "\n   \n\n"
@@ -32,21 +28,16 @@ func (r *record) render(oneLiner bool) string {
 	return strings.Join(r.lines, "\n   ") + "\n   \n\n"
 }
 
-// fmtTime prints t as Slurm does, "Unknown" when unset.
-func fmtTime(t time.Time, loc *time.Location) string {
-	if t.IsZero() {
-		return "Unknown"
-	}
-	return t.In(loc).Format(timeLayout)
-}
-
 // fmtTimeOr prints t, or none when unset (Slurm's "None" for boot times).
 func fmtTimeOr(t time.Time, loc *time.Location, none string) string {
 	if t.IsZero() {
 		return none
 	}
-	return t.In(loc).Format(timeLayout)
+	return jobfmt.Time(t, loc)
 }
+
+// fmtTime prints t as Slurm does, "Unknown" when unset.
+func fmtTime(t time.Time, loc *time.Location) string { return jobfmt.Time(t, loc) }
 
 // orNull is Slurm's "(null)" for unset strings.
 func orNull(s string) string {
@@ -54,56 +45,6 @@ func orNull(s string) string {
 		return "(null)"
 	}
 	return s
-}
-
-// memUnits prints a size in MB the way Slurm's convert_num_unit does with
-// CONVERT_NUM_UNIT_EXACT: the largest unit that divides it exactly
-// (16000 → "16000M", 65536 → "64G"), and a bare 0.
-func memUnits(mb int64) string {
-	if mb == 0 {
-		return "0"
-	}
-	units := []string{"M", "G", "T", "P"}
-	u := 0
-	for mb >= 1024 && mb%1024 == 0 && u < len(units)-1 {
-		mb /= 1024
-		u++
-	}
-	return strconv.FormatInt(mb, 10) + units[u]
-}
-
-// limitStr prints a job time limit as scontrol and sacct do.
-func limitStr(secs int64) string {
-	switch {
-	case secs == api.Infinite:
-		return "UNLIMITED"
-	case secs <= 0:
-		return "Partition_Limit"
-	}
-	return api.FormatElapsedLong(secs)
-}
-
-// idxRanges prints GPU indices as Slurm's IDX list: "0-1,4".
-func idxRanges(idx []int) string {
-	if len(idx) == 0 {
-		return "N/A"
-	}
-	s := append([]int(nil), idx...)
-	sort.Ints(s)
-	var parts []string
-	for i := 0; i < len(s); {
-		j := i
-		for j+1 < len(s) && s[j+1] == s[j]+1 {
-			j++
-		}
-		if i == j {
-			parts = append(parts, strconv.Itoa(s[i]))
-		} else {
-			parts = append(parts, fmt.Sprintf("%d-%d", s[i], s[j]))
-		}
-		i = j + 1
-	}
-	return strings.Join(parts, ",")
 }
 
 // tres holds trackable resource counts, printed in Slurm's TRES id order
@@ -123,7 +64,7 @@ func (t tres) String() string {
 	}
 	add("cpu", t.cpu)
 	if t.memMB > 0 {
-		parts = append(parts, "mem="+memUnits(t.memMB))
+		parts = append(parts, "mem="+jobfmt.Mem(t.memMB))
 	}
 	add("node", t.node)
 	add("billing", t.billing)

@@ -1,9 +1,3 @@
-// Package scontrol implements `scontrol`, Slurm's view-and-modify tool:
-// show job|node|partition|config|hostnames|hostlist, hold, uhold,
-// release, requeue, update, ping and version. Commands and show entities
-// are matched case-insensitively and may be abbreviated as long as the
-// abbreviation is unambiguous, as Slurm allows; output keeps Slurm 22.05's
-// Key=Value layout so that scripts written for Slurm keep parsing it.
 package scontrol
 
 import (
@@ -72,6 +66,9 @@ Commands (case-insensitive, unambiguous abbreviations accepted):
 			return opts.Run(cmd.Context(), args)
 		},
 	}
+	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
+		return cmdutil.Usagef("%s", err)
+	})
 	fl := cmd.Flags()
 	fl.BoolVarP(&opts.OneLiner, "oneliner", "o", false, "print each record on one line")
 	fl.BoolVarP(&opts.Details, "details", "d", false, "show more details (GPU indices per node)")

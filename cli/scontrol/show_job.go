@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/tide-hpc/tide/cli/cmdutil"
+	"github.com/tide-hpc/tide/cli/scontrol/jobfmt"
 	"github.com/tide-hpc/tide/ctld/api"
 	"github.com/tide-hpc/tide/hostlist"
 )
@@ -102,9 +102,9 @@ func (o *Options) jobRecord(j *api.Job, now time.Time, models map[string]string)
 	loc := o.Loc
 	r.add("JobId=%d JobName=%s", j.ID, orNull(j.Name))
 	r.add("UserId=%s(%d) GroupId=%s(%d) MCS_label=N/A",
-		nameOr(j.User, j.UserID), j.UserID, nameOr(j.Group, j.GroupID), j.GroupID)
+		jobfmt.NameOr(j.User, j.UserID), j.UserID, jobfmt.NameOr(j.Group, j.GroupID), j.GroupID)
 	r.add("Priority=%d Nice=%d Account=%s QOS=%s", j.EffPriority, j.Nice, orNull(j.Account), orNull(j.QOS))
-	r.add("JobState=%s Reason=%s Dependency=%s", j.State, jobReason(j), orNull(j.Dependency))
+	r.add("JobState=%s Reason=%s Dependency=%s", j.State, jobfmt.Reason(j), orNull(j.Dependency))
 	requeue := 1
 	if j.Requeue != nil && !*j.Requeue {
 		requeue = 0
@@ -119,7 +119,7 @@ func (o *Options) jobRecord(j *api.Job, now time.Time, models map[string]string)
 	if j.TimeMin > 0 {
 		timeMin = api.FormatElapsedLong(j.TimeMin)
 	}
-	r.add("RunTime=%s TimeLimit=%s TimeMin=%s", api.FormatElapsedLong(runTime(j, now)), limitStr(j.TimeLimit), timeMin)
+	r.add("RunTime=%s TimeLimit=%s TimeMin=%s", api.FormatElapsedLong(runTime(j, now)), jobfmt.Limit(j.TimeLimit), timeMin)
 	r.add("SubmitTime=%s EligibleTime=%s", fmtTime(j.SubmitTime, loc), fmtTime(j.EligibleTime, loc))
 	r.add("AccrueTime=%s", fmtTime(j.EligibleTime, loc))
 	r.add("StartTime=%s EndTime=%s Deadline=N/A", fmtTime(startTime(j), loc), fmtTime(endTime(j), loc))
@@ -138,9 +138,9 @@ func (o *Options) jobRecord(j *api.Job, now time.Time, models map[string]string)
 	if o.Details && len(j.Alloc) > 0 {
 		detailLines(r, j, models)
 	}
-	minMem := fmt.Sprintf("MinMemoryNode=%s", memUnits(j.MemPerNodeMB))
+	minMem := fmt.Sprintf("MinMemoryNode=%s", jobfmt.Mem(j.MemPerNodeMB))
 	if j.MemPerCPUMB > 0 {
-		minMem = fmt.Sprintf("MinMemoryCPU=%s", memUnits(j.MemPerCPUMB))
+		minMem = fmt.Sprintf("MinMemoryCPU=%s", jobfmt.Mem(j.MemPerCPUMB))
 	}
 	r.add("MinCPUsNode=%d %s MinTmpDiskNode=0", minCPUsNode(j), minMem)
 	r.add("Features=%s DelayBoot=00:00:00", orNull(j.Constraint))
@@ -154,7 +154,7 @@ func (o *Options) jobRecord(j *api.Job, now time.Time, models map[string]string)
 	if j.Comment != "" {
 		r.add("Comment=%s", j.Comment)
 	}
-	stdout, stderr, stdin := stdPaths(j)
+	stdout, stderr, stdin := jobfmt.StdPaths(j)
 	r.add("StdErr=%s", stderr)
 	r.add("StdIn=%s", stdin)
 	r.add("StdOut=%s", stdout)
@@ -187,16 +187,9 @@ func (o *Options) jobRecord(j *api.Job, now time.Time, models map[string]string)
 		if o.OneLiner {
 			detail = strings.Join(strings.Fields(detail), "_")
 		}
-		r.add("Tide:Reason=%s", detail)
+		r.add("Tide:Diagnosis=%s", detail)
 	}
 	return r
-}
-
-func nameOr(name string, id uint32) string {
-	if name != "" {
-		return name
-	}
-	return strconv.FormatUint(uint64(id), 10)
 }
 
 func orDefault(s, def string) string {
@@ -204,15 +197,6 @@ func orDefault(s, def string) string {
 		return def
 	}
 	return s
-}
-
-// jobReason is the Reason= word: None while running, else what the
-// controller stored.
-func jobReason(j *api.Job) string {
-	if j.State.Active() || j.Reason == "" {
-		return string(api.ReasonNone)
-	}
-	return string(j.Reason)
 }
 
 // runTime is Slurm's RunTime: 0 until start, then up to now or the end.
@@ -272,28 +256,7 @@ func numCPUs(j *api.Job) int {
 	if len(j.Alloc) > 0 {
 		return j.AllocCPUs()
 	}
-	return reqCPUs(j)
-}
-
-func reqCPUs(j *api.Job) int {
-	n := j.ReqTasks() * j.ReqCPUsPerTask()
-	if g := j.ReqGPUs() * j.CPUsPerGPU; g > n {
-		n = g
-	}
-	return n
-}
-
-// reqMemMB is the memory a job asks for over all its nodes.
-func reqMemMB(j *api.Job) int64 {
-	switch {
-	case j.MemPerNodeMB > 0:
-		return j.MemPerNodeMB * int64(j.ReqNodes())
-	case j.MemPerCPUMB > 0:
-		return j.MemPerCPUMB * int64(reqCPUs(j))
-	case j.MemPerGPUMB > 0:
-		return j.MemPerGPUMB * int64(j.ReqGPUs())
-	}
-	return 0
+	return jobfmt.ReqCPUs(j)
 }
 
 // jobTRES is the allocated TRES, or the requested one before allocation.
@@ -306,8 +269,8 @@ func jobTRES(j *api.Job) string {
 		cpus := j.AllocCPUs()
 		return tres{cpu: cpus, memMB: mem, node: len(j.Alloc), billing: cpus, gpus: j.AllocGPUs()}.String()
 	}
-	cpus := reqCPUs(j)
-	return tres{cpu: cpus, memMB: reqMemMB(j), node: j.ReqNodes(), billing: cpus, gpus: j.ReqGPUs()}.String()
+	cpus := jobfmt.ReqCPUs(j)
+	return tres{cpu: cpus, memMB: jobfmt.ReqMemMB(j), node: j.ReqNodes(), billing: cpus, gpus: j.ReqGPUs()}.String()
 }
 
 func minCPUsNode(j *api.Job) int {
@@ -358,35 +321,8 @@ func detailLines(r *record, j *api.Job, models map[string]string) {
 		}
 		g := ""
 		if len(a.GPUs) > 0 {
-			g = fmt.Sprintf("%s(IDX:%s)", gresString(models[a.Node], len(a.GPUs)), idxRanges(a.GPUs))
+			g = fmt.Sprintf("%s(IDX:%s)", gresString(models[a.Node], len(a.GPUs)), jobfmt.IdxRanges(a.GPUs))
 		}
 		r.add("  Nodes=%s CPU_IDs=%s Mem=%d GRES=%s", a.Node, cpuIDs, a.MemoryMB, g)
 	}
-}
-
-// stdPaths expands the output patterns as Slurm shows them: relative to
-// WorkDir, %N the batch host or left as written while pending.
-func stdPaths(j *api.Job) (stdout, stderr, stdin string) {
-	vars := api.PatternVars{JobID: j.ID, Name: j.Name, User: j.User, Node: "%N", ArrayTask: -1}
-	if len(j.Alloc) > 0 {
-		vars.Node = j.Alloc[0].Node
-	}
-	abs := func(p string) string {
-		p = api.ExpandPattern(p, vars)
-		if !path.IsAbs(p) && j.WorkDir != "" {
-			p = path.Join(j.WorkDir, p)
-		}
-		return p
-	}
-	out := orDefault(j.Stdout, api.DefaultStdout)
-	stdout = abs(out)
-	stderr = stdout
-	if j.Stderr != "" {
-		stderr = abs(j.Stderr)
-	}
-	stdin = "/dev/null"
-	if j.Stdin != "" {
-		stdin = abs(j.Stdin)
-	}
-	return stdout, stderr, stdin
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tide-hpc/tide/cli/scontrol/jobfmt"
 	"github.com/tide-hpc/tide/ctld/api"
 	"github.com/tide-hpc/tide/hostlist"
 )
@@ -47,7 +48,7 @@ func (o *Options) showNode(ctx context.Context, args []string) error {
 		for _, w := range want {
 			n, ok := byName[w]
 			if !ok {
-				return fmt.Errorf("Node %s not found", w)
+				return api.Errorf(api.ErrNotFound, "Node %s not found", w)
 			}
 			nodes = append(nodes, *n)
 		}
@@ -90,7 +91,7 @@ func (o *Options) nodeRecord(n *api.Node, now time.Time) *record {
 		r.add("Gres=(null)")
 	}
 	if o.Details && len(n.GPUs) > 0 {
-		r.add("GresUsed=%s(IDX:%s)", gresString(model, len(n.AllocGPUs)), idxRanges(n.AllocGPUs))
+		r.add("GresUsed=%s(IDX:%s)", gresString(model, len(n.AllocGPUs)), jobfmt.IdxRanges(n.AllocGPUs))
 	}
 	addr := n.Addr
 	if h, _, err := net.SplitHostPort(addr); err == nil {
@@ -158,7 +159,7 @@ func (o *Options) showPartition(ctx context.Context, args []string) error {
 			}
 		}
 		if len(parts) == 0 {
-			return fmt.Errorf("Partition %s not found", args[0])
+			return api.Errorf(api.ErrNotFound, "Partition %s not found", args[0])
 		}
 	}
 	if len(parts) == 0 {

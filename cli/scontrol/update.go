@@ -146,6 +146,8 @@ func parseJobUpdate(kvs []kv) (*jobUpdate, error) {
 			ju.ids = append(ju.ids, ids...)
 			continue
 		case "timelimit", "time":
+			// +T and -T change the current limit; a bare "-1" is
+			// Slurm's UNLIMITED, not a decrement.
 			if strings.HasPrefix(v, "+") || (strings.HasPrefix(v, "-") && v != "-1") {
 				secs, err := api.ParseTimeLimit(v[1:])
 				if err != nil || secs == api.Infinite {
@@ -190,7 +192,7 @@ func parseJobUpdate(kvs []kv) (*jobUpdate, error) {
 			}
 			ju.u.Nice = &n
 		default:
-			return nil, fmt.Errorf("Update of this parameter is not supported: %s", p.word)
+			return nil, api.Invalid("Update of this parameter is not supported: %s", p.word)
 		}
 		set++
 	}
@@ -287,7 +289,7 @@ func parseNodeUpdate(kvs []kv) (api.NodeUpdate, error) {
 			u.Reason = p.val
 			reasonSet = true
 		default:
-			return u, fmt.Errorf("Update of this parameter is not supported: %s", p.word)
+			return u, api.Invalid("Update of this parameter is not supported: %s", p.word)
 		}
 	}
 	if u.State == "" && !reasonSet {

@@ -2,6 +2,7 @@ package slurmfmt
 
 import (
 	"strings"
+	"unicode/utf8"
 
 	"github.com/tide-hpc/tide/ctld/api"
 )
@@ -61,8 +62,9 @@ func ParseShort(s string) (Format, error) {
 		if i >= len(s) {
 			return Format{}, api.Invalid("format %q ends inside a field specification", s)
 		}
-		sp.Name = s[i : i+1]
-		i++
+		_, size := utf8.DecodeRuneInString(s[i:])
+		sp.Name = s[i : i+size]
+		i += size
 		lit.Reset()
 		i = literal(s, i, &lit)
 		sp.Suffix = lit.String()

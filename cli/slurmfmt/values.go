@@ -2,6 +2,7 @@ package slurmfmt
 
 import (
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -115,4 +116,25 @@ func OrNull(s string) string {
 		return Null
 	}
 	return s
+}
+
+// slurmOnlyStates are Slurm job states (names and short codes) that
+// Tide never reports. Scripts pass them to -t ("squeue -t R,S"); they are
+// accepted and match nothing.
+var slurmOnlyStates = []string{
+	"SUSPENDED", "S", "PREEMPTED", "PR", "BOOT_FAIL", "BF", "DEADLINE", "DL",
+	"REQUEUED", "RQ", "REQUEUE_FED", "RF", "REQUEUE_HOLD", "RH", "RESIZING", "RS",
+	"REVOKED", "RV", "SIGNALING", "SI", "SPECIAL_EXIT", "SE", "STAGE_OUT", "SO",
+	"STOPPED", "ST", "CONFIGURING", "CF", "RESV_DEL_HOLD", "RD",
+}
+
+// SlurmOnlyJobState reports whether s names a Slurm job state that Tide
+// never reports (case-insensitive).
+func SlurmOnlyJobState(s string) bool {
+	for _, x := range slurmOnlyStates {
+		if strings.EqualFold(s, x) {
+			return true
+		}
+	}
+	return false
 }

@@ -134,6 +134,7 @@ var jobFields = []jobField{
 	{names: []string{"RestartCnt"}, header: "RESTART_COUNT", value: num(func(j *api.Job) int64 { return int64(j.Restarts) })},
 	{names: []string{"Requeue"}, header: "REQUEUE", value: num(func(j *api.Job) int64 { return b2i(requeue(j)) })},
 	{names: []string{"BatchFlag"}, header: "BATCH_FLAG", value: constant("1")},
+	{names: []string{"Cluster"}, header: "CLUSTER", value: str(func(j *api.Job) string { return slurmfmt.OrNull(j.Cluster) })},
 	{names: []string{"Reboot"}, header: "REBOOT", value: constant("0")},
 	{names: []string{"CPUsPerTask", "cpus-per-task"}, header: "CPUS_PER_TASK", value: naIfZero(func(j *api.Job) int64 { return int64(j.CPUsPerTask) })},
 	{names: []string{"NTPerNode"}, header: "NTASKS_PER_NODE", value: naIfZero(func(j *api.Job) int64 { return int64(j.TasksPerNode) })},
@@ -321,10 +322,10 @@ func appendNodes(_ *env, dst []byte, j *api.Job) []byte {
 }
 
 func batchHost(j *api.Job) string {
-	if len(j.Alloc) == 0 {
-		return "n/a"
+	if h := j.BatchHost(); h != "" {
+		return h
 	}
-	return j.Alloc[0].Node
+	return "n/a"
 }
 
 func userName(_ *env, dst []byte, j *api.Job) []byte {

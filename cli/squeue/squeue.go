@@ -79,7 +79,7 @@ func newCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cob
 		Loc: time.Local, Sleep: sleepCtx,
 	}
 	cmd := &cobra.Command{
-		Use:   "squeue [OPTIONS]",
+		Use:   "squeue",
 		Short: "View information about jobs in the scheduling queue",
 		Long: "squeue lists jobs in Slurm's formats. By default it shows pending, running\n" +
 			"and completing jobs sorted by partition, state and priority.",
@@ -88,16 +88,8 @@ func newCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cob
 		RunE: func(cmd *cobra.Command, args []string) error {
 			fl := cmd.Flags()
 			o.JobsFlag = fl.Changed("jobs")
-			if o.Jobs == jobsNoArg {
-				o.Jobs = ""
-			}
 			if len(args) > 0 {
-				// Slurm takes "squeue -j 12,13" with the list as the
-				// next word, since -j's argument is optional.
-				if !o.JobsFlag || o.Jobs != "" || len(args) > 1 {
-					return cmdutil.Usagef("Unrecognized option: %s", args[0])
-				}
-				o.Jobs = args[0]
+				return cmdutil.Usagef("Unrecognized option: %s", args[0])
 			}
 			if fl.Changed("format") && fl.Changed("Format") {
 				return cmdutil.Usagef("-o (--format) is incompatible with -O (--Format)")
@@ -116,7 +108,6 @@ func newCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cob
 	fl.BoolVarP(&o.NoHeader, "noheader", "h", false, "print no header lines")
 	fl.IntVarP(&o.Iterate, "iterate", "i", 0, "repeat the report every `SECONDS` until interrupted")
 	fl.StringVarP(&o.Jobs, "jobs", "j", "", "comma separated list of job ids to view (any state)")
-	fl.Lookup("jobs").NoOptDefVal = jobsNoArg
 	fl.BoolVarP(&o.Long, "long", "l", false, "long report, with the date first")
 	fl.StringVarP(&o.Names, "name", "n", "", "comma separated list of job names to view")
 	fl.StringVarP(&o.Format, "format", "o", "", "format specification (%[.][width]X fields)")
@@ -135,9 +126,6 @@ func newCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cob
 	fl.Bool("help", false, "show this help")
 	return cmd
 }
-
-// jobsNoArg marks "-j" given without a list.
-const jobsNoArg = "\x00"
 
 // normalize maps Slurm's alternative long option names to ours.
 func normalize(_ *pflag.FlagSet, name string) pflag.NormalizedName {
@@ -174,11 +162,14 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 type query struct {
 	filter   api.JobFilter
 	anyState bool // no -t and no -j: show only active jobs
-	nodes    map[string]bool
-	qos      map[string]bool
-	sort     []sortKey
-	format   string
-	long     bool
+	// noState: -t named only Slurm states Tide never has (SUSPENDED…),
+	// so nothing matches.
+	noState bool
+	nodes   map[string]bool
+	qos     map[string]bool
+	sort    []sortKey
+	format  string
+	long    bool
 }
 
 func (o *Options) env(key string) string {
@@ -246,6 +237,10 @@ func (o *Options) compile() (*query, error) {
 			continue
 		}
 		st, err := api.ParseJobState(s)
+		if err != nil && slurmfmt.SlurmOnlyJobState(s) {
+			q.noState = true
+			continue
+		}
 		if err != nil {
 			return nil, api.Invalid("Invalid job state specified: %s", s)
 		}
@@ -257,7 +252,9 @@ func (o *Options) compile() (*query, error) {
 	if all {
 		q.filter.States = nil
 		q.filter.All = true
+		q.noState = false
 	}
+	q.noState = q.noState && len(q.filter.States) == 0
 	if len(q.filter.IDs) > 0 || o.JobsFlag {
 		q.filter.All = true
 	}
@@ -314,6 +311,9 @@ func (o *Options) compile() (*query, error) {
 
 // keep applies the filters the controller does not know.
 func (q *query) keep(j *api.Job) bool {
+	if q.noState {
+		return false
+	}
 	if q.anyState && j.State.Terminal() {
 		return false
 	}

@@ -134,6 +134,9 @@ type JobSpec struct {
 
 	// Script is the batch script, kept in the controller's spool.
 	Script string `json:"script,omitempty"`
+	// ScriptArgs are the arguments after the script path on sbatch's
+	// command line, passed to the script.
+	ScriptArgs []string `json:"script_args,omitempty"`
 	// WorkDir is where the script starts (-D, default the submit dir).
 	WorkDir string `json:"work_dir"`
 	// SubmitDir and SubmitHost describe where sbatch ran.
@@ -144,11 +147,13 @@ type JobSpec struct {
 
 	// Resources. Nodes is the minimum node count (-N); MaxNodes the upper
 	// end of a range (0 = same as Nodes).
-	Nodes        int   `json:"nodes,omitempty"`
-	MaxNodes     int   `json:"max_nodes,omitempty"`
-	Tasks        int   `json:"tasks,omitempty"`
-	TasksPerNode int   `json:"tasks_per_node,omitempty"`
-	CPUsPerTask  int   `json:"cpus_per_task,omitempty"`
+	Nodes        int `json:"nodes,omitempty"`
+	MaxNodes     int `json:"max_nodes,omitempty"`
+	Tasks        int `json:"tasks,omitempty"`
+	TasksPerNode int `json:"tasks_per_node,omitempty"`
+	CPUsPerTask  int `json:"cpus_per_task,omitempty"`
+	// MemPerNodeMB is --mem; MemWholeNode (--mem=0) asks for all the
+	// memory of each node.
 	MemPerNodeMB int64 `json:"mem_per_node_mb,omitempty"`
 	MemPerCPUMB  int64 `json:"mem_per_cpu_mb,omitempty"`
 	MemPerGPUMB  int64 `json:"mem_per_gpu_mb,omitempty"`
@@ -192,6 +197,9 @@ type JobSpec struct {
 	MailType string `json:"mail_type,omitempty"`
 	MailUser string `json:"mail_user,omitempty"`
 }
+
+// MemWholeNode is MemPerNodeMB for --mem=0: all memory of each node.
+const MemWholeNode int64 = -1
 
 // NodeAlloc is what one node gives a running job.
 type NodeAlloc struct {

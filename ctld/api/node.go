@@ -243,14 +243,17 @@ type LimitUpdate struct {
 // LaunchSpec is everything a node needs to start a batch job.
 type LaunchSpec struct {
 	JobRef
-	Name       string   `json:"name"`
-	UserID     uint32   `json:"user_id"`
-	GroupID    uint32   `json:"group_id"`
-	User       string   `json:"user"`
-	Partition  string   `json:"partition"`
-	Account    string   `json:"account,omitempty"`
-	Cluster    string   `json:"cluster"`
-	Script     string   `json:"script"`
+	Name      string `json:"name"`
+	UserID    uint32 `json:"user_id"`
+	GroupID   uint32 `json:"group_id"`
+	User      string `json:"user"`
+	Partition string `json:"partition"`
+	Account   string `json:"account,omitempty"`
+	Cluster   string `json:"cluster"`
+	Script    string `json:"script"`
+	// Args are the script's arguments (after the script path on sbatch's
+	// command line).
+	Args       []string `json:"args,omitempty"`
 	WorkDir    string   `json:"work_dir"`
 	SubmitDir  string   `json:"submit_dir"`
 	SubmitHost string   `json:"submit_host,omitempty"`

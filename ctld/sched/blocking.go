@@ -10,7 +10,7 @@ package sched
 // The policy works per node, which is what "would compete" means here: a
 // pending job reserves the nodes it could use (those passing the static
 // filters: usable, not excluded, named by -w when -w is the whole
-// allocation, right GPU model). A later job that cannot fit without a
+// allocation, right GPU model; and big enough when empty). A later job that cannot fit without a
 // reserved node is pending for Priority; one that fits on other nodes
 // (another GPU model, nodes outside the blocked job's -w) still starts.
 // Jobs pending for Hold, BeginTime, partition limits, BadConstraints,
@@ -27,8 +27,11 @@ func (p *pass) blockedByPriority(pi int) bool {
 }
 
 // holdForPriority reserves, for request r that stays pending for
-// Resources, every usable node it could use, so that lower-priority jobs
-// of any partition holding those nodes do not take them in this pass.
+// Resources, every usable node it could use (its required nodes, and the
+// partition's nodes that pass its static filters and could hold its
+// smallest slot when empty), so that lower-priority jobs of any partition
+// holding those nodes do not take them in this pass. Nodes too small for
+// the job ever stay open to others.
 func (p *pass) holdForPriority(r *Request) {
 	for _, i := range r.Required {
 		p.reserve(i)
@@ -39,10 +42,10 @@ func (p *pass) holdForPriority(r *Request) {
 	smallest := &r.Slots[len(r.Slots)-1]
 	for _, i := range p.parts[r.Part].members {
 		n := &p.nodes[i]
-		if n.Reserved || n.required == r.stamp {
+		if n.Reserved || n.required == r.stamp || p.chain.checkStatic(r, smallest, n) != "" {
 			continue
 		}
-		if p.chain.checkStatic(r, smallest, n) == "" {
+		if p.chain.check(r, smallest, p.emptyView(i)) == "" {
 			p.reserve(i)
 		}
 	}
@@ -56,7 +59,8 @@ func (p *pass) reserve(i int) {
 		return
 	}
 	n.Reserved = true
-	for _, q := range p.nodeParts[i] {
+	p.anyReserved = true
+	for _, q := range p.partsOf(i) {
 		p.parts[q].reserved++
 	}
 }

@@ -253,7 +253,7 @@ func CheckFeasible(spec *api.JobSpec, part *PartitionInfo, nodes []NodeInfo, cfg
 	if n := len(p.parts[0].members); r.Nodes > n {
 		return false, fmt.Sprintf("%d nodes requested, partition %s has %d", r.Nodes, part.Name, n)
 	}
-	r.Slots = fillSlots(r.Slots, spec, r.Nodes, cfg.DefMemPerCPUMB)
+	p.fillRequest(spec)
 	if p.fitsEmpty(r, true) {
 		return true, ""
 	}

@@ -20,6 +20,11 @@ const DetailReserved = "ReservedForPriority"
 type Filter interface {
 	// Name identifies the filter in docs and tests.
 	Name() string
+	// Relevant reports whether the filter can turn any node away for r
+	// (k8s's PreFilter "Skip"): the pass leaves irrelevant filters out of
+	// the job's chain, so a plain 1-GPU job pays for three checks per
+	// node, not nine. It is called once per job, after r.Slots is set.
+	Relevant(r *Request) bool
 	Check(r *Request, s *Slot, n *NodeState) string
 }
 
@@ -62,10 +67,14 @@ var (
 
 // chain is the ordered node-filter chain of a pass. The first static
 // filters depend only on the node's facts and the request, not on free
-// amounts: priority blocking reserves the nodes that pass them.
+// amounts: priority blocking reserves the nodes that pass them. active
+// holds the filters relevant to the current job, in chain order.
 type chain struct {
 	filters []Filter
 	static  int
+
+	active       []Filter
+	activeStatic int
 }
 
 // newChain builds the filter chain, cheapest checks first. Membership in
@@ -84,13 +93,28 @@ func newChain() chain {
 		memFilter{},
 		gpuFilter{},
 	}
-	return chain{filters: filters, static: 4}
+	return chain{filters: filters, static: 4, active: make([]Filter, 0, len(filters))}
 }
 
-// check runs the whole chain and returns the first failure's detail code
+// prepare selects the filters relevant to r; call it once per job after
+// r.Slots is set and before check or checkStatic.
+func (c *chain) prepare(r *Request) {
+	c.active, c.activeStatic = c.active[:0], 0
+	for k, f := range c.filters {
+		if !f.Relevant(r) {
+			continue
+		}
+		c.active = append(c.active, f)
+		if k < c.static {
+			c.activeStatic++
+		}
+	}
+}
+
+// check runs the job's chain and returns the first failure's detail code
 // ("" = the node can take the slot).
 func (c *chain) check(r *Request, s *Slot, n *NodeState) string {
-	for _, f := range c.filters {
+	for _, f := range c.active {
 		if code := f.Check(r, s, n); code != "" {
 			return code
 		}
@@ -98,9 +122,9 @@ func (c *chain) check(r *Request, s *Slot, n *NodeState) string {
 	return ""
 }
 
-// checkStatic runs only the static filters.
+// checkStatic runs only the job's static filters.
 func (c *chain) checkStatic(r *Request, s *Slot, n *NodeState) string {
-	for _, f := range c.filters[:c.static] {
+	for _, f := range c.active[:c.activeStatic] {
 		if code := f.Check(r, s, n); code != "" {
 			return code
 		}
@@ -111,7 +135,8 @@ func (c *chain) checkStatic(r *Request, s *Slot, n *NodeState) string {
 // usableFilter turns away nodes that are down, drained or unregistered.
 type usableFilter struct{}
 
-func (usableFilter) Name() string { return "usable" }
+func (usableFilter) Name() string           { return "usable" }
+func (usableFilter) Relevant(*Request) bool { return true }
 func (usableFilter) Check(_ *Request, _ *Slot, n *NodeState) string {
 	if n.Usable {
 		return ""
@@ -125,7 +150,8 @@ func (usableFilter) Check(_ *Request, _ *Slot, n *NodeState) string {
 // excludeFilter turns away the nodes of -x.
 type excludeFilter struct{}
 
-func (excludeFilter) Name() string { return "exclude" }
+func (excludeFilter) Name() string             { return "exclude" }
+func (excludeFilter) Relevant(r *Request) bool { return r.Excludes }
 func (excludeFilter) Check(r *Request, _ *Slot, n *NodeState) string {
 	if n.excluded == r.stamp {
 		return api.DetailNodeExcluded
@@ -137,7 +163,8 @@ func (excludeFilter) Check(r *Request, _ *Slot, n *NodeState) string {
 // nodes make up the whole allocation.
 type requestedFilter struct{}
 
-func (requestedFilter) Name() string { return "requested" }
+func (requestedFilter) Name() string             { return "requested" }
+func (requestedFilter) Relevant(r *Request) bool { return r.OnlyRequired }
 func (requestedFilter) Check(r *Request, _ *Slot, n *NodeState) string {
 	if r.OnlyRequired && n.required != r.stamp {
 		return api.DetailNodeNotRequested
@@ -148,7 +175,8 @@ func (requestedFilter) Check(r *Request, _ *Slot, n *NodeState) string {
 // gpuModelFilter keeps only nodes whose GPU model is the requested type.
 type gpuModelFilter struct{}
 
-func (gpuModelFilter) Name() string { return "gpu-model" }
+func (gpuModelFilter) Name() string             { return "gpu-model" }
+func (gpuModelFilter) Relevant(r *Request) bool { return r.GPUType != "" }
 func (gpuModelFilter) Check(r *Request, _ *Slot, n *NodeState) string {
 	if r.GPUType != "" && !strings.EqualFold(r.GPUType, n.Info.GPUModel) {
 		return api.DetailGPUType
@@ -160,7 +188,8 @@ func (gpuModelFilter) Check(r *Request, _ *Slot, n *NodeState) string {
 // a higher-priority job waits for is not given to a lower-priority one.
 type reservedFilter struct{}
 
-func (reservedFilter) Name() string { return "reserved" }
+func (reservedFilter) Name() string             { return "reserved" }
+func (reservedFilter) Relevant(r *Request) bool { return r.AnyReserved }
 func (reservedFilter) Check(_ *Request, _ *Slot, n *NodeState) string {
 	if n.Reserved {
 		return DetailReserved
@@ -171,7 +200,8 @@ func (reservedFilter) Check(_ *Request, _ *Slot, n *NodeState) string {
 // idleFilter gives --exclusive jobs idle nodes only.
 type idleFilter struct{}
 
-func (idleFilter) Name() string { return "idle" }
+func (idleFilter) Name() string             { return "idle" }
+func (idleFilter) Relevant(r *Request) bool { return r.Exclusive }
 func (idleFilter) Check(r *Request, _ *Slot, n *NodeState) string {
 	if r.Exclusive && !n.Idle {
 		return api.DetailNodeBusy
@@ -182,7 +212,8 @@ func (idleFilter) Check(r *Request, _ *Slot, n *NodeState) string {
 // cpuFilter needs the slot's CPUs free.
 type cpuFilter struct{}
 
-func (cpuFilter) Name() string { return "cpu" }
+func (cpuFilter) Name() string             { return "cpu" }
+func (cpuFilter) Relevant(r *Request) bool { return len(r.Slots) > 0 && r.Slots[0].CPUs > 0 }
 func (cpuFilter) Check(_ *Request, s *Slot, n *NodeState) string {
 	if n.FreeCPUs < s.CPUs {
 		return api.DetailInsufficientCPU
@@ -193,9 +224,12 @@ func (cpuFilter) Check(_ *Request, s *Slot, n *NodeState) string {
 // memFilter needs the slot's memory free.
 type memFilter struct{}
 
-func (memFilter) Name() string { return "memory" }
+func (memFilter) Name() string             { return "memory" }
+func (memFilter) Relevant(r *Request) bool {
+	return len(r.Slots) > 0 && (r.Slots[0].MemMB > 0 || r.Slots[0].WholeMem)
+}
 func (memFilter) Check(_ *Request, s *Slot, n *NodeState) string {
-	if n.FreeMemMB < s.MemMB {
+	if n.FreeMemMB < s.MemMB || s.WholeMem && n.FreeMemMB < n.Info.MemoryMB {
 		return api.DetailInsufficientMemory
 	}
 	return ""
@@ -204,7 +238,8 @@ func (memFilter) Check(_ *Request, s *Slot, n *NodeState) string {
 // gpuFilter needs the slot's GPU count free.
 type gpuFilter struct{}
 
-func (gpuFilter) Name() string { return "gpu" }
+func (gpuFilter) Name() string             { return "gpu" }
+func (gpuFilter) Relevant(r *Request) bool { return len(r.Slots) > 0 && r.Slots[0].GPUs > 0 }
 func (gpuFilter) Check(_ *Request, s *Slot, n *NodeState) string {
 	if len(n.FreeGPUs) < s.GPUs {
 		return api.DetailInsufficientGPU

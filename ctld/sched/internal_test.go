@@ -234,15 +234,55 @@ func TestFilters(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			n, s, r := base, slot, tt.req
-			r.stamp = 1
+			r.stamp, r.Excludes, r.AnyReserved = 1, true, true
 			if tt.node != nil {
 				tt.node(&n)
 			}
 			if tt.slot != nil {
 				tt.slot(&s)
 			}
+			r.Slots = []Slot{s}
+			c.prepare(&r)
 			if got := c.check(&r, &s, &n); got != tt.want {
 				t.Errorf("check = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestChainPrepare(t *testing.T) {
+	tests := []struct {
+		name string
+		req  Request
+		want []string
+	}{
+		{
+			name: "plain gpu job needs three checks",
+			req:  Request{Slots: []Slot{{CPUs: 1, GPUs: 1}}},
+			want: []string{"usable", "cpu", "gpu"},
+		},
+		{
+			name: "everything relevant",
+			req: Request{Slots: []Slot{{CPUs: 1, MemMB: 1, GPUs: 1}}, Excludes: true, OnlyRequired: true,
+				GPUType: "a100", AnyReserved: true, Exclusive: true},
+			want: []string{"usable", "exclude", "requested", "gpu-model", "reserved", "idle", "cpu", "memory", "gpu"},
+		},
+		{
+			name: "largest slot decides",
+			req:  Request{Slots: []Slot{{CPUs: 2, MemMB: 5, GPUs: 1}, {CPUs: 1}}},
+			want: []string{"usable", "cpu", "memory", "gpu"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := newChain()
+			c.prepare(&tt.req)
+			var got []string
+			for _, f := range c.active {
+				got = append(got, f.Name())
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("active filters (-want +got):\n%s", diff)
 			}
 		})
 	}

@@ -3,7 +3,6 @@ package sched
 import (
 	"cmp"
 	"slices"
-	"sort"
 )
 
 // pass is the working state of one Schedule call: copies of the free
@@ -21,10 +20,14 @@ type pass struct {
 
 	parts   []partState
 	partIdx map[string]int
-	// nodeParts lists, per node, the partitions that hold it.
-	nodeParts [][]int32
+	// nodeParts[nodePartAt[i]:nodePartAt[i+1]] lists the partitions that
+	// hold node i (one flat slice: no allocation per node).
+	nodeParts  []int32
+	nodePartAt []int32
 
 	stamp uint32
+	// anyReserved is set once priority blocking holds a node.
+	anyReserved bool
 
 	// Scratch reused for every job.
 	req       Request
@@ -64,7 +67,6 @@ func newPass(snap *Snapshot, cfg Config) *pass {
 		maxGPUs = max(maxGPUs, snap.Nodes[i].GPUs)
 	}
 	gpuBuf := make([]int, total)
-	order := make([]int, len(snap.Nodes))
 	for i := range snap.Nodes {
 		info := &snap.Nodes[i]
 		free := gpuBuf[:len(info.FreeGPUs):len(info.FreeGPUs)]
@@ -85,19 +87,49 @@ func newPass(snap *Snapshot, cfg Config) *pass {
 		if _, dup := p.byName[info.Name]; !dup {
 			p.byName[info.Name] = i
 		}
-		order[i] = i
 	}
-	sort.SliceStable(order, func(a, b int) bool {
-		return compareNames(snap.Nodes[order[a]].Name, snap.Nodes[order[b]].Name) < 0
-	})
-	for r, i := range order {
-		p.rank[i] = int32(r)
-	}
+	p.rankNodes(snap.Nodes)
 	p.emptyGPUs = make([]int, maxGPUs)
 	for i := range p.emptyGPUs {
 		p.emptyGPUs[i] = i
 	}
+	p.resolvePartitions(snap)
+	return p
+}
 
+// rankNodes sets each node's rank in natural name order. Controllers
+// list nodes in config order, which is usually that order already, so
+// the sort is skipped when it would change nothing.
+func (p *pass) rankNodes(nodes []NodeInfo) {
+	sorted := true
+	for i := 1; i < len(nodes) && sorted; i++ {
+		sorted = compareNames(nodes[i-1].Name, nodes[i].Name) <= 0
+	}
+	if sorted {
+		for i := range p.rank {
+			p.rank[i] = int32(i)
+		}
+		return
+	}
+	order := make([]int32, len(nodes))
+	for i := range order {
+		order[i] = int32(i)
+	}
+	slices.SortFunc(order, func(a, b int32) int {
+		if c := compareNames(nodes[a].Name, nodes[b].Name); c != 0 {
+			return c
+		}
+		return cmp.Compare(a, b)
+	})
+	for r, i := range order {
+		p.rank[i] = int32(r)
+	}
+}
+
+// resolvePartitions orders the partitions by name, resolves their member
+// names to node indices once (dropping duplicates and unknown names) and
+// builds the node-to-partitions index.
+func (p *pass) resolvePartitions(snap *Snapshot) {
 	names := make([]string, 0, len(snap.Partitions))
 	for name, part := range snap.Partitions {
 		if part != nil {
@@ -106,27 +138,43 @@ func newPass(snap *Snapshot, cfg Config) *pass {
 	}
 	slices.Sort(names)
 	p.parts = make([]partState, len(names))
-	p.nodeParts = make([][]int32, len(snap.Nodes))
-	seen := make([]int, len(snap.Nodes)) // partition index + 1 that last saw the node
+	seen := make([]int32, len(snap.Nodes)) // partition index + 1 that last listed the node
+	counts := make([]int32, len(snap.Nodes)+1)
 	for pi, name := range names {
 		info := snap.Partitions[name]
 		p.partIdx[name] = pi
 		ps := partState{info: info, members: make([]int, 0, len(info.Nodes))}
 		for _, nn := range info.Nodes {
 			i, ok := p.byName[nn]
-			if !ok || seen[i] == pi+1 {
+			if !ok || seen[i] == int32(pi+1) {
 				continue
 			}
-			seen[i] = pi + 1
+			seen[i] = int32(pi + 1)
 			ps.members = append(ps.members, i)
-			p.nodeParts[i] = append(p.nodeParts[i], int32(pi))
+			counts[i+1]++
 			if !p.nodes[i].Usable {
 				ps.unusable++
 			}
 		}
 		p.parts[pi] = ps
 	}
-	return p
+	for i := 1; i < len(counts); i++ {
+		counts[i] += counts[i-1]
+	}
+	p.nodePartAt = counts
+	p.nodeParts = make([]int32, counts[len(counts)-1])
+	fill := slices.Clone(counts[:len(counts)-1])
+	for pi := range p.parts {
+		for _, i := range p.parts[pi].members {
+			p.nodeParts[fill[i]] = int32(pi)
+			fill[i]++
+		}
+	}
+}
+
+// partsOf lists the partitions that hold node i.
+func (p *pass) partsOf(i int) []int32 {
+	return p.nodeParts[p.nodePartAt[i]:p.nodePartAt[i+1]]
 }
 
 // nextStamp starts a new job's marks on the nodes.
@@ -137,7 +185,7 @@ func (p *pass) nextStamp() uint32 {
 
 // inPartition reports whether node i belongs to partition pi.
 func (p *pass) inPartition(i, pi int) bool {
-	for _, q := range p.nodeParts[i] {
+	for _, q := range p.partsOf(i) {
 		if int(q) == pi {
 			return true
 		}

@@ -2,6 +2,7 @@ package sched_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/tide-hpc/tide/ctld/api"
@@ -200,8 +201,8 @@ func TestPassSubtractsWhatItPlaced(t *testing.T) {
 		Jobs(
 			st.MakeJob().ID(1).GPUs(2).Tasks(4).Mem(400).Obj(),
 			st.MakeJob().ID(2).GPUs(1).Tasks(4).Mem(400).Obj(),
-			st.MakeJob().ID(3).GPUs(1).Obj(),             // no GPU left
-			st.MakeJob().ID(4).Tasks(8).Mem(300).Obj(),   // no memory left
+			st.MakeJob().ID(3).GPUs(1).Obj(),              // no GPU left
+			st.MakeJob().ID(4).Tasks(8).Mem(300).Obj(),    // no memory left
 			st.MakeJob().ID(5).Exclusive().Tasks(1).Obj(), // node no longer idle
 		).Obj()
 	plan := sched.Schedule(snap, now, sched.Config{})
@@ -272,5 +273,16 @@ func TestCheckFeasible(t *testing.T) {
 				t.Errorf("nodes mutated (-before +after):\n%s", diff)
 			}
 		})
+	}
+}
+
+func TestWholeNodeMemory(t *testing.T) {
+	busy := st.MakeNode("n1").CPUs(8).Mem(1000).UsedMem(100).Obj()
+	free := st.MakeNode("n2").CPUs(8).Mem(1000).Obj()
+	snap := st.MakeSnapshot().Nodes(busy, free).Partitions(st.MakePartition("p", "n1", "n2").Obj()).
+		Jobs(st.MakeJob().ID(1).Partition("p").Mem(api.MemWholeNode).Obj()).Obj()
+	plan := sched.Schedule(snap, time.Unix(0, 0), sched.Config{})
+	if len(plan.Starts) != 1 || plan.Starts[0].Alloc[0].Node != "n2" || plan.Starts[0].Alloc[0].MemoryMB != 1000 {
+		t.Fatalf("plan = %+v", plan)
 	}
 }

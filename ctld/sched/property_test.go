@@ -71,7 +71,7 @@ func randomSnapshot(seed int64, nodes, jobs int) *sched.Snapshot {
 	parts := []string{"all", "all", "gpu", "gpu", "small", "off", "missing"}
 
 	for i := range jobs {
-		jw := st.MakeJob().ID(uint64(i+1)).Partition(parts[rng.IntN(len(parts))]).
+		jw := st.MakeJob().ID(uint64(i + 1)).Partition(parts[rng.IntN(len(parts))]).
 			Priority(uint32(rng.IntN(4))).Submit(st.Epoch.Add(time.Duration(rng.IntN(50)) * time.Second))
 		if rng.IntN(3) == 0 {
 			jw.Nodes(pick(1, 1, 2, 3, 5))

@@ -12,6 +12,9 @@ type Slot struct {
 	CPUs  int
 	MemMB int64
 	GPUs  int
+	// WholeMem (--mem=0) needs the node's memory untouched and takes all
+	// of it.
+	WholeMem bool
 }
 
 // Request is one pending job's ask, resolved once per job so that the
@@ -38,6 +41,11 @@ type Request struct {
 	OnlyRequired bool
 	// TimeLimit is the effective limit in seconds or api.Infinite.
 	TimeLimit int64
+	// Excludes is true when -x names a node of the snapshot.
+	Excludes bool
+	// AnyReserved is true when some node of the pass is held for a
+	// higher-priority job, so the reserved filter has work to do.
+	AnyReserved bool
 
 	// stamp marks the nodes this request excludes or requires in
 	// NodeState (>= 1, unique per job in a pass), so membership checks
@@ -99,7 +107,10 @@ func fillSlots(dst []Slot, s *api.JobSpec, n int, defMemPerCPU int64) []Slot {
 			cpus = max(cpus, gpus*s.CPUsPerGPU)
 		}
 		var mem int64
+		whole := false
 		switch {
+		case s.MemPerNodeMB == api.MemWholeNode:
+			whole = true
 		case s.MemPerNodeMB > 0:
 			mem = s.MemPerNodeMB
 		case s.MemPerCPUMB > 0:
@@ -109,7 +120,7 @@ func fillSlots(dst []Slot, s *api.JobSpec, n int, defMemPerCPU int64) []Slot {
 		default:
 			mem = defMemPerCPU * int64(cpus)
 		}
-		dst = append(dst, Slot{Tasks: tasks, CPUs: cpus, MemMB: mem, GPUs: gpus})
+		dst = append(dst, Slot{Tasks: tasks, CPUs: cpus, MemMB: mem, GPUs: gpus, WholeMem: whole})
 	}
 	return dst
 }

@@ -107,11 +107,12 @@ func (p *pass) schedule(job *api.Job, now time.Time, plan *Plan) (Start, bool) {
 // gate runs the checks that need no node scan and fills p.req for the
 // job. ok is false when the job stays pending, with its reason.
 func (p *pass) gate(job *api.Job, now time.Time) (reason api.ReasonCode, detail string, ok bool) {
-	switch job.HoldKind {
-	case api.HoldUser:
-		return api.ReasonJobHeldUser, "", false
-	case api.HoldAdmin:
+	switch {
+	case job.HoldKind == api.HoldAdmin:
 		return api.ReasonJobHeldAdmin, "", false
+	case job.HoldKind != api.HoldNone || job.JobSpec.Hold:
+		// sbatch -H before the controller filled in HoldKind.
+		return api.ReasonJobHeldUser, "", false
 	}
 	if !job.BeginTime.IsZero() && job.BeginTime.After(now) {
 		return api.ReasonBeginTime, "", false
@@ -151,8 +152,17 @@ func (p *pass) gate(job *api.Job, now time.Time) (reason api.ReasonCode, detail 
 			return api.ReasonReqNodeNotAvail, fmt.Sprintf("required node %s: %s", p.nodes[i].Info.Name, code), false
 		}
 	}
-	p.req.Slots = fillSlots(p.req.Slots, &job.JobSpec, p.req.Nodes, p.cfg.DefMemPerCPUMB)
+	p.fillRequest(&job.JobSpec)
 	return "", "", true
+}
+
+// fillRequest computes the request's slots and selects the filters
+// relevant to it.
+func (p *pass) fillRequest(spec *api.JobSpec) {
+	r := &p.req
+	r.Slots = fillSlots(r.Slots, spec, r.Nodes, p.cfg.DefMemPerCPUMB)
+	r.AnyReserved = p.anyReserved
+	p.chain.prepare(r)
 }
 
 // resolve fills the request's node marks for partition pi: -x and -w
@@ -174,6 +184,7 @@ func (p *pass) resolve(job *api.Job, pi int) (api.ReasonCode, string, bool) {
 	for _, name := range job.Exclude {
 		if i, ok := p.byName[name]; ok {
 			p.nodes[i].excluded = r.stamp
+			r.Excludes = true
 		}
 	}
 	part := p.parts[pi].info.Name
@@ -292,6 +303,9 @@ func (p *pass) commit(r *Request) Start {
 		n := &p.nodes[i]
 		s := &r.Slots[k]
 		cpus, mem, gpus := s.CPUs, s.MemMB, s.GPUs
+		if s.WholeMem {
+			mem = n.FreeMemMB
+		}
 		if r.Exclusive {
 			cpus, mem, gpus = n.FreeCPUs, n.FreeMemMB, len(n.FreeGPUs)
 		}

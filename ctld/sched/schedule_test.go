@@ -67,6 +67,11 @@ func TestScheduleReasons(t *testing.T) {
 			want: sched.Decision{JobID: 1, Reason: api.ReasonJobHeldAdmin},
 		},
 		{
+			name: "sbatch -H without a hold kind is a user hold",
+			snap: fourNodes().Jobs(func() *api.Job { j := st.MakeJob().Obj(); j.Hold = true; return j }()).Obj(),
+			want: sched.Decision{JobID: 1, Reason: api.ReasonJobHeldUser},
+		},
+		{
 			name: "begin time in the future",
 			snap: fourNodes().Jobs(st.MakeJob().Begin(now.Add(time.Second)).Obj()).Obj(),
 			want: sched.Decision{JobID: 1, Reason: api.ReasonBeginTime},
@@ -181,6 +186,16 @@ func TestScheduleReasons(t *testing.T) {
 				Jobs(st.MakeJob().Nodes(3).GPUsPerNode(8).Obj()).Obj(),
 			want: sched.Decision{JobID: 1, Reason: api.ReasonResources,
 				Detail: "2/3 nodes available: 1 InsufficientGPU"},
+		},
+		{
+			name: "resources: nodes hold the smaller slot but not the larger one",
+			snap: st.MakeSnapshot().Nodes(
+				st.MakeNode("gpu01").GPUs(4).UsedGPUs(0, 1).Obj(),
+				st.MakeNode("gpu02").GPUs(4).UsedGPUs(0, 1).Obj(),
+			).Partitions(st.MakePartition("gpu", "gpu01", "gpu02").Obj()).
+				Jobs(st.MakeJob().Nodes(2).GPUs(5).Obj()).Obj(),
+			want: sched.Decision{JobID: 1, Reason: api.ReasonResources,
+				Detail: "0/2 nodes available: 2 InsufficientGPU"},
 		},
 		{
 			name: "bad constraints: more GPUs per node than any node has",
@@ -347,6 +362,22 @@ func TestPriorityBlocking(t *testing.T) {
 				{JobID: 2, Reason: api.ReasonBeginTime},
 				{JobID: 3, Reason: api.ReasonBadConstraints, Detail: "64 GPUs per node requested, nodes of partition gpu have at most 8"},
 				{JobID: 4, Reason: api.ReasonBadConstraints, Detail: "no node of partition gpu has GPU model v100"},
+			},
+		},
+		{
+			name: "nodes too small for the blocked job stay open",
+			snap: st.MakeSnapshot().Nodes(
+				st.MakeNode("gpu01").GPUs(8).UsedGPUs(0).Obj(),
+				st.MakeNode("small01").GPUs(4).Obj(),
+			).Partitions(st.MakePartition("gpu", "gpu01", "small01").Obj()).Jobs(
+				st.MakeJob().ID(1).Priority(9).GPUs(8).Obj(),
+				st.MakeJob().ID(2).Priority(5).GPUs(1).Obj(),
+				st.MakeJob().ID(3).Priority(4).GPUs(5).Obj(),
+			).Obj(),
+			wantStarted: []uint64{2},
+			want: []sched.Decision{
+				{JobID: 1, Reason: api.ReasonResources, Detail: "0/2 nodes available: 2 InsufficientGPU"},
+				{JobID: 3, Reason: api.ReasonPriority, Detail: "waiting for higher-priority jobs"},
 			},
 		},
 		{

@@ -176,8 +176,8 @@ func Parse(in Input) (*Request, error) {
 	if in.Now.IsZero() {
 		in.Now = time.Now()
 	}
-	g := NewGetopt(specs())
-	cli, operands, gerr := g.Parse(in.Args)
+	g := newTableGetopt()
+	cli, operands, gerr := parseArgs(g, in.Args)
 	for _, m := range cli {
 		switch table[m.Index].Long {
 		case "help":
@@ -320,7 +320,7 @@ func (st *state) applyDirectives(g *Getopt, name, body string) error {
 	at := func(pos int, msg string) error {
 		return fail(fmt.Sprintf("%s: line %d: %s", name, words[pos].line, msg))
 	}
-	ms, rest, gerr := g.Parse(texts)
+	ms, rest, gerr := parseArgs(g, texts)
 	var ge *GetoptError
 	if errors.As(gerr, &ge) {
 		return at(ge.Pos, ge.Msg)
@@ -440,8 +440,8 @@ func (st *state) request() *Request {
 	r.Spec = st.spec
 	r.Warnings = st.warnings
 	seen := map[string]bool{}
-	for _, o := range table {
-		id := o.id()
+	for _, ti := range byName {
+		id := table[ti].id()
 		if v, ok := st.defined[id]; ok && !seen[id] {
 			seen[id] = true
 			r.Defined = append(r.Defined, [2]string{id, v})

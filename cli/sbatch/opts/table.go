@@ -1,6 +1,7 @@
 package opts
 
 import (
+	"sort"
 	"strings"
 
 	"github.com/tide-hpc/tide/ctld/api"
@@ -97,6 +98,7 @@ func noCheck(string, bool) error { return nil }
 // ignore validates an option Tide does not act on yet and warns, once,
 // that it was ignored.
 func ignore(name string, check func(string, bool) error) setFunc {
+	noEffect[name] = true
 	return func(st *state, v string, has bool) error {
 		if err := check(v, has); err != nil {
 			return err
@@ -109,10 +111,10 @@ func ignore(name string, check func(string, bool) error) setFunc {
 // table is the complete option table of Slurm 22.05 sbatch. Options
 // whose handler is ignore(...) are accepted and validated but have no
 // effect yet.
-var table []option
+var table = buildTable()
 
-func init() {
-	table = []option{
+func buildTable() []option {
+	t := []option{
 		// Parallel run options.
 		{Spec: Spec{Long: "array", Short: 'a', Arg: RequiredArg}, env: []string{"SBATCH_ARRAY_INX"}, argName: "indexes", help: "job array index values (not supported yet)", set: setArray},
 		{Spec: Spec{Long: "account", Short: 'A', Arg: RequiredArg}, env: []string{"SBATCH_ACCOUNT"}, argName: "name", help: "charge job to specified account", set: str(func(s *api.JobSpec) *string { return &s.Account })},
@@ -230,13 +232,44 @@ func init() {
 		{Spec: Spec{Long: "test-only", Arg: NoArg}, group: grpOther, help: "validate the job and estimate when it would start; submit nothing", set: func(st *state, _ string, _ bool) error { st.req.TestOnly = true; return nil }},
 		{Spec: Spec{Long: "version", Short: 'V', Arg: NoArg}, group: grpOther, help: "output version information and exit", early: true},
 	}
+	for _, o := range t {
+		if o.set == nil && !o.early {
+			panic("sbatch option table: --" + o.Long + " has no handler")
+		}
+	}
+	for _, name := range []string{"deadline", "no-kill", "oversubscribe"} {
+		noEffect[name] = true
+	}
+	return t
 }
 
-// specs returns the getopt view of the table.
-func specs() []Spec {
-	out := make([]Spec, len(table))
-	for i, o := range table {
-		out[i] = o.Spec
+// byName lists table indices alphabetically by long name, the order of
+// Slurm's own option table: getopt_long lists ambiguous candidates in
+// that order, and sbatch -v lists defined options in it.
+var byName = func() []int {
+	idx := make([]int, len(table))
+	for i := range idx {
+		idx[i] = i
 	}
-	return out
+	sort.SliceStable(idx, func(a, b int) bool { return table[idx[a]].Long < table[idx[b]].Long })
+	return idx
+}()
+
+// newTableGetopt returns a getopt parser over the table in Slurm's order.
+func newTableGetopt() *Getopt {
+	sp := make([]Spec, len(byName))
+	for i, ti := range byName {
+		sp[i] = table[ti].Spec
+	}
+	return NewGetopt(sp)
+}
+
+// parseArgs runs g over args and turns match indices back into table
+// indices.
+func parseArgs(g *Getopt, args []string) ([]Match, []string, error) {
+	ms, rest, err := g.Parse(args)
+	for i := range ms {
+		ms[i].Index = byName[ms[i].Index]
+	}
+	return ms, rest, err
 }

@@ -2,7 +2,6 @@ package opts
 
 import (
 	"errors"
-	"fmt"
 	"math"
 	"strconv"
 	"strings"
@@ -14,7 +13,7 @@ import (
 // MemWholeNode is the MemPerNodeMB value sbatch sends for --mem=0: all
 // the memory of each allocated node. JobSpec treats 0 as "not given", so
 // the request needs a value of its own.
-const MemWholeNode int64 = -1
+const MemWholeNode = api.MemWholeNode
 
 // errorf returns a user-facing validation error worded like sbatch's.
 func errorf(format string, args ...any) error {
@@ -373,15 +372,4 @@ func listOf(opt, v string, allowed ...string) error {
 		}
 	}
 	return nil
-}
-
-// fmtInt is strconv.Itoa under a shorter name for the -v listing.
-func fmtInt(n int) string { return strconv.Itoa(n) }
-
-// describeGPU prints a GPU request back the way it was asked for.
-func describeGPU(r gpuReq) string {
-	if r.Type == "" {
-		return fmtInt(r.Count)
-	}
-	return fmt.Sprintf("%s:%d", r.Type, r.Count)
 }

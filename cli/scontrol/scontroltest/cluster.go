@@ -1,13 +1,6 @@
-// Package scontroltest builds the canned cluster that the scontrol, sacct,
-// events and audit tests print: four 8-GPU nodes gpu[01-04] (gpu04
-// drained), two partitions, and jobs in every state, including a 2-GPU job,
-// a 2-node job, a pending job with a scheduler diagnosis and finished jobs
-// that only accounting still knows. Everything is fixed (clock, ids, uids)
-// so that golden files stay byte-stable.
 package scontroltest
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/tide-hpc/tide/cli/clitest"
@@ -180,8 +173,8 @@ func Finished() []api.Job {
 		j := alice(api.Job{ID: id, JobSpec: s, State: st, Reason: r, Exit: ex,
 			EffPriority: 4294901000 + uint32(id), SubmitTime: at(start - time.Minute),
 			EligibleTime: at(start - time.Minute), StartTime: at(start), EndTime: at(end),
-			LastSchedEval: at(start),
-			Alloc:         []api.NodeAlloc{{Node: "gpu01", CPUs: 2, MemoryMB: 16000, Tasks: 1}}})
+			LastSchedEval: at(start), Cluster: "tide",
+			Alloc: []api.NodeAlloc{{Node: "gpu01", CPUs: 2, MemoryMB: 16000, Tasks: 1}}})
 		return j
 	}
 	j80 := ended(80, "yesterday", api.StateCompleted, api.ReasonNone, api.ExitStatus{}, -26*time.Hour, -25*time.Hour)
@@ -194,6 +187,8 @@ func Finished() []api.Job {
 	j92.Account = "physics"
 	j93 := ended(93, "oops", api.StateCancelled, api.ReasonCancelled, api.ExitStatus{Signal: 15}, -40*time.Minute, -30*time.Minute)
 	j93.CancelRequested = true
+	canceller := uint32(1000)
+	j93.CancelledBy = &canceller
 	j94 := ended(94, "lost", api.StateNodeFail, api.ReasonNone, api.ExitStatus{Code: 1}, -70*time.Minute, -65*time.Minute)
 	j94.Alloc = []api.NodeAlloc{
 		{Node: "gpu03", CPUs: 2, MemoryMB: 16000, GPUs: []int{5}, Tasks: 1},
@@ -228,14 +223,15 @@ func Trail() map[uint64][]api.Event {
 	}
 }
 
-// AuditLog returns a few audit records, oldest first.
+// AuditLog returns a few audit records, newest first, as the controller
+// answers "the newest N".
 func AuditLog() []api.AuditRecord {
 	return []api.AuditRecord{
-		{Time: at(-30 * time.Minute), UID: 0, User: "root", Action: "node.drain", Target: "gpu04", Detail: "Reason=nvlink errors"},
-		{Time: at(-12 * time.Minute), UID: 1000, User: "alice", Action: "job.submit", Target: "job 101"},
-		{Time: at(-5 * time.Minute), UID: 1000, User: "alice", Action: "job.submit", Target: "job 103"},
-		{Time: at(-4 * time.Minute), UID: 1000, User: "alice", Action: "job.hold", Target: "job 104", Detail: "user hold"},
 		{Time: at(-2 * time.Minute), UID: 0, User: "root", Action: "job.update", Target: "job 101", Detail: "TimeLimit=04:00:00"},
+		{Time: at(-4 * time.Minute), UID: 1000, User: "alice", Action: "job.hold", Target: "job 104", Detail: "user hold"},
+		{Time: at(-5 * time.Minute), UID: 1000, User: "alice", Action: "job.submit", Target: "job 103"},
+		{Time: at(-12 * time.Minute), UID: 1000, User: "alice", Action: "job.submit", Target: "job 101"},
+		{Time: at(-30 * time.Minute), UID: 0, User: "", Action: "node.drain", Target: "gpu04", Detail: "Reason=nvlink errors"},
 	}
 }
 
@@ -271,16 +267,4 @@ func Cluster() *clitest.FakeAPI {
 		Info: api.ClusterInfo{Name: "tide", Version: "0.1.0", StartTime: at(-2 * time.Hour),
 			Config: Config(), CallerUID: 1000, CallerUser: "alice"},
 	}
-}
-
-// JobByID returns the canned job with the given id from Live or Finished.
-func JobByID(id uint64) api.Job {
-	for _, src := range [][]api.Job{Live(), Finished()} {
-		for _, j := range src {
-			if j.ID == id {
-				return j
-			}
-		}
-	}
-	panic(fmt.Sprintf("scontroltest: no job %d", id))
 }

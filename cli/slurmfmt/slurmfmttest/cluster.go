@@ -91,8 +91,8 @@ func job(id uint64, name string, u user, part string, st api.JobState) api.Job {
 			SubmitDir: "/home/" + u.name + "/exp", SubmitHost: "login1", TimeLimit: 3600,
 		},
 		UserID: u.uid, GroupID: 100, User: u.name, Group: "users",
-		State: st, Reason: api.ReasonNone,
-		SubmitTime: at(18, 0, 0).Add(time.Duration(id-100) * time.Minute),
+		State: st, Reason: api.ReasonNone, Cluster: "tide",
+		SubmitTime: at(17, 0, 0).Add(time.Duration(id-100) * time.Minute),
 	}
 }
 

@@ -1,0 +1,436 @@
+package sacct
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tide-hpc/tide/cli/scontrol/jobfmt"
+	"github.com/tide-hpc/tide/ctld/api"
+	"github.com/tide-hpc/tide/hostlist"
+)
+
+// kind says how a column is padded and truncated, after Slurm's
+// print_fields_* routines.
+type kind int
+
+const (
+	// kStr truncates to the width with a trailing '+'.
+	kStr kind = iota
+	// kDate truncates plainly.
+	kDate
+	// kNum and elapsed times never truncate.
+	kNum
+)
+
+// row is one output line: a job, or its batch step (Slurm's N.batch).
+type row struct {
+	j       *api.Job
+	step    bool
+	now     time.Time
+	loc     *time.Location
+	cluster string
+}
+
+// fieldDef is one sacct field. Width is Slurm's default: negative means
+// left-justified. A nil value means Tide keeps no such data (per-step
+// usage statistics, energy, wckeys…); the column prints blank, which is
+// what Slurm prints when it has none either.
+type fieldDef struct {
+	name  string
+	width int
+	kind  kind
+	value func(r *row) string
+}
+
+// jobOnly wraps a value that Slurm prints on job rows only.
+func jobOnly(f func(r *row) string) func(r *row) string {
+	return func(r *row) string {
+		if r.step {
+			return ""
+		}
+		return f(r)
+	}
+}
+
+// fieldDefs lists Slurm 22.05's sacct fields in its order (which decides
+// what an abbreviation such as "start" or "node" selects), plus Restarts
+// and StdErr/StdIn/StdOut from later releases.
+var fieldDefs = []fieldDef{
+	{"Account", 10, kStr, func(r *row) string { return r.j.Account }},
+	{"AdminComment", 15, kStr, nil},
+	{"AllocCPUS", 10, kNum, func(r *row) string { return strconv.Itoa(r.cpus()) }},
+	{"AllocNodes", 10, kStr, func(r *row) string { return strconv.Itoa(r.allocNodes()) }},
+	{"AllocTRES", 10, kStr, func(r *row) string { return r.allocTRES() }},
+	{"AssocID", 7, kNum, nil},
+	{"AveCPU", 10, kStr, nil},
+	{"AveCPUFreq", 10, kStr, nil},
+	{"AveDiskRead", 14, kStr, nil},
+	{"AveDiskWrite", 14, kStr, nil},
+	{"AvePages", 10, kStr, nil},
+	{"AveRSS", 10, kStr, nil},
+	{"AveVMSize", 10, kStr, nil},
+	{"BlockID", 16, kStr, nil},
+	{"Cluster", 10, kStr, func(r *row) string { return r.clusterName() }},
+	{"Comment", 14, kStr, jobOnly(func(r *row) string { return r.j.Comment })},
+	{"Constraints", 19, kStr, jobOnly(func(r *row) string { return r.j.Constraint })},
+	{"ConsumedEnergy", 14, kStr, nil},
+	{"ConsumedEnergyRaw", 17, kNum, nil},
+	{"Container", 19, kStr, nil},
+	{"CPUTime", 10, kNum, func(r *row) string { return api.FormatElapsedLong(r.elapsed() * int64(r.cpus())) }},
+	{"CPUTimeRAW", 10, kNum, func(r *row) string { return strconv.FormatInt(r.elapsed()*int64(r.cpus()), 10) }},
+	{"DBIndex", -21, kNum, nil},
+	// Tide runs no steps besides the batch script, so the highest step
+	// exit code is always 0:0.
+	{"DerivedExitCode", 15, kStr, jobOnly(func(r *row) string { return "0:0" })},
+	{"Elapsed", 10, kNum, func(r *row) string { return api.FormatElapsedLong(r.elapsed()) }},
+	{"ElapsedRaw", 10, kNum, func(r *row) string { return strconv.FormatInt(r.elapsed(), 10) }},
+	{"Eligible", 19, kDate, func(r *row) string {
+		if r.step {
+			return r.date(r.j.StartTime)
+		}
+		return r.date(r.j.EligibleTime)
+	}},
+	{"End", 19, kDate, func(r *row) string { return r.date(r.j.EndTime) }},
+	{"ExitCode", 8, kStr, func(r *row) string { return r.j.Exit.String() }},
+	{"Flags", 19, kStr, nil},
+	{"GID", 6, kNum, jobOnly(func(r *row) string { return strconv.FormatUint(uint64(r.j.GroupID), 10) })},
+	{"Group", 9, kStr, jobOnly(func(r *row) string { return jobfmt.NameOr(r.j.Group, r.j.GroupID) })},
+	{"JobID", -12, kStr, func(r *row) string { return r.jobID() }},
+	{"JobIDRaw", -12, kStr, func(r *row) string { return r.jobID() }},
+	{"JobName", 10, kStr, func(r *row) string {
+		if r.step {
+			return "batch"
+		}
+		return r.j.Name
+	}},
+	{"Layout", 9, kStr, nil},
+	{"MaxDiskRead", 12, kStr, nil},
+	{"MaxDiskReadNode", 15, kStr, nil},
+	{"MaxDiskReadTask", 15, kNum, nil},
+	{"MaxDiskWrite", 12, kStr, nil},
+	{"MaxDiskWriteNode", 16, kStr, nil},
+	{"MaxDiskWriteTask", 16, kNum, nil},
+	{"MaxPages", 8, kStr, nil},
+	{"MaxPagesNode", 12, kStr, nil},
+	{"MaxPagesTask", 14, kNum, nil},
+	{"MaxRSS", 10, kStr, nil},
+	{"MaxRSSNode", 10, kStr, nil},
+	{"MaxRSSTask", 10, kNum, nil},
+	{"MaxVMSize", 10, kStr, nil},
+	{"MaxVMSizeNode", 14, kStr, nil},
+	{"MaxVMSizeTask", 14, kNum, nil},
+	{"McsLabel", 12, kStr, nil},
+	{"MinCPU", 10, kStr, nil},
+	{"MinCPUNode", 10, kStr, nil},
+	{"MinCPUTask", 10, kNum, nil},
+	{"NCPUS", 10, kNum, func(r *row) string { return strconv.Itoa(r.cpus()) }},
+	{"NNodes", 8, kNum, func(r *row) string { return strconv.Itoa(r.nnodes()) }},
+	{"NodeList", 15, kStr, func(r *row) string { return r.nodeList() }},
+	{"NTasks", 8, kNum, func(r *row) string {
+		if r.step {
+			return "1"
+		}
+		return ""
+	}},
+	{"Partition", 10, kStr, jobOnly(func(r *row) string { return r.j.Partition })},
+	{"Priority", 10, kNum, jobOnly(func(r *row) string { return strconv.FormatUint(uint64(r.j.EffPriority), 10) })},
+	{"QOS", 10, kStr, jobOnly(func(r *row) string { return r.j.QOS })},
+	{"QOSRAW", 6, kNum, nil},
+	{"Reason", 22, kStr, jobOnly(func(r *row) string { return jobfmt.Reason(r.j) })},
+	{"ReqCPUFreq", 10, kStr, nil},
+	{"ReqCPUFreqGov", 13, kStr, nil},
+	{"ReqCPUFreqMax", 13, kStr, nil},
+	{"ReqCPUFreqMin", 13, kStr, nil},
+	{"ReqCPUS", 8, kNum, func(r *row) string {
+		if r.step {
+			return strconv.Itoa(r.cpus())
+		}
+		return strconv.Itoa(jobfmt.ReqCPUs(r.j))
+	}},
+	{"ReqMem", 10, kStr, jobOnly(func(r *row) string { return jobfmt.Mem(jobfmt.ReqMemMB(r.j)) })},
+	{"ReqNodes", 8, kStr, func(r *row) string {
+		if r.step {
+			return "1"
+		}
+		return strconv.Itoa(r.j.ReqNodes())
+	}},
+	{"ReqTRES", 10, kStr, jobOnly(func(r *row) string { return reqTRES(r.j) })},
+	{"Reservation", 20, kStr, nil},
+	{"ReservationId", 8, kNum, nil},
+	{"Reserved", 10, kNum, nil},
+	{"Restarts", 8, kNum, jobOnly(func(r *row) string { return strconv.Itoa(r.j.Restarts) })},
+	{"ResvCPU", 10, kNum, nil},
+	{"ResvCPURAW", 10, kNum, nil},
+	{"Start", 19, kDate, func(r *row) string { return r.date(r.j.StartTime) }},
+	{"State", 10, kStr, func(r *row) string {
+		if r.step {
+			// The batch step ends with the job but nobody cancels it
+			// by name.
+			return string(r.j.State)
+		}
+		return stateString(r.j)
+	}},
+	{"StdErr", 20, kStr, jobOnly(func(r *row) string { _, e, _ := jobfmt.StdPaths(r.j); return e })},
+	{"StdIn", 20, kStr, jobOnly(func(r *row) string { _, _, i := jobfmt.StdPaths(r.j); return i })},
+	{"StdOut", 20, kStr, jobOnly(func(r *row) string { o, _, _ := jobfmt.StdPaths(r.j); return o })},
+	{"Submit", 19, kDate, func(r *row) string {
+		if r.step {
+			return r.date(r.j.StartTime)
+		}
+		return r.date(r.j.SubmitTime)
+	}},
+	{"SubmitLine", 20, kStr, nil},
+	{"Suspended", 10, kNum, func(r *row) string { return "00:00:00" }},
+	{"SystemComment", 15, kStr, nil},
+	{"SystemCPU", 10, kStr, nil},
+	{"Timelimit", 10, kStr, jobOnly(func(r *row) string { return jobfmt.Limit(r.j.TimeLimit) })},
+	{"TimelimitRaw", 10, kStr, jobOnly(func(r *row) string { return jobfmt.LimitMinutes(r.j.TimeLimit) })},
+	{"TotalCPU", 10, kStr, nil},
+	{"TRESUsageInAve", 14, kStr, nil},
+	{"TRESUsageInMax", 14, kStr, nil},
+	{"TRESUsageInMaxNode", 18, kStr, nil},
+	{"TRESUsageInMaxTask", 18, kStr, nil},
+	{"TRESUsageInMin", 14, kStr, nil},
+	{"TRESUsageInMinNode", 18, kStr, nil},
+	{"TRESUsageInMinTask", 18, kStr, nil},
+	{"TRESUsageInTot", 14, kStr, nil},
+	{"TRESUsageOutAve", 15, kStr, nil},
+	{"TRESUsageOutMax", 15, kStr, nil},
+	{"TRESUsageOutMaxNode", 19, kStr, nil},
+	{"TRESUsageOutMaxTask", 19, kStr, nil},
+	{"TRESUsageOutMin", 15, kStr, nil},
+	{"TRESUsageOutMinNode", 19, kStr, nil},
+	{"TRESUsageOutMinTask", 19, kStr, nil},
+	{"TRESUsageOutTot", 15, kStr, nil},
+	{"UID", 6, kNum, jobOnly(func(r *row) string { return strconv.FormatUint(uint64(r.j.UserID), 10) })},
+	{"User", 9, kStr, jobOnly(func(r *row) string { return jobfmt.NameOr(r.j.User, r.j.UserID) })},
+	{"UserCPU", 10, kStr, nil},
+	{"WCKey", 10, kStr, nil},
+	{"WCKeyID", 10, kNum, nil},
+	{"WorkDir", 20, kStr, jobOnly(func(r *row) string { return r.j.WorkDir })},
+}
+
+// Slurm's field lists (sacct.h).
+const (
+	defaultFields = "jobid,jobname,partition,account,alloccpus,state,exitcode"
+	briefFields   = "jobid,state,exitcode"
+	longFields    = "jobid,jobidraw,jobname,partition,maxvmsize,maxvmsizenode,maxvmsizetask,avevmsize,maxrss,maxrssnode,maxrsstask,averss,maxpages,maxpagesnode,maxpagestask,avepages,mincpu,mincpunode,mincputask,avecpu,ntasks,alloccpus,elapsed,state,exitcode,avecpufreq,reqcpufreqmin,reqcpufreqmax,reqcpufreqgov,reqmem,consumedenergy,maxdiskread,maxdiskreadnode,maxdiskreadtask,avediskread,maxdiskwrite,maxdiskwritenode,maxdiskwritetask,avediskwrite,reqtres,alloctres,tresusageinave,tresusageinmax,tresusageinmaxn,tresusageinmaxt,tresusageinmin,tresusageinminn,tresusageinmint,tresusageintot,tresusageoutmax,tresusageoutmaxn,tresusageoutmaxt,tresusageoutave,tresusageouttot"
+)
+
+// column is a selected field with its effective width.
+type column struct {
+	def   *fieldDef
+	width int
+}
+
+// parseFormat reads a --format list as Slurm does: comma-separated,
+// case-insensitive names or prefixes (the first field in Slurm's order
+// wins), "%N" sets the width (negative left-justifies) and a prefix of
+// "ALL" selects every field.
+func parseFormat(list string) ([]column, error) {
+	var cols []column
+	for _, item := range strings.Split(list, ",") {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			continue
+		}
+		name, width, hasWidth := item, 0, false
+		if i := strings.IndexByte(item, '%'); i >= 0 {
+			name = item[:i]
+			w, err := strconv.Atoi(item[i+1:])
+			if err != nil {
+				return nil, fmt.Errorf("invalid field width in %q", item)
+			}
+			width, hasWidth = w, w != 0
+		}
+		lname := strings.ToLower(name)
+		if lname != "" && strings.HasPrefix("all", lname) {
+			for i := range fieldDefs {
+				cols = append(cols, newColumn(&fieldDefs[i], width, hasWidth))
+			}
+			continue
+		}
+		def := lookupField(lname)
+		if def == nil {
+			return nil, api.Invalid("Invalid field requested: %q", name)
+		}
+		cols = append(cols, newColumn(def, width, hasWidth))
+	}
+	if len(cols) == 0 {
+		return nil, fmt.Errorf("no fields requested")
+	}
+	return cols, nil
+}
+
+func newColumn(def *fieldDef, width int, hasWidth bool) column {
+	if !hasWidth {
+		width = def.width
+	}
+	return column{def: def, width: width}
+}
+
+func lookupField(lname string) *fieldDef {
+	if lname == "" {
+		return nil
+	}
+	for i := range fieldDefs {
+		if strings.ToLower(fieldDefs[i].name) == lname {
+			return &fieldDefs[i]
+		}
+	}
+	for i := range fieldDefs {
+		if strings.HasPrefix(strings.ToLower(fieldDefs[i].name), lname) {
+			return &fieldDefs[i]
+		}
+	}
+	return nil
+}
+
+// --- row values ---
+
+// clusterName is the job's cluster, or the controller's for records that
+// do not carry one.
+func (r *row) clusterName() string {
+	if r.j.Cluster != "" {
+		return r.j.Cluster
+	}
+	return r.cluster
+}
+
+func (r *row) jobID() string {
+	id := strconv.FormatUint(r.j.ID, 10)
+	if r.step {
+		return id + ".batch"
+	}
+	return id
+}
+
+func (r *row) date(t time.Time) string { return jobfmt.Time(t, r.loc) }
+
+// elapsed is the run time so far: to the end, or to now while running.
+func (r *row) elapsed() int64 {
+	if r.j.StartTime.IsZero() {
+		return 0
+	}
+	end := r.j.EndTime
+	if end.IsZero() {
+		end = r.now
+	}
+	if end.Before(r.j.StartTime) {
+		return 0
+	}
+	return int64(end.Sub(r.j.StartTime) / time.Second)
+}
+
+// cpus is AllocCPUS: the job's allocation (0 before it has one), or for
+// the batch step the CPUs of the node the script runs on.
+func (r *row) cpus() int {
+	if r.step {
+		if len(r.j.Alloc) == 0 {
+			return 0
+		}
+		return r.j.Alloc[0].CPUs
+	}
+	return r.j.AllocCPUs()
+}
+
+func (r *row) allocNodes() int {
+	if r.step {
+		return 1
+	}
+	return len(r.j.Alloc)
+}
+
+// nnodes is the allocated node count, or the requested one before the
+// job has an allocation (as Slurm reads it from the requested TRES).
+func (r *row) nnodes() int {
+	if r.step {
+		return 1
+	}
+	if len(r.j.Alloc) > 0 {
+		return len(r.j.Alloc)
+	}
+	return r.j.ReqNodes()
+}
+
+func (r *row) nodeList() string {
+	if len(r.j.Alloc) == 0 {
+		return "None assigned"
+	}
+	if r.step {
+		return r.j.Alloc[0].Node
+	}
+	return hostlist.Compress(r.j.NodeNames())
+}
+
+func (r *row) allocTRES() string {
+	if len(r.j.Alloc) == 0 {
+		return ""
+	}
+	if r.step {
+		a := r.j.Alloc[0]
+		return sortedTRES(map[string]string{
+			"cpu": itoaPos(a.CPUs), "mem": memPos(a.MemoryMB), "node": "1", "gres/gpu": itoaPos(len(a.GPUs)),
+		})
+	}
+	var mem int64
+	for _, a := range r.j.Alloc {
+		mem += a.MemoryMB
+	}
+	cpus := r.j.AllocCPUs()
+	return sortedTRES(map[string]string{
+		"billing": itoaPos(cpus), "cpu": itoaPos(cpus), "mem": memPos(mem),
+		"node": itoaPos(len(r.j.Alloc)), "gres/gpu": itoaPos(r.j.AllocGPUs()),
+	})
+}
+
+func reqTRES(j *api.Job) string {
+	cpus := jobfmt.ReqCPUs(j)
+	return sortedTRES(map[string]string{
+		"billing": itoaPos(cpus), "cpu": itoaPos(cpus), "mem": memPos(jobfmt.ReqMemMB(j)),
+		"node": itoaPos(j.ReqNodes()), "gres/gpu": itoaPos(j.ReqGPUs()),
+	})
+}
+
+// sortedTRES prints TRES the way sacct does: keys sorted, zero counts
+// (empty values) left out.
+func sortedTRES(m map[string]string) string {
+	keys := make([]string, 0, len(m))
+	for k, v := range m {
+		if v != "" {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = k + "=" + m[k]
+	}
+	return strings.Join(parts, ",")
+}
+
+func itoaPos(n int) string {
+	if n <= 0 {
+		return ""
+	}
+	return strconv.Itoa(n)
+}
+
+func memPos(mb int64) string {
+	if mb <= 0 {
+		return ""
+	}
+	return jobfmt.Mem(mb)
+}
+
+// stateString is the State column of a job row: Slurm names who
+// cancelled a job ("CANCELLED by 1000") when it knows.
+func stateString(j *api.Job) string {
+	if j.State == api.StateCancelled && j.CancelledBy != nil {
+		return fmt.Sprintf("%s by %d", j.State, *j.CancelledBy)
+	}
+	return string(j.State)
+}

@@ -1,0 +1,346 @@
+package sacct
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tide-hpc/tide/cli/cmdutil"
+	"github.com/tide-hpc/tide/ctld/api"
+)
+
+// Options are sacct's parsed flags and dependencies.
+type Options struct {
+	IO     *cmdutil.IOStreams
+	API    func() (cmdutil.API, error)
+	Now    func() time.Time
+	UID    func() int
+	Getenv func(string) string
+	// Loc is the zone times are read and printed in (time.Local in
+	// production).
+	Loc *time.Location
+
+	Jobs       []string
+	Users      []string
+	AllUsers   bool
+	Accounts   []string
+	Partitions []string
+	States     []string
+	Names      []string
+	Start, End string
+
+	Formats     []string
+	Parsable    bool
+	Parsable2   bool
+	NoHeader    bool
+	Allocations bool
+	Long        bool
+	Brief       bool
+	JSON        bool
+	HelpFormat  bool
+	Delimiter   string
+}
+
+// NewCmd returns the `sacct` command.
+func NewCmd(f *cmdutil.Factory) *cobra.Command {
+	return newCmd(f, time.Local)
+}
+
+func newCmd(f *cmdutil.Factory, loc *time.Location) *cobra.Command {
+	opts := &Options{IO: f.IO, API: f.API, Now: f.Now, UID: f.UID, Getenv: f.Getenv, Loc: loc}
+	cmd := &cobra.Command{
+		Use:   "sacct [OPTIONS]",
+		Short: "Show accounting data of jobs",
+		Long: `sacct shows running and finished jobs with Slurm's fields.
+
+Without -j it shows jobs active since midnight (-S/-E change the window);
+non-root users see their own jobs unless -a or -u is given. Every job that
+started also gets an N.batch row unless -X is given. Times accept
+YYYY-MM-DD[THH:MM[:SS]], MMDD[YY], MM/DD[/YY], HH:MM[:SS],
+now[{+|-}N[seconds|minutes|hours|days|weeks]], today, midnight, noon,
+yesterday and tomorrow.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return cmdutil.Usagef("Unknown arguments: %s", strings.Join(args, " "))
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return opts.Run(cmd.Context())
+		},
+	}
+	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
+		return cmdutil.Usagef("%s", err)
+	})
+	fl := cmd.Flags()
+	fl.StringSliceVarP(&opts.Jobs, "jobs", "j", nil, "comma-separated job ids (N or N.batch)")
+	fl.StringSliceVarP(&opts.Users, "user", "u", nil, "comma-separated user names or uids (-1 for all)")
+	fl.StringSliceVar(&opts.Users, "uid", nil, "same as --user")
+	fl.BoolVarP(&opts.AllUsers, "allusers", "a", false, "show jobs of all users")
+	fl.StringSliceVarP(&opts.Accounts, "accounts", "A", nil, "comma-separated accounts")
+	fl.StringSliceVarP(&opts.Partitions, "partition", "r", nil, "comma-separated partitions")
+	fl.StringSliceVarP(&opts.States, "state", "s", nil, "comma-separated states (CD, F, TO, CA, R, PD, ...)")
+	fl.StringSliceVar(&opts.Names, "name", nil, "comma-separated job names")
+	fl.StringVarP(&opts.Start, "starttime", "S", "", "show jobs active after this time")
+	fl.StringVarP(&opts.End, "endtime", "E", "", "show jobs active before this time")
+	fl.StringArrayVarP(&opts.Formats, "format", "o", nil, "comma-separated fields, Field%WIDTH")
+	fl.StringArrayVar(&opts.Formats, "fields", nil, "same as --format")
+	fl.BoolVarP(&opts.Parsable, "parsable", "p", false, "'|'-separated output with a trailing '|'")
+	fl.BoolVarP(&opts.Parsable2, "parsable2", "P", false, "'|'-separated output without a trailing '|'")
+	fl.BoolVarP(&opts.NoHeader, "noheader", "n", false, "no header lines")
+	fl.BoolVarP(&opts.Allocations, "allocations", "X", false, "only job allocations, no batch step rows")
+	fl.BoolVarP(&opts.Long, "long", "l", false, "Slurm's long field list")
+	fl.BoolVarP(&opts.Brief, "brief", "b", false, "only JobID, State and ExitCode")
+	fl.BoolVar(&opts.JSON, "json", false, "print JSON")
+	fl.BoolVarP(&opts.HelpFormat, "helpformat", "e", false, "list the fields --format accepts")
+	fl.StringVar(&opts.Delimiter, "delimiter", "", "field separator for -p/-P (default '|')")
+	return cmd
+}
+
+// Run prints the accounting report.
+func (o *Options) Run(ctx context.Context) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	if o.HelpFormat {
+		return printHelpFormat(o.IO.Out)
+	}
+	cols, err := o.columns()
+	if err != nil {
+		return err
+	}
+	q, err := o.query()
+	if err != nil {
+		return err
+	}
+	c, err := o.API()
+	if err != nil {
+		return err
+	}
+	list, err := c.Accounting(ctx, q.filter)
+	if err != nil {
+		return fmt.Errorf("load accounting data: %w", err)
+	}
+	now := list.Now
+	if now.IsZero() {
+		now = o.Now()
+	}
+	var jobs []api.Job
+	lacksCluster := false
+	for _, j := range list.Jobs {
+		if q.inWindow(&j, now) {
+			jobs = append(jobs, j)
+			lacksCluster = lacksCluster || j.Cluster == ""
+		}
+	}
+	cluster := ""
+	if lacksCluster && (o.JSON || needsCluster(cols)) {
+		info, err := c.Cluster(ctx)
+		if err != nil {
+			return fmt.Errorf("load cluster name: %w", err)
+		}
+		cluster = info.Name
+	}
+	var rows []row
+	for i := range jobs {
+		j := &jobs[i]
+		if !q.batchOnly[j.ID] {
+			rows = append(rows, row{j: j, now: now, loc: o.Loc, cluster: cluster})
+		}
+		if !o.Allocations && !j.StartTime.IsZero() {
+			rows = append(rows, row{j: j, step: true, now: now, loc: o.Loc, cluster: cluster})
+		}
+	}
+	if o.JSON {
+		return writeJSON(o.IO.Out, jobs, now, o.Loc, cluster, o.Allocations)
+	}
+	mode := fixedWidth
+	switch {
+	case o.Parsable2:
+		mode = parsableNoEnd
+	case o.Parsable:
+		mode = parsableEnd
+	}
+	delim := "|"
+	if o.Delimiter != "" {
+		delim = o.Delimiter
+	}
+	return writeTable(o.IO.Out, cols, rows, mode, delim, !o.NoHeader)
+}
+
+// columns resolves -o/-b/-l/SACCT_FORMAT into columns, in Slurm's order
+// of precedence: explicit fields, then brief and long lists appended,
+// else SACCT_FORMAT or the default list.
+func (o *Options) columns() ([]column, error) {
+	var lists []string
+	lists = append(lists, o.Formats...)
+	if o.Brief {
+		lists = append(lists, briefFields)
+	}
+	if o.Long {
+		lists = append(lists, longFields)
+	}
+	if len(lists) == 0 {
+		if env := o.Getenv("SACCT_FORMAT"); env != "" {
+			lists = append(lists, env)
+		} else {
+			lists = append(lists, defaultFields)
+		}
+	}
+	return parseFormat(strings.Join(lists, ","))
+}
+
+// query is the request plus what the client applies itself.
+type query struct {
+	filter api.JobFilter
+	// batchOnly marks jobs asked for as N.batch: only their step row.
+	batchOnly map[uint64]bool
+	since     time.Time
+	until     time.Time
+}
+
+func (o *Options) query() (*query, error) {
+	q := &query{batchOnly: map[uint64]bool{}}
+	f := &q.filter
+	f.All = true
+	seen := map[uint64]bool{}
+	for _, s := range o.Jobs {
+		s = strings.TrimSpace(s)
+		if s == "" {
+			continue
+		}
+		idPart, step, hasStep := strings.Cut(s, ".")
+		id, err := strconv.ParseUint(idPart, 10, 64)
+		if err != nil || id == 0 || (hasStep && step != "batch") {
+			return nil, fmt.Errorf("invalid job id or step specified: %s", s)
+		}
+		if hasStep && !seen[id] {
+			q.batchOnly[id] = true
+		} else if !hasStep {
+			delete(q.batchOnly, id)
+		}
+		if !seen[id] {
+			seen[id] = true
+			f.IDs = append(f.IDs, id)
+		}
+	}
+	all := o.AllUsers
+	for _, u := range o.Users {
+		if u = strings.TrimSpace(u); u == "-1" {
+			all = true
+		} else if u != "" {
+			f.Users = append(f.Users, u)
+		}
+	}
+	switch {
+	case all:
+		f.Users = nil
+	case len(f.Users) == 0 && len(f.IDs) == 0 && o.UID() != 0:
+		// Slurm shows a non-root caller only their own jobs unless asked
+		// for more; naming jobs lifts that default.
+		f.Users = []string{strconv.Itoa(o.UID())}
+	}
+	f.Accounts = nonEmpty(o.Accounts)
+	f.Partitions = nonEmpty(o.Partitions)
+	f.Names = nonEmpty(o.Names)
+	for _, s := range nonEmpty(o.States) {
+		st, err := api.ParseJobState(s)
+		if err != nil {
+			return nil, fmt.Errorf("unrecognized job state value %s", s)
+		}
+		f.States = append(f.States, st)
+	}
+	now := o.Now()
+	var err error
+	if o.Start != "" {
+		if q.since, err = ParseTime(o.Start, now, o.Loc); err != nil {
+			return nil, err
+		}
+	} else if len(f.IDs) == 0 {
+		// Slurm's default window: since midnight, or since now when
+		// states are asked for (jobs in that state now).
+		if len(f.States) > 0 {
+			q.since = now
+		} else {
+			n := now.In(o.Loc)
+			q.since = time.Date(n.Year(), n.Month(), n.Day(), 0, 0, 0, 0, o.Loc)
+		}
+	}
+	if o.End != "" {
+		if q.until, err = ParseTime(o.End, now, o.Loc); err != nil {
+			return nil, err
+		}
+	}
+	if !q.since.IsZero() && !q.until.IsZero() && q.until.Before(q.since) {
+		return nil, fmt.Errorf("start time (%s) is after end time (%s)",
+			q.since.In(o.Loc).Format("2006-01-02T15:04:05"), q.until.In(o.Loc).Format("2006-01-02T15:04:05"))
+	}
+	f.Since, f.Until = q.since, q.until
+	return q, nil
+}
+
+// inWindow applies the -S/-E window on the client too, so that the
+// report holds the same jobs whichever controller answers: a job counts
+// from when it became eligible (or was submitted) until it ended, and a
+// job that has not reached a final state is active now.
+func (q *query) inWindow(j *api.Job, now time.Time) bool {
+	from := j.EligibleTime
+	if from.IsZero() {
+		from = j.SubmitTime
+	}
+	to := j.EndTime
+	if to.IsZero() || !j.State.Terminal() {
+		// Still pending, running or completing: active now.
+		to = now
+	}
+	if !q.until.IsZero() && from.After(q.until) {
+		return false
+	}
+	if !q.since.IsZero() && to.Before(q.since) {
+		return false
+	}
+	return true
+}
+
+func nonEmpty(xs []string) []string {
+	var out []string
+	for _, x := range xs {
+		if x = strings.TrimSpace(x); x != "" {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+func needsCluster(cols []column) bool {
+	for _, c := range cols {
+		if c.def.name == "Cluster" {
+			return true
+		}
+	}
+	return false
+}
+
+// printHelpFormat lists the fields four to a line, as sacct -e does.
+func printHelpFormat(w io.Writer) error {
+	var b strings.Builder
+	for i, f := range fieldDefs {
+		switch {
+		case i&3 != 0:
+			b.WriteByte(' ')
+		case i > 0:
+			b.WriteByte('\n')
+		}
+		fmt.Fprintf(&b, "%-19s", f.name)
+	}
+	b.WriteByte('\n')
+	_, err := io.WriteString(w, b.String())
+	return err
+}

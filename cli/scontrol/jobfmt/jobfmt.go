@@ -1,0 +1,155 @@
+package jobfmt
+
+import (
+	"fmt"
+	"path"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tide-hpc/tide/ctld/api"
+)
+
+// TimeLayout is Slurm's local ISO 8601 time without a zone.
+const TimeLayout = "2006-01-02T15:04:05"
+
+// Time prints t in loc, or "Unknown" when unset, as Slurm does.
+func Time(t time.Time, loc *time.Location) string {
+	if t.IsZero() {
+		return "Unknown"
+	}
+	return t.In(loc).Format(TimeLayout)
+}
+
+// Mem prints a size in MB the way Slurm's convert_num_unit does with
+// CONVERT_NUM_UNIT_EXACT: the largest unit that divides it exactly
+// (16000 → "16000M", 65536 → "64G"), and a bare "0" for none.
+func Mem(mb int64) string {
+	if mb <= 0 {
+		return "0"
+	}
+	return api.FormatMemMB(mb)
+}
+
+// Limit prints a job time limit: UNLIMITED, Partition_Limit when the job
+// has none of its own, else [D-]HH:MM:SS.
+func Limit(secs int64) string {
+	switch {
+	case secs == api.Infinite:
+		return "UNLIMITED"
+	case secs <= 0:
+		return "Partition_Limit"
+	}
+	return api.FormatElapsedLong(secs)
+}
+
+// LimitMinutes is sacct's TimelimitRaw: whole minutes, rounded up since
+// Tide limits may name seconds.
+func LimitMinutes(secs int64) string {
+	switch {
+	case secs == api.Infinite:
+		return "UNLIMITED"
+	case secs <= 0:
+		return "Partition_Limit"
+	}
+	return strconv.FormatInt((secs+59)/60, 10)
+}
+
+// NameOr is a user or group name, or its number when the name is unknown.
+func NameOr(name string, id uint32) string {
+	if name != "" {
+		return name
+	}
+	return strconv.FormatUint(uint64(id), 10)
+}
+
+// Reason is the Reason word: None while the job holds resources or when
+// the controller stored none.
+func Reason(j *api.Job) string {
+	if j.State.Active() || j.Reason == "" {
+		return string(api.ReasonNone)
+	}
+	return string(j.Reason)
+}
+
+// ReqCPUs is the CPU count a job's request implies.
+func ReqCPUs(j *api.Job) int {
+	n := j.ReqTasks() * j.ReqCPUsPerTask()
+	if g := j.ReqGPUs() * j.CPUsPerGPU; g > n {
+		n = g
+	}
+	return n
+}
+
+// ReqMemMB is the memory a job asks for over all its nodes (0 = none).
+func ReqMemMB(j *api.Job) int64 {
+	switch {
+	case j.MemPerNodeMB == api.MemWholeNode:
+		// --mem=0: the whole of nodes not chosen yet; unknown until
+		// the allocation says.
+		return 0
+	case j.MemPerNodeMB > 0:
+		return j.MemPerNodeMB * int64(j.ReqNodes())
+	case j.MemPerCPUMB > 0:
+		return j.MemPerCPUMB * int64(ReqCPUs(j))
+	case j.MemPerGPUMB > 0:
+		return j.MemPerGPUMB * int64(j.ReqGPUs())
+	}
+	return 0
+}
+
+// StdPaths expands a job's output patterns as Slurm shows them: relative
+// to WorkDir, with %N the batch host or left as written while the job has
+// no nodes; stderr defaults to stdout and stdin to /dev/null.
+func StdPaths(j *api.Job) (stdout, stderr, stdin string) {
+	vars := api.PatternVars{JobID: j.ID, Name: j.Name, User: j.User, Node: "%N", ArrayTask: -1}
+	if h := j.BatchHost(); h != "" {
+		vars.Node = h
+	}
+	abs := func(p string) string {
+		p = api.ExpandPattern(p, vars)
+		if !path.IsAbs(p) && j.WorkDir != "" {
+			p = path.Join(j.WorkDir, p)
+		}
+		return p
+	}
+	out := j.Stdout
+	if out == "" {
+		out = api.DefaultStdout
+	}
+	stdout = abs(out)
+	stderr = stdout
+	if j.Stderr != "" {
+		stderr = abs(j.Stderr)
+	}
+	stdin = "/dev/null"
+	if j.Stdin != "" {
+		stdin = abs(j.Stdin)
+	}
+	return stdout, stderr, stdin
+}
+
+// IdxRanges prints GPU indices as Slurm's IDX list ("0-1,4"), N/A when
+// there are none.
+func IdxRanges(idx []int) string {
+	if len(idx) == 0 {
+		return "N/A"
+	}
+	s := append([]int(nil), idx...)
+	sort.Ints(s)
+	var parts []string
+	for i := 0; i < len(s); {
+		j := i
+		for j+1 < len(s) && s[j+1] == s[j]+1 {
+			j++
+		}
+		if i == j {
+			parts = append(parts, strconv.Itoa(s[i]))
+		} else {
+			parts = append(parts, fmt.Sprintf("%d-%d", s[i], s[j]))
+		}
+		i = j + 1
+	}
+	return strings.Join(parts, ",")
+}

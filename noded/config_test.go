@@ -1,0 +1,300 @@
+package noded
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/spf13/pflag"
+
+	"github.com/tide-hpc/tide/gres"
+)
+
+// writeKey writes a cluster key file with the given mode.
+func writeKey(t testing.TB, dir string, mode os.FileMode, content string) string {
+	t.Helper()
+	p := filepath.Join(dir, "cluster.key")
+	if err := os.WriteFile(p, []byte(content), mode); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(p, mode); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func validConfig(t *testing.T) Config {
+	c := DefaultConfig()
+	c.Name = "n1"
+	c.KeyFile = writeKey(t, t.TempDir(), 0o600, "s3cret\n")
+	c.StateDir = t.TempDir()
+	return c
+}
+
+func TestParseExampleConfig(t *testing.T) {
+	f, err := os.Open("../etc/tided.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	got, err := Parse(f)
+	if err != nil {
+		t.Fatalf("etc/tided.yaml: %v", err)
+	}
+	want := Config{
+		Version: 1, Name: "gpu01", Controller: "127.0.0.1:6817", KeyFile: "/etc/tide/cluster.key",
+		StateDir: "/var/spool/tided", CPUs: 64, Memory: "512G",
+		GPUs:     GPUConfig{Source: "none", Fake: gres.FakeConfig{Count: 0, Model: "h100", MemoryMB: 81920}},
+		Features: []string{"nvlink", "ib"}, Heartbeat: 10 * time.Second, KillWait: 30 * time.Second,
+		LogLevel: "info",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		yaml string
+		want []string
+	}{
+		{name: "unknown top-level key", yaml: "nmae: x\n", want: []string{`unknown key "nmae"`}},
+		{name: "unknown nested keys", yaml: "gpus:\n  fake:\n    cnt: 2\n  sauce: none\n",
+			want: []string{`unknown key "gpus.fake.cnt"`, `unknown key "gpus.sauce"`}},
+		{name: "wrong type", yaml: "cpus: many\n", want: []string{"cpus"}},
+		{name: "bad duration", yaml: "heartbeat: soon\n", want: []string{"heartbeat"}},
+		{name: "not yaml", yaml: "name: [\n", want: []string{"parse config"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse(strings.NewReader(tt.yaml))
+			if err == nil {
+				t.Fatal("Parse succeeded, want an error")
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not mention %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestValidate(t *testing.T) {
+	tests := []struct {
+		name string
+		edit func(t *testing.T, c *Config)
+		want []string // substrings; nil means valid
+	}{
+		{name: "valid", edit: func(*testing.T, *Config) {}},
+		{name: "fake gpus", edit: func(_ *testing.T, c *Config) {
+			c.GPUs = GPUConfig{Source: GPUSourceFake, Fake: gres.FakeConfig{Count: 8}}
+		}},
+		{name: "key file missing", edit: func(_ *testing.T, c *Config) { c.KeyFile = "/nonexistent/key" },
+			want: []string{"key_file:", "no such file"}},
+		{name: "key file world-readable", edit: func(t *testing.T, c *Config) {
+			c.KeyFile = writeKey(t, t.TempDir(), 0o644, "k")
+		}, want: []string{"world-readable", "chmod o-rwx"}},
+		{name: "key file empty", edit: func(t *testing.T, c *Config) {
+			c.KeyFile = writeKey(t, t.TempDir(), 0o600, " \n")
+		}, want: []string{"is empty"}},
+		{name: "every problem at once", edit: func(_ *testing.T, c *Config) {
+			c.Version = 2
+			c.Name = "bad name"
+			c.Controller = "nohost"
+			c.StateDir = "relative/dir"
+			c.CPUs = 0
+			c.Memory = "lots"
+			c.GPUs.Source = "nvml"
+			c.Features = []string{"ok", "a,b"}
+			c.Heartbeat = time.Millisecond
+			c.KillWait = -time.Second
+			c.LogLevel = "chatty"
+		}, want: []string{"version:", "name:", "controller:", "state_dir:", "cpus:", "memory:",
+			`gpus.source: unknown source "nvml"`, "features:", "heartbeat:", "kill_wait:", "log_level:"}},
+		{name: "fake gpu count out of range", edit: func(_ *testing.T, c *Config) {
+			c.GPUs = GPUConfig{Source: GPUSourceFake, Fake: gres.FakeConfig{Count: 65}}
+		}, want: []string{"gpus.fake.count"}},
+		{name: "controller port", edit: func(_ *testing.T, c *Config) { c.Controller = "ctl:99999" },
+			want: []string{"invalid port"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := validConfig(t)
+			tt.edit(t, &c)
+			err := c.Validate()
+			if tt.want == nil {
+				if err != nil {
+					t.Fatalf("Validate: %v", err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatal("Validate succeeded, want errors")
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error does not mention %q:\n%v", w, err)
+				}
+			}
+			if n := strings.Count(err.Error(), "\n") + 1; len(tt.want) > 2 && n < len(tt.want) {
+				t.Errorf("got %d problems, want at least %d:\n%v", n, len(tt.want), err)
+			}
+		})
+	}
+}
+
+// TestLoadConfigOrder checks defaults < file < TIDED_* environment < flags.
+func TestLoadConfigOrder(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "tided.yaml")
+	yaml := "name: from-file\ncpus: 8\nmemory: 16G\nheartbeat: 5s\nfeatures: [a]\ngpus:\n  source: fake\n  fake:\n    count: 2\n"
+	if err := os.WriteFile(file, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("TIDED_CPUS", "16")
+	t.Setenv("TIDED_NAME", "from-env")
+	t.Setenv("TIDED_GPUS_FAKE_COUNT", "4")
+	fs := pflag.NewFlagSet("tided", pflag.ContinueOnError)
+	addConfigFlags(fs)
+	if err := fs.Parse([]string{"--config", file, "--name", "from-flag", "--kill-wait", "3s"}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := LoadConfig(fs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	def := DefaultConfig()
+	want := def
+	want.Name = "from-flag"          // flag beats env and file
+	want.CPUs = 16                   // env beats file
+	want.Memory = "16G"              // file beats default
+	want.Heartbeat = 5 * time.Second // file
+	want.KillWait = 3 * time.Second  // flag beats default
+	want.Features = []string{"a"}    // file
+	want.GPUs.Source = GPUSourceFake // file
+	want.GPUs.Fake.Count = 4         // env beats file
+	want.Controller = def.Controller // default
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
+func TestLoadConfigMissingFile(t *testing.T) {
+	fs := pflag.NewFlagSet("tided", pflag.ContinueOnError)
+	addConfigFlags(fs)
+	if err := fs.Parse([]string{"--config", "/nonexistent/tided.yaml"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadConfig(fs); err == nil || !strings.Contains(err.Error(), "/nonexistent/tided.yaml") {
+		t.Errorf("LoadConfig with a missing explicit file: %v, want an error naming it", err)
+	}
+}
+
+func TestParseMemory(t *testing.T) {
+	tests := []struct {
+		name    string
+		in      string
+		want    int64
+		wantErr bool
+	}{
+		{name: "bare MiB", in: "4096", want: 4096},
+		{name: "G", in: "512G", want: 512 * 1024},
+		{name: "GB lower case", in: "2gb", want: 2048},
+		{name: "GiB", in: "1GiB", want: 1024},
+		{name: "T", in: "1T", want: 1024 * 1024},
+		{name: "M", in: "100M", want: 100},
+		{name: "K", in: "2048K", want: 2},
+		{name: "fraction", in: "1.5G", want: 1536},
+		{name: "empty", in: "", wantErr: true},
+		{name: "word", in: "lots", wantErr: true},
+		{name: "zero", in: "0", wantErr: true},
+		{name: "tiny", in: "1K", wantErr: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := ParseMemory(tt.in)
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("ParseMemory(%q) error = %v, wantErr %v", tt.in, err, tt.wantErr)
+			}
+			if got != tt.want {
+				t.Errorf("ParseMemory(%q) = %d, want %d", tt.in, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestWriteYAML(t *testing.T) {
+	c := Config{
+		Version: 1, Name: "gpu07", Controller: "ctl.example:6817", KeyFile: "/etc/tide/cluster.key",
+		StateDir: "/var/spool/tided", CPUs: 96, Memory: "1T",
+		GPUs:     GPUConfig{Source: GPUSourceFake, Fake: gres.FakeConfig{Count: 8, Model: "h200", MemoryMB: 144384}},
+		Features: []string{"nvlink", "yes"}, Heartbeat: 15 * time.Second, KillWait: time.Minute,
+		AllowRootJobs: true, LogLevel: "debug",
+	}
+	var b bytes.Buffer
+	if err := c.WriteYAML(&b); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "config-dump", b.String())
+	back, err := Parse(&b)
+	if err != nil {
+		t.Fatalf("dump does not parse back: %v", err)
+	}
+	if diff := cmp.Diff(c, back); diff != "" {
+		t.Errorf("round trip (-want +got):\n%s", diff)
+	}
+}
+
+func TestConfigCommands(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "tided.yaml")
+	if err := os.WriteFile(file, []byte("name: cmdnode\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{name: "dump reads the file", args: []string{"config", "dump", "--config", file}, want: "name: cmdnode\n"},
+		{name: "dump applies flags", args: []string{"config", "dump", "--config", file, "--cpus", "3"}, want: "cpus: 3\n"},
+		{name: "default ignores the file", args: []string{"config", "default", "--config", file}, want: "version: 1\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cmd := NewCommand()
+			var out bytes.Buffer
+			cmd.SetOut(&out)
+			cmd.SetArgs(tt.args)
+			if err := cmd.Execute(); err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(out.String(), tt.want) {
+				t.Errorf("output does not contain %q:\n%s", tt.want, out.String())
+			}
+		})
+	}
+}
+
+func TestRootRefusesInvalidConfig(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "tided.yaml")
+	key := writeKey(t, dir, 0o644, "k")
+	if err := os.WriteFile(file, []byte("key_file: "+key+"\nstate_dir: "+dir+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := NewCommand()
+	var errb bytes.Buffer
+	cmd.SetErr(&errb)
+	cmd.SetArgs([]string{"--config", file})
+	err := cmd.Execute()
+	if err == nil || !strings.Contains(err.Error(), "world-readable") {
+		t.Fatalf("tided with a world-readable key: %v, want a refusal", err)
+	}
+}

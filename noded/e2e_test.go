@@ -1,0 +1,657 @@
+package noded
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/tide-hpc/tide/ctld/api"
+	"github.com/tide-hpc/tide/ctld/client"
+)
+
+// waitLimit bounds every wait of these tests. It only turns a hang into
+// a failure; nothing asserts how fast anything is.
+const waitLimit = 45 * time.Second
+
+// fakeCtld implements the controller's side of the node protocol:
+// /api/v1/node/register and /api/v1/node/sync with the cluster key, a
+// long poll held until commands are queued, and a record of reports.
+//
+// Like the real controller must, it treats commands as state, not as
+// messages: tided cancels its long poll whenever a local job ends, so an
+// answer may be lost. A launch is repeated until the node reports the
+// job, a kill until the job is reported finished, an ack or forget until
+// the node stops reporting the job. Only limits and plain signals are
+// sent once.
+type fakeCtld struct {
+	key string
+	srv *httptest.Server
+
+	mu            sync.Mutex
+	registered    bool
+	registrations int
+	lastReg       api.NodeRegistration
+	reports       map[api.JobRef]api.NodeJobReport
+	launches      map[api.JobRef]api.LaunchSpec
+	kills         map[api.JobRef]api.SignalCommand
+	acks          map[api.JobRef]bool
+	forgets       map[api.JobRef]bool
+	once          api.NodeSyncResponse
+	down          bool
+	// kick is closed (and replaced) when commands are queued or the
+	// controller goes down; changed when reports change.
+	kick    chan struct{}
+	changed chan struct{}
+}
+
+func newFakeCtld(t testing.TB, key string) *fakeCtld {
+	f := &fakeCtld{key: key, reports: map[api.JobRef]api.NodeJobReport{},
+		launches: map[api.JobRef]api.LaunchSpec{}, kills: map[api.JobRef]api.SignalCommand{},
+		acks: map[api.JobRef]bool{}, forgets: map[api.JobRef]bool{},
+		kick: make(chan struct{}), changed: make(chan struct{})}
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /api/v1/node/register", f.register)
+	mux.HandleFunc("POST /api/v1/node/sync", f.sync)
+	f.srv = httptest.NewServer(mux)
+	t.Cleanup(f.srv.Close)
+	return f
+}
+
+func (f *fakeCtld) addr() string { return f.srv.Listener.Addr().String() }
+
+func (f *fakeCtld) deny(w http.ResponseWriter, err error) {
+	status, body := api.NewErrorBody(err)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(body)
+}
+
+// checkLocked rejects requests without the key or while down.
+func (f *fakeCtld) checkLocked(w http.ResponseWriter, r *http.Request) bool {
+	if r.Header.Get(client.KeyHeader) != f.key {
+		f.deny(w, api.Errorf(api.ErrUnauthenticated, "bad cluster key"))
+		return false
+	}
+	if f.down {
+		f.deny(w, api.Errorf(api.ErrUnavailable, "controller is down"))
+		return false
+	}
+	return true
+}
+
+func (f *fakeCtld) signalChanged() {
+	close(f.changed)
+	f.changed = make(chan struct{})
+}
+
+func (f *fakeCtld) recordLocked(jobs []api.NodeJobReport) {
+	changed := false
+	for _, j := range jobs {
+		ref := api.JobRef{JobID: j.JobID, Restart: j.Restart}
+		if f.reports[ref] != j {
+			f.reports[ref] = j
+			changed = true
+		}
+	}
+	if changed {
+		f.signalChanged()
+	}
+}
+
+// commandsLocked computes the answer to a sync that reported jobs, and
+// retires the commands the reports show done.
+func (f *fakeCtld) commandsLocked(jobs []api.NodeJobReport) api.NodeSyncResponse {
+	reported := map[api.JobRef]api.NodeJobReport{}
+	for _, j := range jobs {
+		reported[api.JobRef{JobID: j.JobID, Restart: j.Restart}] = j
+	}
+	resp := f.once
+	f.once = api.NodeSyncResponse{}
+	for ref, l := range f.launches {
+		if _, ok := reported[ref]; ok {
+			delete(f.launches, ref)
+		} else {
+			resp.Launch = append(resp.Launch, l)
+		}
+	}
+	for ref, k := range f.kills {
+		if r, ok := reported[ref]; !ok || r.State == api.NodeJobFinished {
+			delete(f.kills, ref)
+		} else {
+			resp.Signals = append(resp.Signals, k)
+		}
+	}
+	for ref := range f.acks {
+		if _, ok := reported[ref]; !ok {
+			delete(f.acks, ref)
+		} else {
+			resp.Ack = append(resp.Ack, ref)
+		}
+	}
+	for ref := range f.forgets {
+		if _, ok := reported[ref]; !ok {
+			delete(f.forgets, ref)
+		} else {
+			resp.Forget = append(resp.Forget, ref)
+		}
+	}
+	return resp
+}
+
+func (f *fakeCtld) register(w http.ResponseWriter, r *http.Request) {
+	var reg api.NodeRegistration
+	if err := json.NewDecoder(r.Body).Decode(&reg); err != nil {
+		f.deny(w, api.Invalid("bad registration: %v", err))
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.checkLocked(w, r) {
+		return
+	}
+	f.registered = true
+	f.registrations++
+	f.lastReg = reg
+	f.recordLocked(reg.Jobs)
+	f.signalChanged()
+	w.Write([]byte("{}"))
+}
+
+func (f *fakeCtld) sync(w http.ResponseWriter, r *http.Request) {
+	var req api.NodeSyncRequest
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+		f.deny(w, api.Invalid("bad sync: %v", err))
+		return
+	}
+	f.mu.Lock()
+	if !f.checkLocked(w, r) {
+		f.mu.Unlock()
+		return
+	}
+	f.recordLocked(req.Jobs)
+	if !f.registered {
+		f.mu.Unlock()
+		json.NewEncoder(w).Encode(api.NodeSyncResponse{Unregistered: true})
+		return
+	}
+	resp := f.commandsLocked(req.Jobs)
+	if isEmpty(resp) {
+		kick := f.kick
+		f.mu.Unlock()
+		t := time.NewTimer(time.Duration(req.WaitMS) * time.Millisecond)
+		select {
+		case <-kick:
+		case <-t.C:
+		case <-r.Context().Done():
+		}
+		t.Stop()
+		f.mu.Lock()
+		if !f.checkLocked(w, r) {
+			f.mu.Unlock()
+			return
+		}
+		resp = f.commandsLocked(req.Jobs)
+	}
+	f.mu.Unlock()
+	json.NewEncoder(w).Encode(resp)
+}
+
+// queue adds commands for the node (see fakeCtld for how long each is
+// repeated).
+func (f *fakeCtld) queue(cmds api.NodeSyncResponse) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, l := range cmds.Launch {
+		f.launches[l.JobRef] = l
+	}
+	for _, s := range cmds.Signals {
+		if s.Kill {
+			f.kills[s.JobRef] = s
+		} else {
+			f.once.Signals = append(f.once.Signals, s)
+		}
+	}
+	for _, ref := range cmds.Ack {
+		f.acks[ref] = true
+	}
+	for _, ref := range cmds.Forget {
+		f.forgets[ref] = true
+	}
+	f.once.Limits = append(f.once.Limits, cmds.Limits...)
+	close(f.kick)
+	f.kick = make(chan struct{})
+}
+
+// sendOnce puts commands in the next answer only, whatever the node
+// reports (to test tided against repeated or stale commands).
+func (f *fakeCtld) sendOnce(cmds api.NodeSyncResponse) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.once.Launch = append(f.once.Launch, cmds.Launch...)
+	f.once.Ack = append(f.once.Ack, cmds.Ack...)
+	close(f.kick)
+	f.kick = make(chan struct{})
+}
+
+func (f *fakeCtld) setDown(down bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.down = down
+	close(f.kick)
+	f.kick = make(chan struct{})
+}
+
+// restart forgets the node's registration, as a controller that lost
+// its state would.
+func (f *fakeCtld) restart() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.registered = false
+}
+
+// waitFor blocks until cond holds on the fake's state.
+func (f *fakeCtld) waitFor(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.NewTimer(waitLimit)
+	defer deadline.Stop()
+	for {
+		f.mu.Lock()
+		ok, ch := cond(), f.changed
+		f.mu.Unlock()
+		if ok {
+			return
+		}
+		select {
+		case <-ch:
+		case <-deadline.C:
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			t.Fatalf("gave up waiting for %s; reports: %+v", what, f.reports)
+		}
+	}
+}
+
+// waitReport waits for a report of ref in the given state.
+func (f *fakeCtld) waitReport(t testing.TB, ref api.JobRef, state api.NodeJobState) api.NodeJobReport {
+	t.Helper()
+	var r api.NodeJobReport
+	f.waitFor(t, "job "+dirName(ref)+" "+string(state), func() bool {
+		var ok bool
+		r, ok = f.reports[ref]
+		return ok && r.State == state
+	})
+	return r
+}
+
+// waitUntil polls a local condition (files, processes) that no channel
+// announces.
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(waitLimit)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("gave up waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+type testNode struct {
+	cfg  Config
+	fake *fakeCtld
+}
+
+func newTestNode(t testing.TB, stateDir string) *testNode {
+	key := "k-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	f := newFakeCtld(t, key)
+	cfg := DefaultConfig()
+	cfg.Name = "n1"
+	cfg.Controller = f.addr()
+	cfg.KeyFile = writeKey(t, t.TempDir(), 0o600, key+"\n")
+	cfg.StateDir = stateDir
+	// A long heartbeat: finish reports can only arrive in time through
+	// the wake-up path.
+	cfg.Heartbeat = time.Minute
+	cfg.KillWait = time.Second
+	cfg.AllowRootJobs = true
+	cfg.GPUs = GPUConfig{Source: GPUSourceFake}
+	cfg.GPUs.Fake.Count = 4
+	return &testNode{cfg: cfg, fake: f}
+}
+
+// start runs a tided instance; the returned function stops it (jobs go
+// on running) and is also registered as a cleanup.
+func (n *testNode) start(t testing.TB) (stop func()) {
+	t.Helper()
+	d, err := Setup(context.Background(), n.cfg, Options{Logger: testLogger(), Executable: testExe})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx) }()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("Run: %v", err)
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
+func (n *testNode) spec(t testing.TB, id uint64, script, wd string) api.LaunchSpec {
+	u, err := user.Current()
+	if err != nil {
+		t.Fatal(err)
+	}
+	uid, _ := strconv.Atoi(u.Uid)
+	gid, _ := strconv.Atoi(u.Gid)
+	return api.LaunchSpec{
+		JobRef: api.JobRef{JobID: id}, Name: "job" + strconv.FormatUint(id, 10),
+		UserID: uint32(uid), GroupID: uint32(gid), User: u.Username,
+		Partition: "batch", Cluster: "test", Script: script,
+		WorkDir: wd, SubmitDir: wd, SubmitHost: "submit",
+		Env:       []string{"PATH=" + os.Getenv("PATH")},
+		TimeLimit: api.Infinite, StartTime: time.Now(), KillWait: 1,
+		Alloc:    []api.NodeAlloc{{Node: "n1", CPUs: 1, GPUs: []int{1, 3}, Tasks: 1}},
+		NumTasks: 1, CPUsPerTask: 1,
+	}
+}
+
+func (n *testNode) launch(specs ...api.LaunchSpec) {
+	n.fake.queue(api.NodeSyncResponse{Launch: specs})
+}
+
+func jobDir(n *testNode, ref api.JobRef) string {
+	return filepath.Join(n.cfg.StateDir, "jobs", dirName(ref))
+}
+
+func TestDaemonRunsJob(t *testing.T) {
+	n := newTestNode(t, t.TempDir())
+	n.start(t)
+	n.fake.waitFor(t, "registration", func() bool { return n.fake.registrations == 1 })
+	if reg := n.fake.lastReg; reg.Name != "n1" || len(reg.GPUs) != 4 || reg.CPUs != n.cfg.CPUs || reg.Version == "" {
+		t.Errorf("registration = %+v", reg)
+	}
+
+	wd := t.TempDir()
+	spec := n.spec(t, 101, "#!/bin/sh\necho \"$SLURM_JOB_ID $CUDA_VISIBLE_DEVICES\"\nexit 3\n", wd)
+	n.launch(spec)
+	r := n.fake.waitReport(t, spec.JobRef, api.NodeJobFinished)
+	if r.Exit != (api.ExitStatus{Code: 3}) || r.Error != "" || r.TimedOut || r.Killed {
+		t.Errorf("report = %+v, want exit 3:0", r)
+	}
+	if !r.StartTime.Equal(spec.StartTime) || r.EndTime.Before(r.StartTime) {
+		t.Errorf("report times start=%v end=%v, launch start %v", r.StartTime, r.EndTime, spec.StartTime)
+	}
+	if got := readFile(t, filepath.Join(wd, "slurm-101.out")); got != "101 1,3\n" {
+		t.Errorf("output = %q, want %q", got, "101 1,3\n")
+	}
+	dir := jobDir(n, spec.JobRef)
+	info, err := os.Stat(filepath.Join(dir, fileScript))
+	if err != nil || info.Mode().Perm() != 0o700 {
+		t.Errorf("script file: %v, %v; want mode 0700", info, err)
+	}
+
+	// A launch repeated next to the ack of the job's end is ignored, and
+	// so is a stale launch after the ack.
+	n.fake.sendOnce(api.NodeSyncResponse{Launch: []api.LaunchSpec{spec}, Ack: []api.JobRef{spec.JobRef}})
+	waitUntil(t, "job directory removed after ack", func() bool {
+		_, err := os.Stat(dir)
+		return os.IsNotExist(err)
+	})
+	n.fake.sendOnce(api.NodeSyncResponse{Launch: []api.LaunchSpec{spec}})
+	later := n.spec(t, 201, "#!/bin/sh\ntrue\n", wd)
+	n.launch(later)
+	n.fake.waitReport(t, later.JobRef, api.NodeJobFinished)
+	if got := readFile(t, filepath.Join(wd, "slurm-101.out")); got != "101 1,3\n" {
+		t.Errorf("a repeated launch ran the job again: output %q", got)
+	}
+	if exists(dir) {
+		t.Error("a stale launch after the ack recreated the job directory")
+	}
+}
+
+func TestDaemonTimeLimit(t *testing.T) {
+	n := newTestNode(t, t.TempDir())
+	n.start(t)
+	spec := n.spec(t, 102, "#!/bin/sh\nsleep 300\n", t.TempDir())
+	spec.TimeLimit = 1
+	n.launch(spec)
+	r := n.fake.waitReport(t, spec.JobRef, api.NodeJobFinished)
+	if !r.TimedOut || r.Killed || r.Exit != (api.ExitStatus{Signal: 15}) {
+		t.Errorf("report = %+v, want timed out with 0:15", r)
+	}
+	if !exists(filepath.Join(jobDir(n, spec.JobRef), markTimedOut)) {
+		t.Error("no timedout marker in the job directory")
+	}
+}
+
+// TestDaemonSignalWarning checks --signal arrives before the limit and a
+// Limits update extends the deadline.
+func TestDaemonSignalWarning(t *testing.T) {
+	n := newTestNode(t, t.TempDir())
+	n.start(t)
+	wd := t.TempDir()
+	script := "#!/bin/sh\ntrap 'echo got USR1 >> warned' USR1\n" +
+		"while [ ! -e release ]; do sleep 0.05; done\n"
+	spec := n.spec(t, 103, script, wd)
+	spec.TimeLimit = 3600
+	spec.Signal = &api.SignalSpec{Signal: int(syscall.SIGUSR1), Seconds: 3599}
+	n.launch(spec)
+	waitUntil(t, "USR1 delivered", func() bool { return exists(filepath.Join(wd, "warned")) })
+	// Shorten the limit to one second: the job now times out.
+	n.fake.queue(api.NodeSyncResponse{Limits: []api.LimitUpdate{{JobRef: spec.JobRef, TimeLimit: 1}}})
+	r := n.fake.waitReport(t, spec.JobRef, api.NodeJobFinished)
+	if !r.TimedOut {
+		t.Errorf("report = %+v, want timed out after the limit update", r)
+	}
+	if got := readFile(t, filepath.Join(wd, "warned")); got != "got USR1\n" {
+		t.Errorf("warning delivered %q, want once", got)
+	}
+	var saved api.LaunchSpec
+	if err := readJSON(filepath.Join(jobDir(n, spec.JobRef), fileLaunch), &saved); err != nil || saved.TimeLimit != 1 {
+		t.Errorf("launch.json time limit = %d (%v), want the update persisted", saved.TimeLimit, err)
+	}
+}
+
+func TestDaemonKill(t *testing.T) {
+	n := newTestNode(t, t.TempDir())
+	n.start(t)
+	wd := t.TempDir()
+	// Both the script and its child ignore SIGTERM: only the SIGKILL
+	// after the kill wait ends them.
+	script := "#!/bin/sh\ntrap '' TERM\nsleep 300 &\necho $! > child.pid\nwait\n"
+	spec := n.spec(t, 104, script, wd)
+	n.launch(spec)
+	n.fake.waitReport(t, spec.JobRef, api.NodeJobRunning)
+	pidFile := filepath.Join(wd, "child.pid")
+	waitUntil(t, "child pid file", func() bool {
+		b, err := os.ReadFile(pidFile)
+		return err == nil && strings.HasSuffix(string(b), "\n")
+	})
+	pid, err := strconv.Atoi(strings.TrimSpace(readFile(t, pidFile)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	child, err := identityOf(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.fake.queue(api.NodeSyncResponse{Signals: []api.SignalCommand{{JobRef: spec.JobRef, Kill: true}}})
+	r := n.fake.waitReport(t, spec.JobRef, api.NodeJobFinished)
+	if !r.Killed || r.TimedOut || r.Exit != (api.ExitStatus{Signal: 9}) {
+		t.Errorf("report = %+v, want killed with 0:9", r)
+	}
+	if child.alive() {
+		t.Errorf("child sleep %d survived the kill", pid)
+	}
+}
+
+func TestDaemonReattachAfterRestart(t *testing.T) {
+	n := newTestNode(t, t.TempDir())
+	stopA := n.start(t)
+	wd := t.TempDir()
+	spec := n.spec(t, 105, "#!/bin/sh\nwhile [ ! -e release ]; do sleep 0.05; done\nexit 7\n", wd)
+	n.launch(spec)
+	n.fake.waitReport(t, spec.JobRef, api.NodeJobRunning)
+	dir := jobDir(n, spec.JobRef)
+	waitUntil(t, "job pid recorded", func() bool { return exists(filepath.Join(dir, filePID)) })
+	stopA()
+
+	jobPID, err := readIdentity(filepath.Join(dir, filePID))
+	if err != nil || !jobPID.alive() {
+		t.Fatalf("job did not survive tided's stop: %+v, %v", jobPID, err)
+	}
+	n.start(t)
+	n.fake.waitFor(t, "second registration with the running job", func() bool {
+		return n.fake.registrations == 2 && len(n.fake.lastReg.Jobs) == 1 &&
+			n.fake.lastReg.Jobs[0].State == api.NodeJobRunning
+	})
+	if err := os.WriteFile(filepath.Join(wd, "release"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := n.fake.waitReport(t, spec.JobRef, api.NodeJobFinished)
+	if r.Exit != (api.ExitStatus{Code: 7}) || r.Error != "" {
+		t.Errorf("report = %+v, want exit 7:0", r)
+	}
+}
+
+// TestDaemonControllerOutage: a job that ends while the controller is
+// unreachable is reported once it is back, and a controller that lost
+// the registration gets it again.
+func TestDaemonControllerOutage(t *testing.T) {
+	n := newTestNode(t, t.TempDir())
+	n.start(t)
+	wd := t.TempDir()
+	spec := n.spec(t, 106, "#!/bin/sh\nwhile [ ! -e release ]; do sleep 0.05; done\nexit 5\n", wd)
+	n.launch(spec)
+	n.fake.waitReport(t, spec.JobRef, api.NodeJobRunning)
+	n.fake.setDown(true)
+	if err := os.WriteFile(filepath.Join(wd, "release"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	status := filepath.Join(jobDir(n, spec.JobRef), fileStatus)
+	waitUntil(t, "status written during the outage", func() bool { return exists(status) })
+	n.fake.restart()
+	n.fake.setDown(false)
+	r := n.fake.waitReport(t, spec.JobRef, api.NodeJobFinished)
+	if r.Exit != (api.ExitStatus{Code: 5}) {
+		t.Errorf("report = %+v, want exit 5:0", r)
+	}
+	n.fake.waitFor(t, "registration again", func() bool { return n.fake.registrations >= 2 })
+}
+
+func TestDaemonForget(t *testing.T) {
+	n := newTestNode(t, t.TempDir())
+	n.start(t)
+	wd := t.TempDir()
+	spec := n.spec(t, 107, "#!/bin/sh\nsleep 300\n", wd)
+	n.launch(spec)
+	n.fake.waitReport(t, spec.JobRef, api.NodeJobRunning)
+	dir := jobDir(n, spec.JobRef)
+	waitUntil(t, "job pid recorded", func() bool { return exists(filepath.Join(dir, filePID)) })
+	jobPID, err := readIdentity(filepath.Join(dir, filePID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.fake.queue(api.NodeSyncResponse{Forget: []api.JobRef{spec.JobRef}})
+	waitUntil(t, "forgotten job dropped", func() bool {
+		_, err := os.Stat(dir)
+		return os.IsNotExist(err)
+	})
+	if jobPID.alive() {
+		t.Error("forgotten job still runs")
+	}
+	n.fake.mu.Lock()
+	defer n.fake.mu.Unlock()
+	if r := n.fake.reports[spec.JobRef]; r.State != api.NodeJobRunning {
+		t.Errorf("forgotten job was reported %+v, want no report after the running one", r)
+	}
+}
+
+func TestDaemonRootJobs(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("root jobs are refused only when tided runs as root")
+	}
+	n := newTestNode(t, t.TempDir())
+	n.cfg.AllowRootJobs = false
+	n.start(t)
+	wd := t.TempDir()
+	spec := n.spec(t, 108, "#!/bin/sh\necho ran\n", wd)
+	spec.UserID, spec.GroupID, spec.User = 0, 0, "root"
+	n.launch(spec)
+	r := n.fake.waitReport(t, spec.JobRef, api.NodeJobFinished)
+	want := "root jobs are not allowed on node n1"
+	if r.Error != want || r.Exit != (api.ExitStatus{Code: 1}) {
+		t.Errorf("report = %+v, want exit 1:0 and error %q", r, want)
+	}
+	if exists(filepath.Join(wd, "slurm-108.out")) {
+		t.Error("refused job ran")
+	}
+}
+
+// TestDaemonRunsAsUser runs a job as nobody: the output file must be
+// created by (and owned by) that user.
+func TestDaemonRunsAsUser(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("switching users needs root")
+	}
+	// Job users must traverse the state and work directories.
+	state, err := os.MkdirTemp("", "tided-state-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(state) })
+	wd, err := os.MkdirTemp("", "tided-wd-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(wd) })
+	for _, d := range []string{state, wd} {
+		if err := os.Chmod(d, 0o777); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n := newTestNode(t, state)
+	n.start(t)
+	spec := n.spec(t, 109, "#!/bin/sh\nid -u\nid -g\n", wd)
+	spec.UserID, spec.GroupID, spec.User = 65534, 65534, "nobody"
+	n.launch(spec)
+	r := n.fake.waitReport(t, spec.JobRef, api.NodeJobFinished)
+	if r.Exit != (api.ExitStatus{}) || r.Error != "" {
+		t.Fatalf("report = %+v, want 0:0", r)
+	}
+	out := filepath.Join(wd, "slurm-109.out")
+	if got := readFile(t, out); got != "65534\n65534\n" {
+		t.Errorf("output = %q, want uid and gid 65534", got)
+	}
+	info, err := os.Stat(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := info.Sys().(*syscall.Stat_t); st.Uid != 65534 {
+		t.Errorf("output owned by uid %d, want 65534", st.Uid)
+	}
+	script, err := os.Stat(filepath.Join(jobDir(n, spec.JobRef), fileScript))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := script.Sys().(*syscall.Stat_t); st.Uid != 65534 {
+		t.Errorf("script owned by uid %d, want 65534", st.Uid)
+	}
+}

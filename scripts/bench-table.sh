@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# bench-table.sh GO_BENCH_TXT TIDE_TSV [SLURM_TSV] — print the benchmark
+# table; with a Slurm column, also the ratio Slurm/Tide for each row
+# (above 1 means Tide is faster or smaller).
+set -uo pipefail
+GOB=$1 TIDE=$2 SLURM=${3:-}
+label() {
+  case $1 in
+    submit_rate_1) echo "sbatch submissions, 1 client";;
+    submit_rate_4) echo "sbatch submissions, 4 parallel clients";;
+    submit_rate_16) echo "sbatch submissions, 16 parallel clients";;
+    drain_1) echo "drain 1,000 --wrap true jobs (1 client)";;
+    drain_4) echo "drain 1,000 --wrap true jobs (4 clients)";;
+    drain_16) echo "drain 1,000 --wrap true jobs (16 clients)";;
+    start_latency) echo "submit -> start, idle cluster";;
+    rss_idle) echo "controller memory, idle";;
+    rss_pending) echo "controller memory, 10,000 pending";;
+    squeue_pending) echo "squeue, 10,000 pending";;
+    squeue_j_pending) echo "squeue -j ID, 10,000 pending";;
+    sinfo_pending) echo "sinfo, 10,000 pending";;
+    sbatch_pending) echo "sbatch --hold, 10,000 pending";;
+    cancel_all_pending) echo "scancel 10,000 pending, until empty";;
+    *) echo "$1";;
+  esac
+}
+printf '%-44s %-7s %12s %12s' "measure" "unit" "tide p50" "tide p99"
+[ -n "$SLURM" ] && printf ' %12s %12s %8s' "slurm p50" "slurm p99" "ratio"
+printf '\n'
+while IFS=$'\t' read -r key unit med p99 n; do
+  printf '%-44s %-7s %12s %12s' "$(label "$key")" "$unit" "$med" "$p99"
+  if [ -n "$SLURM" ]; then
+    s=$(awk -F'\t' -v k="$key" '$1==k {print $3" "$4}' "$SLURM")
+    smed=${s%% *}; sp99=${s##* }
+    ratio=$(awk -v t="$med" -v s="$smed" -v u="$unit" 'BEGIN{
+      if (t == "-" || s == "" || s == "-" || t+0 == 0 || s+0 == 0) { print "-"; exit }
+      if (u == "jobs/s") printf "%.2f", t/s; else printf "%.2f", s/t }')
+    printf ' %12s %12s %8s' "${smed:--}" "${sp99:--}" "$ratio"
+  fi
+  printf '\n'
+done < "$TIDE"
+if [ -s "$GOB" ]; then
+  echo
+  printf '%-60s %14s %12s %12s\n' "Go benchmark" "ns/op" "B/op" "allocs/op"
+  awk '/^Benchmark/ {b=""; a=""; for (i=1;i<=NF;i++) { if ($(i)=="B/op") b=$(i-1); if ($(i)=="allocs/op") a=$(i-1) }
+       printf "%-60s %14s %12s %12s\n", $1, $3, b, a}' "$GOB"
+fi

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# bench-vs-slurm.sh — `make bench-vs-slurm`: run the same measurements
+# (scripts/bench-cluster.sh) against the reference Slurm that
+# ../shared/slurm-reference/setup.sh starts (four nodes, eight fake GPUs
+# each, SCHED_PARAMS=batch_sched_delay=0 by default: "Slurm tuned") and
+# against a local Tide cluster, on the same machine in the same run, and
+# print both columns with their ratios.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$(pwd)
+REF=${SLURM_REF:-$ROOT/../shared/slurm-reference}
+OUT=${BENCH_OUT:-$ROOT/bench-results}
+mkdir -p "$OUT"
+[ -x "$REF/setup.sh" ] || { echo "bench-vs-slurm: $REF/setup.sh not found (set SLURM_REF)" >&2; exit 1; }
+
+echo "== reference Slurm" >&2
+SCHED_PARAMS=${SCHED_PARAMS-batch_sched_delay=0} "$REF/setup.sh" >&2
+(
+  export SLURM_CONF=/tmp/slurm-bench/etc/slurm.conf
+  export PATH=/usr/bin:/usr/sbin:$PATH
+  CTLD_PID=$(cat /tmp/slurm-bench/run/slurmctld.mypid) WORK=/tmp/slurm-bench/out/tide-bench \
+    "$ROOT/scripts/bench-cluster.sh" > "$OUT/slurm.tsv"
+) || true
+"$REF/setup.sh" stop >&2 || true
+
+echo "== Tide" >&2
+export TIDE_RUN=$ROOT/run/bench TIDE_PORT=${TIDE_BENCH_PORT:-6818}
+"$ROOT/scripts/down.sh" >/dev/null 2>&1 || true
+rm -rf "$TIDE_RUN"
+"$ROOT/scripts/up.sh" >&2
+trap '"$ROOT/scripts/down.sh" >/dev/null 2>&1 || true' EXIT
+(
+  # shellcheck disable=SC1091
+  . "$TIDE_RUN/env.sh"
+  CTLD_PID=$(cat "$TIDE_RUN/tidectld.pid") WORK=$TIDE_RUN/work "$ROOT/scripts/bench-cluster.sh" > "$OUT/tide.tsv"
+)
+"$ROOT/scripts/bench-table.sh" /dev/null "$OUT/tide.tsv" "$OUT/slurm.tsv"

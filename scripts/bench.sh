@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# bench.sh — `make bench`: Go benchmarks of the scheduling core and the
+# store, then the local-cluster measurements (a private cluster under
+# run/bench on its own port), printed as one table.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$(pwd)
+OUT=${BENCH_OUT:-$ROOT/bench-results}
+mkdir -p "$OUT"
+TAGS=$(test -f /usr/include/sqlite3.h && echo libsqlite3 || true)
+
+echo "== Go benchmarks (scheduler pass at 512 nodes x 8 GPUs, store, squeue rendering)" >&2
+go test -tags "$TAGS" -run '^$' -bench 'BenchmarkSchedule|BenchmarkWrite|BenchmarkSqueue' -benchmem -benchtime=2x \
+  ./ctld/sched/ ./accounting/ ./cli/squeue/ 2>&1 | tee "$OUT/go-bench.txt" | grep -E '^Benchmark' >&2 || true
+
+echo "== local cluster" >&2
+export TIDE_RUN=$ROOT/run/bench TIDE_PORT=${TIDE_BENCH_PORT:-6818}
+"$ROOT/scripts/down.sh" >/dev/null 2>&1 || true
+rm -rf "$TIDE_RUN"
+"$ROOT/scripts/up.sh" >&2
+trap '"$ROOT/scripts/down.sh" >/dev/null 2>&1 || true' EXIT
+# shellcheck disable=SC1091
+. "$TIDE_RUN/env.sh"
+CTLD_PID=$(cat "$TIDE_RUN/tidectld.pid") WORK=$TIDE_RUN/work "$ROOT/scripts/bench-cluster.sh" > "$OUT/tide.tsv"
+
+"$ROOT/scripts/bench-table.sh" "$OUT/go-bench.txt" "$OUT/tide.tsv"
