@@ -94,6 +94,9 @@ func NewCommand() *cobra.Command {
 			if _, err := cfg.Validate(); err != nil {
 				return fmt.Errorf("invalid config:\n%w", err)
 			}
+			if _, err := readKey(cfg.KeyFile); err != nil {
+				return err
+			}
 			fmt.Fprintln(cmd.OutOrStdout(), "config ok")
 			return nil
 		},

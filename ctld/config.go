@@ -222,6 +222,11 @@ func (c Config) Validate() (*Cluster, error) {
 	if c.Timeouts.KillWait < 0 {
 		bad("timeouts.kill_wait: must not be negative")
 	}
+	switch strings.ToLower(c.LogLevel) {
+	case "debug", "info", "warn", "error":
+	default:
+		bad("log_level: %q is not debug, info, warn or error", c.LogLevel)
+	}
 	if c.Scheduler.Interval <= 0 {
 		bad("scheduler.interval: must be positive")
 	}

@@ -196,7 +196,17 @@ func (s *Server) requeue(j *api.Job, now time.Time, msg string) {
 // after the node timeout fails their jobs. Called with mu held.
 func (s *Server) checkNodes(now time.Time) {
 	for _, n := range s.nodes {
-		if !n.registered || n.inflight > 0 {
+		if !n.registered {
+			// After a controller restart a node that never comes back
+			// must not hold its jobs RUNNING forever.
+			if n.State != api.NodeDown && now.Sub(s.startTime) > s.cl.Timeouts.Node && s.holdsJobs(n) {
+				n.State = api.NodeDown
+				s.log.Warn("node did not register after controller restart", "node", n.Name)
+				s.failNodeJobs(n, now, "node "+n.Name+" did not return after the controller restarted")
+			}
+			continue
+		}
+		if n.inflight > 0 {
 			continue
 		}
 		silent := now.Sub(n.LastSeen)
@@ -207,6 +217,11 @@ func (s *Server) checkNodes(now time.Time) {
 			s.failNodeJobs(n, now, "node "+n.Name+" not responding")
 		}
 	}
+}
+
+// holdsJobs reports whether any active job has resources on n.
+func (s *Server) holdsJobs(n *nodeRec) bool {
+	return n.AllocCPUs > 0 || len(n.AllocGPUs) > 0 || n.AllocMemMB > 0
 }
 
 // failNodeJobs ends every job holding resources on n with NODE_FAIL, or

@@ -52,7 +52,7 @@ type harness struct {
 func newHarness(t *testing.T) *harness {
 	t.Helper()
 	h := &harness{t: t, clock: &fakeClock{t: time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)},
-		db: filepath.Join(t.TempDir(), "tide.db"),
+		db:    filepath.Join(t.TempDir(), "tide.db"),
 		alice: caller{uid: 1000, gid: 1000, user: "alice", known: true}}
 	h.open()
 	return h
@@ -344,5 +344,39 @@ func TestRequeueAndHold(t *testing.T) {
 	sr = h.sync("gpu01")
 	if len(sr.Launch) != 1 || sr.Launch[0].Restart != 1 {
 		t.Fatalf("relaunch: %+v", sr.Launch)
+	}
+}
+
+func TestSubmittedHeldJobIsReleased(t *testing.T) {
+	h := newHarness(t)
+	h.register("gpu01")
+	id := h.submit(api.JobSpec{Hold: true})
+	h.s.schedulePass()
+	if j := h.job(id); j.State != api.StatePending || j.Reason != api.ReasonJobHeldUser {
+		t.Fatalf("held job: %s %s", j.State, j.Reason)
+	}
+	res, _ := h.s.updateJobs(h.alice, api.JobUpdate{IDs: []uint64{id}, Action: "release"})
+	if res.Results[0].Error != "" {
+		t.Fatal(res.Results[0].Error)
+	}
+	h.s.schedulePass()
+	if j := h.job(id); j.State != api.StateRunning {
+		t.Fatalf("released job: %s %s", j.State, j.Reason)
+	}
+}
+
+func TestNodeMissingAfterRestart(t *testing.T) {
+	h := newHarness(t)
+	h.register("gpu01")
+	id := h.submit(api.JobSpec{})
+	h.s.schedulePass()
+	h.sync("gpu01", running(id, 0))
+	h.restart()
+	h.clock.add(31 * time.Second)
+	h.s.mu.Lock()
+	h.s.checkNodes(h.clock.now())
+	h.s.mu.Unlock()
+	if j := h.job(id); j.State != api.StateNodeFail {
+		t.Fatalf("job on a node that never came back: %s", j.State)
 	}
 }

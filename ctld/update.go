@@ -66,7 +66,7 @@ func (s *Server) updateJob(c caller, j *api.Job, u api.JobUpdate) error {
 		if j.HoldKind == api.HoldAdmin && !c.admin {
 			return fmt.Errorf("Access/permission denied: job %d is held by an operator", j.ID)
 		}
-		j.HoldKind, j.Reason = api.HoldNone, api.ReasonNone
+		j.HoldKind, j.Reason, j.Hold = api.HoldNone, api.ReasonNone, false
 		j.EffPriority = priorityOf(&j.JobSpec)
 		j.EligibleTime = s.now()
 		if j.BeginTime.After(j.EligibleTime) {

@@ -221,11 +221,6 @@ func (d *Daemon) stop() {
 	d.log.Info("tided stopped; jobs keep running")
 }
 
-func isEmpty(r api.NodeSyncResponse) bool {
-	return len(r.Launch) == 0 && len(r.Signals) == 0 && len(r.Limits) == 0 &&
-		len(r.Ack) == 0 && len(r.Forget) == 0 && !r.Unregistered
-}
-
 // apply carries out the controller's commands and reports whether any
 // of them changed something (commands repeated by the controller do
 // not). Launches come first, so that a kill, ack or forget in the same

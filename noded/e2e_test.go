@@ -206,6 +206,11 @@ func (f *fakeCtld) sync(w http.ResponseWriter, r *http.Request) {
 	json.NewEncoder(w).Encode(resp)
 }
 
+func isEmpty(r api.NodeSyncResponse) bool {
+	return len(r.Launch) == 0 && len(r.Signals) == 0 && len(r.Limits) == 0 &&
+		len(r.Ack) == 0 && len(r.Forget) == 0 && !r.Unregistered
+}
+
 // queue adds commands for the node (see fakeCtld for how long each is
 // repeated).
 func (f *fakeCtld) queue(cmds api.NodeSyncResponse) {
@@ -653,5 +658,54 @@ func TestDaemonRunsAsUser(t *testing.T) {
 	}
 	if st := script.Sys().(*syscall.Stat_t); st.Uid != 65534 {
 		t.Errorf("script owned by uid %d, want 65534", st.Uid)
+	}
+}
+
+// TestApplyRepeatedCommands checks that commands the controller repeats
+// until it sees their effect change nothing the second time, so the sync
+// loop does not spin on them.
+func TestApplyRepeatedCommands(t *testing.T) {
+	n := newTestNode(t, t.TempDir())
+	d, err := Setup(context.Background(), n.cfg, Options{Logger: testLogger(), API: nopAPI{}, Executable: testExe})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(d.stop)
+	spec := n.spec(t, 301, "#!/bin/sh\nsleep 300\n", t.TempDir())
+	ref := spec.JobRef
+	kill := api.SignalCommand{JobRef: ref, Kill: true}
+	steps := []struct {
+		name string
+		resp api.NodeSyncResponse
+		want bool
+	}{
+		{name: "ack of an unknown job", resp: api.NodeSyncResponse{Ack: []api.JobRef{{JobID: 9}}}, want: false},
+		{name: "forget of an unknown job", resp: api.NodeSyncResponse{Forget: []api.JobRef{{JobID: 9}}}, want: false},
+		{name: "launch", resp: api.NodeSyncResponse{Launch: []api.LaunchSpec{spec}}, want: true},
+		{name: "repeated launch", resp: api.NodeSyncResponse{Launch: []api.LaunchSpec{spec}}, want: false},
+		{name: "new limit", resp: api.NodeSyncResponse{Limits: []api.LimitUpdate{{JobRef: ref, TimeLimit: 600}}}, want: true},
+		{name: "same limit", resp: api.NodeSyncResponse{Limits: []api.LimitUpdate{{JobRef: ref, TimeLimit: 600}}}, want: false},
+		{name: "ack of a running job", resp: api.NodeSyncResponse{Ack: []api.JobRef{ref}}, want: false},
+		{name: "kill", resp: api.NodeSyncResponse{Signals: []api.SignalCommand{kill}}, want: true},
+		{name: "repeated kill", resp: api.NodeSyncResponse{Signals: []api.SignalCommand{kill}}, want: false},
+		{name: "unregistered", resp: api.NodeSyncResponse{Unregistered: true}, want: true},
+	}
+	for _, st := range steps {
+		if got := d.apply(st.resp); got != st.want {
+			t.Errorf("%s: apply = %v, want %v", st.name, got, st.want)
+		}
+	}
+	waitUntil(t, "killed job finished", func() bool {
+		jobs := d.Jobs()
+		return len(jobs) == 1 && jobs[0].State == api.NodeJobFinished
+	})
+	if r := d.Jobs()[0]; !r.Killed {
+		t.Errorf("report = %+v, want killed", r)
+	}
+	if !d.apply(api.NodeSyncResponse{Ack: []api.JobRef{ref}}) {
+		t.Error("ack of the finished job changed nothing")
+	}
+	if d.apply(api.NodeSyncResponse{Ack: []api.JobRef{ref}}) {
+		t.Error("repeated ack changed something")
 	}
 }

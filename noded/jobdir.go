@@ -40,6 +40,7 @@ type execPlan struct {
 	JobID   uint64   `json:"job_id"`
 	Node    string   `json:"node"`
 	Script  string   `json:"script"`
+	Args    []string `json:"args,omitempty"`
 	Env     []string `json:"env"`
 	WorkDir string   `json:"work_dir"`
 	Stdin   string   `json:"stdin"`

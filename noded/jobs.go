@@ -144,6 +144,7 @@ func (d *Daemon) writeJobDir(j *job) error {
 		JobID:   j.ref.JobID,
 		Node:    d.cfg.Name,
 		Script:  script,
+		Args:    j.spec.Args,
 		Env:     BuildEnv(&j.spec, d.cfg.Name),
 		WorkDir: workDir(&j.spec),
 		Stdin:   files.Stdin,

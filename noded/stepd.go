@@ -203,7 +203,8 @@ func runStepdExec() error {
 		}
 	}
 	env := withTaskPID(plan.Env, os.Getpid())
-	err = syscall.Exec(plan.Script, []string{plan.Script}, env)
+	argv := append([]string{plan.Script}, plan.Args...)
+	err = syscall.Exec(plan.Script, argv, env)
 	return fail(fmt.Errorf("execve %s: %w", plan.Script, err))
 }
 

@@ -76,6 +76,18 @@ func TestSupervisor(t *testing.T) {
 			},
 		},
 		{
+			name:   "script arguments",
+			script: "#!/bin/sh\necho \"$#|$1|$2\"\n",
+			setup: func(t *testing.T, wd string, p *execPlan) {
+				p.Args = []string{"first arg", "--second"}
+			},
+			check: func(t *testing.T, wd string, p *execPlan) {
+				if got := readFile(t, p.Stdout); got != "2|first arg|--second\n" {
+					t.Errorf("output = %q", got)
+				}
+			},
+		},
+		{
 			name:     "exit code",
 			script:   "#!/bin/sh\nexit 42\n",
 			wantExit: api.ExitStatus{Code: 42},

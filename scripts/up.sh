@@ -22,7 +22,7 @@ for b in tide tidectld tided; do
   [ -x "$BIN/$b" ] || { echo "up: $BIN/$b missing; run make build" >&2; exit 1; }
 done
 
-mkdir -p "$RUN/nodes" "$RUN/ctld"
+mkdir -p "$RUN/nodes"
 # Other local users use this cluster too: they need to reach the socket
 # and env.sh (the key and the state stay private).
 chmod 755 "$RUN" "$RUN/nodes"

@@ -224,7 +224,7 @@ func (cpuFilter) Check(_ *Request, s *Slot, n *NodeState) string {
 // memFilter needs the slot's memory free.
 type memFilter struct{}
 
-func (memFilter) Name() string             { return "memory" }
+func (memFilter) Name() string { return "memory" }
 func (memFilter) Relevant(r *Request) bool {
 	return len(r.Slots) > 0 && (r.Slots[0].MemMB > 0 || r.Slots[0].WholeMem)
 }

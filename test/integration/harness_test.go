@@ -4,6 +4,7 @@ package integration
 
 import (
 	"bytes"
+	"flag"
 	"context"
 	"fmt"
 	"net"
@@ -25,6 +26,7 @@ import (
 var binDir string
 
 func TestMain(m *testing.M) {
+	flag.Parse()
 	if testing.Short() {
 		os.Exit(0)
 	}
