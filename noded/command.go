@@ -17,6 +17,7 @@ func NewCommand() *cobra.Command {
 	root := &cobra.Command{
 		Use:           "tided",
 		Short:         "Tide node daemon: runs batch jobs for tidectld",
+		Version:       Version,
 		Args:          cobra.NoArgs,
 		SilenceUsage:  true,
 		SilenceErrors: false,

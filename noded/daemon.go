@@ -24,7 +24,7 @@ var Version = "dev"
 // NodeAPI is the controller's node protocol as tided uses it;
 // *client.Client implements it.
 type NodeAPI interface {
-	Register(ctx context.Context, r api.NodeRegistration) error
+	Register(ctx context.Context, r api.NodeRegistration) (api.NodeSyncResponse, error)
 	Sync(ctx context.Context, req api.NodeSyncRequest) (api.NodeSyncResponse, error)
 }
 
@@ -165,7 +165,8 @@ func (d *Daemon) Run(ctx context.Context) error {
 	quickEmpty := 0
 	for ctx.Err() == nil {
 		if !registered {
-			if err := d.register(ctx); err != nil {
+			resp, err := d.register(ctx)
+			if err != nil {
 				if ctx.Err() == nil {
 					backoff("register", err)
 				}
@@ -173,6 +174,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 			}
 			d.log.Info("registered with controller")
 			registered, delay, last = true, backoffMin, nil
+			d.apply(resp)
 		}
 		started := time.Now()
 		resp, sent, woken, err := d.syncOnce(ctx)
@@ -246,8 +248,9 @@ func (d *Daemon) apply(r api.NodeSyncResponse) bool {
 	return acted
 }
 
-// register announces the node, with every job it knows.
-func (d *Daemon) register(ctx context.Context) error {
+// register announces the node, with every job it knows, and returns the
+// controller's commands.
+func (d *Daemon) register(ctx context.Context) (api.NodeSyncResponse, error) {
 	d.mu.Lock()
 	jobs := d.reportsLocked()
 	d.mu.Unlock()

@@ -709,3 +709,29 @@ func TestApplyRepeatedCommands(t *testing.T) {
 		t.Error("repeated ack changed something")
 	}
 }
+
+// TestDaemonRestartDuringKillWait stops tided between the SIGTERM of a
+// cancel and the SIGKILL: the next tided reads the killed marker, sends
+// the SIGKILL when it is due and reports the job killed.
+func TestDaemonRestartDuringKillWait(t *testing.T) {
+	n := newTestNode(t, t.TempDir())
+	stopA := n.start(t)
+	wd := t.TempDir()
+	spec := n.spec(t, 110, "#!/bin/sh\ntrap '' TERM\nwhile :; do sleep 0.05; done\n", wd)
+	spec.KillWait = 2
+	n.launch(spec)
+	n.fake.waitReport(t, spec.JobRef, api.NodeJobRunning)
+	dir := jobDir(n, spec.JobRef)
+	waitUntil(t, "job pid recorded", func() bool { return exists(filepath.Join(dir, filePID)) })
+	n.fake.queue(api.NodeSyncResponse{Signals: []api.SignalCommand{{JobRef: spec.JobRef, Kill: true}}})
+	waitUntil(t, "killed marker", func() bool { return exists(filepath.Join(dir, markKilled)) })
+	stopA()
+	if st := filepath.Join(dir, fileStatus); exists(st) {
+		t.Skip("the job ended before tided stopped; nothing to re-arm")
+	}
+	n.start(t)
+	r := n.fake.waitReport(t, spec.JobRef, api.NodeJobFinished)
+	if !r.Killed || r.Exit != (api.ExitStatus{Signal: 9}) {
+		t.Errorf("report = %+v, want killed with 0:9", r)
+	}
+}

@@ -171,7 +171,9 @@ func TestScanJobDirs(t *testing.T) {
 // nopAPI is a controller that is never called (Setup only).
 type nopAPI struct{}
 
-func (nopAPI) Register(context.Context, api.NodeRegistration) error { return nil }
+func (nopAPI) Register(context.Context, api.NodeRegistration) (api.NodeSyncResponse, error) {
+	return api.NodeSyncResponse{}, nil
+}
 func (nopAPI) Sync(context.Context, api.NodeSyncRequest) (api.NodeSyncResponse, error) {
 	return api.NodeSyncResponse{}, nil
 }

@@ -194,9 +194,13 @@ func (c *Client) Cluster(ctx context.Context) (api.ClusterInfo, error) {
 	return r, err
 }
 
-// Register announces a node daemon and its inventory.
-func (c *Client) Register(ctx context.Context, r api.NodeRegistration) error {
-	return c.do(ctx, http.MethodPost, "/api/v1/node/register", nil, r, nil)
+// Register announces a node daemon and its inventory. The answer carries
+// the commands that were waiting for the node (acks of finished reports,
+// kills, forgets), exactly as a sync's would.
+func (c *Client) Register(ctx context.Context, r api.NodeRegistration) (api.NodeSyncResponse, error) {
+	var resp api.NodeSyncResponse
+	err := c.do(ctx, http.MethodPost, "/api/v1/node/register", nil, r, &resp)
+	return resp, err
 }
 
 // Sync sends a node's heartbeat and job reports and returns its commands;

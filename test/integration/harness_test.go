@@ -4,8 +4,8 @@ package integration
 
 import (
 	"bytes"
-	"flag"
 	"context"
+	"flag"
 	"fmt"
 	"net"
 	"os"
