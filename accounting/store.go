@@ -75,7 +75,8 @@ const metaMaxJobID = "max_job_id"
 func dsn(path string, readOnly bool) string {
 	p := strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(path)
 	if readOnly {
-		return "file:" + p + "?mode=ro&_query_only=1&_busy_timeout=5000&_foreign_keys=on"
+		// Readers serve occasional sacct queries: a small page cache each.
+		return "file:" + p + "?mode=ro&_query_only=1&_busy_timeout=5000&_foreign_keys=on&_cache_size=-512"
 	}
 	return "file:" + p + "?_journal_mode=WAL&_busy_timeout=5000&_foreign_keys=on&_synchronous=NORMAL&_txlock=immediate"
 }
@@ -133,8 +134,8 @@ func open(path string) (_ *Store, err error) {
 	}
 	n := max(4, runtime.GOMAXPROCS(0))
 	s.r.SetMaxOpenConns(n)
-	s.r.SetMaxIdleConns(n)
-	s.r.SetConnMaxIdleTime(5 * time.Minute)
+	s.r.SetMaxIdleConns(1)
+	s.r.SetConnMaxIdleTime(time.Minute)
 	if err := s.r.PingContext(ctx); err != nil {
 		return nil, fmt.Errorf("read-only pool: %w", err)
 	}

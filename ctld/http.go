@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/pprof"
 	"strconv"
+	"strings"
 
 	"github.com/tide-hpc/tide/ctld/api"
 	"github.com/tide-hpc/tide/ctld/client"
@@ -32,7 +34,20 @@ func (s *Server) localHandler() http.Handler {
 	mux.HandleFunc("POST /api/v1/nodes/update", s.handleNodeUpdate)
 	mux.HandleFunc("GET /api/v1/cluster", s.handleCluster)
 	mux.Handle("GET /metrics", s.metrics.handler())
+	// Profiles for operators, on the local socket only.
+	mux.HandleFunc("GET /debug/pprof/{name...}", s.operatorOnly(pprof.Index))
+	mux.HandleFunc("GET /debug/pprof/profile", s.operatorOnly(pprof.Profile))
 	return mux
+}
+
+func (s *Server) operatorOnly(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if !s.callerOf(r).admin {
+			writeErr(w, api.Errorf(api.ErrPermissionDenied, "Access/permission denied: profiles are for operators"))
+			return
+		}
+		h(w, r)
+	}
 }
 
 // nodeHandler serves node daemons on TCP. Every API call needs the
@@ -124,7 +139,19 @@ func (s *Server) handleList(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	writeJSON(w, s.listJobs(f))
+	writeList(w, r, s.listJobs(f))
+}
+
+// writeList streams a job listing as JSON, or as gob when the client
+// asks for api.MediaGob.
+func writeList(w http.ResponseWriter, r *http.Request, l api.JobList) {
+	asGob := strings.Contains(r.Header.Get("Accept"), api.MediaGob)
+	if asGob {
+		w.Header().Set("Content-Type", api.MediaGob)
+	} else {
+		w.Header().Set("Content-Type", "application/json")
+	}
+	_ = api.WriteJobList(w, l, asGob)
 }
 
 func (s *Server) handleJob(w http.ResponseWriter, r *http.Request) {
@@ -206,7 +233,7 @@ func (s *Server) handleAccounting(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, fmt.Errorf("query accounting: %w", errors.Join(api.ErrInternal, err)))
 		return
 	}
-	writeJSON(w, api.JobList{Jobs: jobs, Now: now})
+	writeList(w, r, api.JobList{Jobs: jobs, Now: now})
 }
 
 func (s *Server) handleAudit(w http.ResponseWriter, r *http.Request) {

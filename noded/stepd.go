@@ -52,6 +52,9 @@ func supervise(dir string, plan *execPlan, log *slog.Logger) jobStatus {
 	fail := func(start time.Time, msg string) jobStatus {
 		return jobStatus{Exit: api.ExitStatus{Code: 1}, StartTime: start, EndTime: time.Now(), Error: msg}
 	}
+	if !plan.SetUser || (plan.UID == uint32(os.Geteuid()) && plan.GID == uint32(os.Getegid())) {
+		return superviseDirect(dir, plan, log)
+	}
 	exe, err := os.Executable()
 	if err != nil {
 		return fail(time.Time{}, "find tided executable: "+err.Error())
@@ -81,7 +84,71 @@ func supervise(dir string, plan *execPlan, log *slog.Logger) jobStatus {
 	if err != nil {
 		return fail(start, "start job: "+err.Error())
 	}
-	pid := cmd.Process.Pid
+	msg, _ := io.ReadAll(errR)
+	return waitJob(dir, cmd.Process, start, string(msg), log)
+}
+
+// superviseDirect starts a job that runs as the supervisor's own user
+// without the exec child: the supervisor opens the files itself (with
+// the same rights the child would have) and execs the script, which
+// saves a process start per job.
+func superviseDirect(dir string, plan *execPlan, log *slog.Logger) jobStatus {
+	start := time.Now()
+	files, err := openJobFiles(plan)
+	if err != nil {
+		return jobStatus{Exit: api.ExitStatus{Code: 1}, StartTime: start, EndTime: time.Now(), Error: err.Error()}
+	}
+	// The trampoline's exec would fail inside the job (its message lost
+	// in the output file), so check here what execve would refuse.
+	if err := checkExecutable(plan.Script); err != nil {
+		files.close()
+		return jobStatus{Exit: api.ExitStatus{Code: 1}, StartTime: start, EndTime: time.Now(),
+			Error: fmt.Sprintf("execve %s: %v", plan.Script, err)}
+	}
+	// SLURM_TASK_PID is the script's pid, known only after the fork: a
+	// one-line sh trampoline (a fraction of a Go process start) exports
+	// its own pid and execs the script in its place.
+	argv := append([]string{"/bin/sh", "-c", taskPIDTrampoline, plan.Script}, plan.Args...)
+	proc, err := os.StartProcess("/bin/sh", argv, &os.ProcAttr{
+		Dir: files.dir, Env: plan.Env, Files: files.std[:],
+		Sys: &syscall.SysProcAttr{Setsid: true},
+	})
+	files.close()
+	if err != nil {
+		return jobStatus{Exit: api.ExitStatus{Code: 1}, StartTime: start, EndTime: time.Now(),
+			Error: fmt.Sprintf("execve %s: %v", plan.Script, unwrapPath(err))}
+	}
+	return waitJob(dir, proc, start, "", log)
+}
+
+// checkExecutable reports what execve would say about path: not
+// executable by us, or not a script with an interpreter line.
+func checkExecutable(path string) error {
+	if err := syscall.Access(path, 0x1 /* X_OK */); err != nil {
+		return err
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return unwrapPath(err)
+	}
+	defer f.Close()
+	head := make([]byte, 4)
+	n, _ := io.ReadFull(f, head)
+	if n >= 2 && string(head[:2]) == "#!" || n == 4 && string(head) == "\x7fELF" {
+		return nil
+	}
+	return syscall.ENOEXEC
+}
+
+// taskPIDTrampoline is run by /bin/sh -c with the script as $0.
+const taskPIDTrampoline = `export SLURM_TASK_PID=$$ TIDE_TASK_PID=$$; exec "$0" "$@"`
+
+// waitJob records the job's pid, honours kill markers that raced the
+// start, waits for the job, kills what is left of its process group and
+// turns the wait status into the job's status. failMsg is an error the
+// exec child reported before the script ran.
+func waitJob(dir string, proc *os.Process, start time.Time, failMsg string, log *slog.Logger) jobStatus {
+	pid := proc.Pid
 	if id, err := identityOf(pid); err != nil {
 		log.Error("record job pid", "pid", pid, "err", err)
 	} else if err := writeJSONAtomic(filepath.Join(dir, filePID), id, 0o644); err != nil {
@@ -102,19 +169,23 @@ func supervise(dir string, plan *execPlan, log *slog.Logger) jobStatus {
 			}
 		}
 	}
-	msg, _ := io.ReadAll(errR)
-	_ = cmd.Wait() // the exit status is read from ProcessState below
+	ps, _ := proc.Wait()
 	end := time.Now()
 	if err := signalGroup(pid, syscall.SIGKILL); err != nil {
 		log.Error("kill leftover processes", "err", err)
 	}
 	st := jobStatus{StartTime: start, EndTime: end}
-	if len(msg) > 0 {
+	if failMsg != "" {
 		st.Exit = api.ExitStatus{Code: 1}
-		st.Error = string(msg)
+		st.Error = failMsg
 		return st
 	}
-	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok {
+	if ps == nil {
+		st.Exit = api.ExitStatus{Code: 1}
+		st.Error = "lost the job's exit status"
+		return st
+	}
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok {
 		switch {
 		case ws.Exited():
 			st.Exit.Code = ws.ExitStatus()
@@ -170,34 +241,14 @@ func runStepdExec() error {
 	if err := json.Unmarshal(data, &plan); err != nil {
 		return fail(fmt.Errorf("decode launch plan: %w", err))
 	}
-	if plan.Umask >= 0 {
-		syscall.Umask(plan.Umask)
-	}
-	in, err := os.Open(plan.Stdin)
+	files, err := openJobFiles(&plan)
 	if err != nil {
-		return fail(fmt.Errorf("could not open stdin file %s: %w", plan.Stdin, unwrapPath(err)))
+		return fail(err)
 	}
-	flags := os.O_WRONLY | os.O_CREATE | os.O_TRUNC
-	if plan.Append {
-		flags = os.O_WRONLY | os.O_CREATE | os.O_APPEND
+	if err := syscall.Chdir(files.dir); err != nil {
+		return fail(fmt.Errorf("couldn't chdir to %s: %w", files.dir, err))
 	}
-	out, err := os.OpenFile(plan.Stdout, flags, 0o666)
-	if err != nil {
-		return fail(fmt.Errorf("could not open stdout file %s: %w", plan.Stdout, unwrapPath(err)))
-	}
-	errf := out
-	if plan.Stderr != "" {
-		if errf, err = os.OpenFile(plan.Stderr, flags, 0o666); err != nil {
-			return fail(fmt.Errorf("could not open stderr file %s: %w", plan.Stderr, unwrapPath(err)))
-		}
-	}
-	if err := syscall.Chdir(plan.WorkDir); err != nil {
-		fmt.Fprintf(errf, "slurmstepd: error: couldn't chdir to `%s': %s: going to /tmp instead\n", plan.WorkDir, strerror(err))
-		if err := syscall.Chdir("/tmp"); err != nil {
-			return fail(fmt.Errorf("couldn't chdir to /tmp: %w", err))
-		}
-	}
-	for fd, f := range []*os.File{in, out, errf} {
+	for fd, f := range files.std {
 		if err := syscall.Dup3(int(f.Fd()), fd, 0); err != nil {
 			return fail(fmt.Errorf("set up standard file %d: %w", fd, err))
 		}
@@ -206,6 +257,59 @@ func runStepdExec() error {
 	argv := append([]string{plan.Script}, plan.Args...)
 	err = syscall.Exec(plan.Script, argv, env)
 	return fail(fmt.Errorf("execve %s: %w", plan.Script, err))
+}
+
+// jobFiles are a job's standard files, opened with the rights of the
+// process that will run the job, and the directory it starts in.
+type jobFiles struct {
+	std [3]*os.File
+	dir string
+}
+
+// close closes the files (after they were handed to the job).
+func (f *jobFiles) close() {
+	for _, x := range f.std {
+		if x != nil {
+			x.Close()
+		}
+	}
+}
+
+// openJobFiles applies the job's umask, opens stdin, stdout and stderr
+// (creating the outputs with the caller's rights, so run it as the job's
+// user) and picks the work directory, falling back to /tmp with Slurm's
+// message in the output when the work directory cannot be entered.
+func openJobFiles(plan *execPlan) (*jobFiles, error) {
+	if plan.Umask >= 0 {
+		syscall.Umask(plan.Umask)
+	}
+	in, err := os.Open(plan.Stdin)
+	if err != nil {
+		return nil, fmt.Errorf("could not open stdin file %s: %w", plan.Stdin, unwrapPath(err))
+	}
+	flags := os.O_WRONLY | os.O_CREATE | os.O_TRUNC
+	if plan.Append {
+		flags = os.O_WRONLY | os.O_CREATE | os.O_APPEND
+	}
+	out, err := os.OpenFile(plan.Stdout, flags, 0o666)
+	if err != nil {
+		in.Close()
+		return nil, fmt.Errorf("could not open stdout file %s: %w", plan.Stdout, unwrapPath(err))
+	}
+	errf := out
+	if plan.Stderr != "" {
+		if errf, err = os.OpenFile(plan.Stderr, flags, 0o666); err != nil {
+			in.Close()
+			out.Close()
+			return nil, fmt.Errorf("could not open stderr file %s: %w", plan.Stderr, unwrapPath(err))
+		}
+	}
+	f := &jobFiles{std: [3]*os.File{in, out, errf}, dir: plan.WorkDir}
+	if err := syscall.Access(plan.WorkDir, 0x1 /* X_OK */); err != nil {
+		fmt.Fprintf(errf, "slurmstepd: error: couldn't chdir to `%s': %s: going to /tmp instead\n", plan.WorkDir, strerror(err))
+		f.dir = "/tmp"
+	}
+	return f, nil
 }
 
 // unwrapPath drops the *PathError wrapper whose text repeats the path.

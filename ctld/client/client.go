@@ -90,6 +90,10 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, in, 
 	if c.key != "" {
 		req.Header.Set(KeyHeader, c.key)
 	}
+	lr, isList := out.(*listReader)
+	if isList {
+		req.Header.Set("Accept", api.MediaGob)
+	}
 	resp, err := c.http.Do(req)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -110,6 +114,14 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, in, 
 		_, _ = io.Copy(io.Discard, resp.Body)
 		return nil
 	}
+	if isList {
+		l, err := api.ReadJobList(resp.Body, resp.Header.Get("Content-Type") == api.MediaGob)
+		if err != nil {
+			return fmt.Errorf("decode answer of %s %s: %w", method, path, err)
+		}
+		*lr.l = l
+		return nil
+	}
 	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
 		return fmt.Errorf("decode answer of %s %s: %w", method, path, err)
 	}
@@ -126,10 +138,18 @@ func (c *Client) Submit(ctx context.Context, req api.SubmitRequest) (api.SubmitR
 // Jobs lists the jobs the controller holds (pending, running, and
 // recently finished) that match f.
 func (c *Client) Jobs(ctx context.Context, f api.JobFilter) (api.JobList, error) {
-	var r api.JobList
-	err := c.do(ctx, http.MethodGet, "/api/v1/jobs", f.Values(), nil, &r)
-	return r, err
+	return c.list(ctx, "/api/v1/jobs", f)
 }
+
+// list fetches a job listing, asking for gob (see api.MediaGob).
+func (c *Client) list(ctx context.Context, path string, f api.JobFilter) (api.JobList, error) {
+	var l api.JobList
+	err := c.do(ctx, http.MethodGet, path, f.Values(), nil, &listReader{l: &l})
+	return l, err
+}
+
+// listReader marks a do() target decoded as a job listing.
+type listReader struct{ l *api.JobList }
 
 // Job returns one job, including its script when the caller may see it.
 func (c *Client) Job(ctx context.Context, id uint64) (api.Job, error) {
@@ -141,9 +161,7 @@ func (c *Client) Job(ctx context.Context, id uint64) (api.Job, error) {
 // Accounting lists jobs from the accounting store, finished ones included
 // (sacct).
 func (c *Client) Accounting(ctx context.Context, f api.JobFilter) (api.JobList, error) {
-	var r api.JobList
-	err := c.do(ctx, http.MethodGet, "/api/v1/accounting/jobs", f.Values(), nil, &r)
-	return r, err
+	return c.list(ctx, "/api/v1/accounting/jobs", f)
 }
 
 // Cancel cancels or signals the jobs the request selects.

@@ -1,0 +1,40 @@
+package api
+
+import (
+	"bytes"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestJobListRoundTrip(t *testing.T) {
+	req := true
+	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	l := JobList{Now: now, Jobs: []Job{
+		{ID: 1, JobSpec: JobSpec{Name: "a", Requeue: &req, GPUs: 2}, State: StateRunning, SubmitTime: now,
+			Alloc: []NodeAlloc{{Node: "gpu01", CPUs: 2, GPUs: []int{0, 1}}}},
+		{ID: 2, State: StatePending, Reason: ReasonResources, ReasonDetail: "0/2 nodes available"},
+	}}
+	for _, asGob := range []bool{false, true} {
+		var buf bytes.Buffer
+		if err := WriteJobList(&buf, l, asGob); err != nil {
+			t.Fatal(err)
+		}
+		got, err := ReadJobList(&buf, asGob)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(l, got); diff != "" {
+			t.Errorf("gob=%v (-want +got):\n%s", asGob, diff)
+		}
+	}
+	var empty bytes.Buffer
+	WriteJobList(&empty, JobList{Now: now}, false)
+	if got := empty.String(); got != `{"jobs":[],"now":"2026-11-29T12:00:00Z"}`+"\n" {
+		t.Errorf("empty listing %q", got)
+	}
+	if _, err := ReadJobList(bytes.NewReader([]byte("garbage")), true); err == nil {
+		t.Error("garbage decoded")
+	}
+}
