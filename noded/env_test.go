@@ -1,6 +1,7 @@
 package noded
 
 import (
+	goldenpkg "github.com/tide-hpc/tide/internal/golden"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,23 +13,9 @@ import (
 	"github.com/tide-hpc/tide/ctld/api"
 )
 
-// golden compares got with testdata/name.golden, rewriting it with -update.
-func golden(t *testing.T, name, got string) {
+func golden(t testing.TB, name, got string) {
 	t.Helper()
-	path := filepath.Join("testdata", name+".golden")
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if diff := cmp.Diff(string(want), got); diff != "" {
-		t.Errorf("%s mismatch (-want +got):\n%s", path, diff)
-	}
+	goldenpkg.Check(t, name, got)
 }
 
 func baseSpec() api.LaunchSpec {

@@ -15,7 +15,6 @@ import (
 const reexecEnv = "TIDE_NODED_TEST_REEXEC"
 
 var (
-	update  = flag.Bool("update", false, "rewrite testdata/*.golden")
 	showLog = flag.Bool("tided.log", false, "print the daemon's log")
 )
 

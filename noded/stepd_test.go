@@ -9,6 +9,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/tide-hpc/tide/ctld/api"
 )
@@ -209,8 +210,19 @@ func TestSupervisor(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if st, err := readProcStat(pid); err == nil && st.State != 'Z' {
-					t.Errorf("background child %d survived its job (state %c)", pid, st.State)
+				// SIGKILL is delivered asynchronously: give the kernel a
+				// moment to end the process.
+				deadline := time.Now().Add(5 * time.Second)
+				for {
+					st, err := readProcStat(pid)
+					if err != nil || st.State == 'Z' {
+						break
+					}
+					if time.Now().After(deadline) {
+						t.Errorf("background child %d survived its job (state %c)", pid, st.State)
+						break
+					}
+					time.Sleep(10 * time.Millisecond)
 				}
 			},
 		},

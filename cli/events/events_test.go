@@ -1,10 +1,7 @@
 package events
 
 import (
-	"bytes"
-	"flag"
-	"os"
-	"path/filepath"
+	goldenpkg "github.com/tide-hpc/tide/internal/golden"
 	"testing"
 	"time"
 
@@ -16,8 +13,6 @@ import (
 	"github.com/tide-hpc/tide/cli/scontrol/scontroltest"
 	"github.com/tide-hpc/tide/ctld/api"
 )
-
-var update = flag.Bool("update", false, "rewrite testdata/*.golden")
 
 type result struct {
 	out, errOut string
@@ -39,25 +34,9 @@ func run(t *testing.T, fake *clitest.FakeAPI, mk func(*cmdutil.Factory, *time.Lo
 	return result{out: buf.Out.String(), errOut: buf.Err.String(), code: cmdutil.ExitCode(err)}
 }
 
-func golden(t *testing.T, name, got string) {
+func golden(t testing.TB, name, got string) {
 	t.Helper()
-	path := filepath.Join("testdata", name+".golden")
-	if *update {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("read golden (run with -update to create): %v", err)
-	}
-	if !bytes.Equal(want, []byte(got)) {
-		t.Errorf("%s mismatch (-want +got):\n%s", path, cmp.Diff(string(want), got))
-	}
+	goldenpkg.Check(t, name, got)
 }
 
 func TestGolden(t *testing.T) {

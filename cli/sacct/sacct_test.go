@@ -1,11 +1,8 @@
 package sacct
 
 import (
-	"bytes"
 	"context"
-	"flag"
-	"os"
-	"path/filepath"
+	goldenpkg "github.com/tide-hpc/tide/internal/golden"
 	"strings"
 	"testing"
 	"time"
@@ -17,8 +14,6 @@ import (
 	"github.com/tide-hpc/tide/cli/scontrol/scontroltest"
 	"github.com/tide-hpc/tide/ctld/api"
 )
-
-var update = flag.Bool("update", false, "rewrite testdata/*.golden")
 
 // recorder remembers the filter sacct sent.
 type recorder struct {
@@ -56,25 +51,9 @@ func run(t *testing.T, uid int, env map[string]string, args ...string) result {
 	return result{out: buf.Out.String(), errOut: buf.Err.String(), code: cmdutil.ExitCode(err), filters: rec.filters}
 }
 
-func golden(t *testing.T, name, got string) {
+func golden(t testing.TB, name, got string) {
 	t.Helper()
-	path := filepath.Join("testdata", name+".golden")
-	if *update {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("read golden (run with -update to create): %v", err)
-	}
-	if !bytes.Equal(want, []byte(got)) {
-		t.Errorf("%s mismatch (-want +got):\n%s", path, cmp.Diff(string(want), got))
-	}
+	goldenpkg.Check(t, name, got)
 }
 
 func TestGolden(t *testing.T) {

@@ -3,7 +3,7 @@ package sbatch
 import (
 	"context"
 	"errors"
-	"flag"
+	goldenpkg "github.com/tide-hpc/tide/internal/golden"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -17,8 +17,6 @@ import (
 	"github.com/tide-hpc/tide/cli/cmdutil"
 	"github.com/tide-hpc/tide/ctld/api"
 )
-
-var update = flag.Bool("update", false, "rewrite testdata/*.golden")
 
 const jobScript = "#!/bin/bash\n#SBATCH -J train -N 1\nsrun hostname\n"
 
@@ -233,7 +231,7 @@ func TestHelpGolden(t *testing.T) {
 				t.Fatalf("got %+v", got)
 			}
 			path := filepath.Join("testdata", tt.name+".golden")
-			if *update {
+			if *goldenpkg.Update {
 				if err := os.WriteFile(path, []byte(got.out), 0o644); err != nil {
 					t.Fatal(err)
 				}

@@ -5,7 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
+	goldenpkg "github.com/tide-hpc/tide/internal/golden"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,8 +19,6 @@ import (
 	"github.com/tide-hpc/tide/cli/slurmfmt/slurmfmttest"
 	"github.com/tide-hpc/tide/ctld/api"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 
 func TestMain(m *testing.M) {
 	// Golden files print times in UTC whatever the machine's zone.
@@ -42,22 +40,9 @@ func exec(t testing.TB, fake *clitest.FakeAPI, env map[string]string, args ...st
 	return bufs.Out.String(), bufs.Err.String(), err
 }
 
-func golden(t *testing.T, name, got string) {
+func golden(t testing.TB, name, got string) {
 	t.Helper()
-	path := filepath.Join("testdata", name+".golden")
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("read golden file (run with -update to create it): %v", err)
-	}
-	if diff := cmp.Diff(string(want), got); diff != "" {
-		t.Errorf("%s mismatch (-want +got):\n%s", path, diff)
-	}
+	goldenpkg.Check(t, name, got)
 }
 
 func TestGolden(t *testing.T) {

@@ -1,22 +1,17 @@
 package sched_test
 
 import (
-	"flag"
 	"fmt"
-	"os"
-	"path/filepath"
+	goldenpkg "github.com/tide-hpc/tide/internal/golden"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
 	"github.com/tide-hpc/tide/ctld/api"
 	"github.com/tide-hpc/tide/ctld/sched"
 	st "github.com/tide-hpc/tide/ctld/sched/schedtest"
 	"github.com/tide-hpc/tide/gres"
 )
-
-var update = flag.Bool("update", false, "rewrite testdata/*.golden")
 
 // renderPlan prints a plan the way an operator reads it, one line per
 // job, so that golden files show every reason and detail text.
@@ -39,24 +34,9 @@ func renderPlan(p sched.Plan) string {
 	return b.String()
 }
 
-func golden(t *testing.T, name, got string) {
+func golden(t testing.TB, name, got string) {
 	t.Helper()
-	path := filepath.Join("testdata", name+".golden")
-	if *update {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if diff := cmp.Diff(string(want), got); diff != "" {
-		t.Errorf("%s mismatch (-want +got):\n%s", path, diff)
-	}
+	goldenpkg.Check(t, name, got)
 }
 
 func TestGoldenPlans(t *testing.T) {

@@ -67,6 +67,21 @@ func TestLifecycle(t *testing.T) {
 		}
 	})
 
+	t.Run("script arguments reach the script", func(t *testing.T) {
+		script := filepath.Join(c.workDir(), "args.sh")
+		os.WriteFile(script, []byte("#!/bin/sh\necho \"$# [$1] [$2]\"\n"), 0o755)
+		r := c.cli("sbatch", "--parsable", "-o", "args-%j.out", script, "a", "b c")
+		if r.code != 0 {
+			t.Fatalf("sbatch: %s", r.err)
+		}
+		id, _ := strconv.ParseUint(strings.TrimSpace(r.out), 10, 64)
+		c.waitTerminal(id, 30*time.Second)
+		b, _ := os.ReadFile(filepath.Join(c.workDir(), fmt.Sprintf("args-%d.out", id)))
+		if got := strings.TrimSpace(string(b)); got != "2 [a] [b c]" {
+			t.Fatalf("script saw %q", got)
+		}
+	})
+
 	t.Run("time limit ends TIMEOUT", func(t *testing.T) {
 		id := c.submit("#!/bin/sh\nsleep 300\n", "-t", "0:05")
 		j := c.waitTerminal(id, 30*time.Second)
