@@ -2,6 +2,7 @@ package ctld
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -24,78 +25,96 @@ const ConfigVersion = 1
 // field). Order of precedence: DefaultConfig, then the file, then
 // TIDECTLD_* environment variables, then flags.
 type Config struct {
-	Version     int    `mapstructure:"version"`
-	ClusterName string `mapstructure:"cluster_name"`
+	Version     int    `mapstructure:"version" json:"version"`
+	ClusterName string `mapstructure:"cluster_name" json:"cluster_name"`
 	// StateDir holds the SQLite database (state, accounting, spool).
-	StateDir string `mapstructure:"state_dir"`
+	StateDir string `mapstructure:"state_dir" json:"state_dir"`
 	// Socket is the unix socket for local clients; NodeAddr the TCP
 	// address node daemons reach (and /metrics).
-	Socket   string `mapstructure:"socket"`
-	NodeAddr string `mapstructure:"node_addr"`
+	Socket   string `mapstructure:"socket" json:"socket"`
+	NodeAddr string `mapstructure:"node_addr" json:"node_addr"`
 	// KeyFile holds the cluster key node daemons present.
-	KeyFile string `mapstructure:"key_file"`
+	KeyFile string `mapstructure:"key_file" json:"key_file"`
 	// Operators may act on every job and node (root and the daemon's own
 	// user always may).
-	Operators []string `mapstructure:"operators"`
+	Operators []string `mapstructure:"operators" json:"operators"`
 	// AllowRootJobs accepts jobs submitted by root.
-	AllowRootJobs bool `mapstructure:"allow_root_jobs"`
+	AllowRootJobs bool `mapstructure:"allow_root_jobs" json:"allow_root_jobs"`
 	// FirstJobID is the id of the first job of a new cluster.
-	FirstJobID uint64 `mapstructure:"first_job_id"`
-	LogLevel   string `mapstructure:"log_level"`
+	FirstJobID uint64 `mapstructure:"first_job_id" json:"first_job_id"`
+	LogLevel   string `mapstructure:"log_level" json:"log_level"`
 
-	Timeouts  TimeoutConfig     `mapstructure:"timeouts"`
-	Scheduler SchedulerConfig   `mapstructure:"scheduler"`
-	Partition []PartitionConfig `mapstructure:"partitions"`
-	Nodes     []NodeConfig      `mapstructure:"nodes"`
-	Topology  TopologyConfig    `mapstructure:"topology"`
+	Timeouts  TimeoutConfig     `mapstructure:"timeouts" json:"timeouts"`
+	Scheduler SchedulerConfig   `mapstructure:"scheduler" json:"scheduler"`
+	Partition []PartitionConfig `mapstructure:"partitions" json:"partitions"`
+	Nodes     []NodeConfig      `mapstructure:"nodes" json:"nodes"`
+	Topology  TopologyConfig    `mapstructure:"topology" json:"topology"`
 }
 
 // TimeoutConfig holds the controller's timeouts.
 type TimeoutConfig struct {
 	// Node: a node that has not synced for this long is DOWN and its
 	// jobs end NODE_FAIL.
-	Node time.Duration `mapstructure:"node"`
+	Node time.Duration `mapstructure:"node" json:"node"`
 	// KillWait is the time between SIGTERM and SIGKILL.
-	KillWait time.Duration `mapstructure:"kill_wait"`
+	KillWait time.Duration `mapstructure:"kill_wait" json:"kill_wait"`
 	// MinJobAge is how long finished jobs stay visible to squeue.
-	MinJobAge time.Duration `mapstructure:"min_job_age"`
+	MinJobAge time.Duration `mapstructure:"min_job_age" json:"min_job_age"`
 	// SpoolKeep is how long scripts of finished jobs are kept.
-	SpoolKeep time.Duration `mapstructure:"spool_keep"`
+	SpoolKeep time.Duration `mapstructure:"spool_keep" json:"spool_keep"`
+}
+
+// MarshalJSON prints durations as "30s" rather than nanoseconds, for
+// `tidectld config dump`.
+func (t TimeoutConfig) MarshalJSON() ([]byte, error) {
+	return json.Marshal(map[string]string{
+		"node": t.Node.String(), "kill_wait": t.KillWait.String(),
+		"min_job_age": t.MinJobAge.String(), "spool_keep": t.SpoolKeep.String(),
+	})
+}
+
+// MarshalJSON prints the interval as "1s" rather than nanoseconds.
+func (c SchedulerConfig) MarshalJSON() ([]byte, error) {
+	type plain SchedulerConfig
+	return json.Marshal(struct {
+		Interval string `json:"interval"`
+		plain
+	}{c.Interval.String(), plain(c)})
 }
 
 // SchedulerConfig tunes the scheduling loop.
 type SchedulerConfig struct {
 	// Interval is the period of the background pass (submissions and
 	// job ends trigger passes at once).
-	Interval       time.Duration `mapstructure:"interval"`
-	MaxStarts      int           `mapstructure:"max_starts"`
-	DefMemPerCPUMB int64         `mapstructure:"def_mem_per_cpu_mb"`
+	Interval       time.Duration `mapstructure:"interval" json:"interval"`
+	MaxStarts      int           `mapstructure:"max_starts" json:"max_starts"`
+	DefMemPerCPUMB int64         `mapstructure:"def_mem_per_cpu_mb" json:"def_mem_per_cpu_mb"`
 }
 
 // PartitionConfig is one partition as written.
 type PartitionConfig struct {
-	Name        string `mapstructure:"name"`
-	Nodes       string `mapstructure:"nodes"`
-	Default     bool   `mapstructure:"default"`
-	DefaultTime string `mapstructure:"default_time"`
-	MaxTime     string `mapstructure:"max_time"`
-	MaxNodes    int    `mapstructure:"max_nodes"`
-	State       string `mapstructure:"state"`
+	Name        string `mapstructure:"name" json:"name"`
+	Nodes       string `mapstructure:"nodes" json:"nodes"`
+	Default     bool   `mapstructure:"default" json:"default"`
+	DefaultTime string `mapstructure:"default_time" json:"default_time"`
+	MaxTime     string `mapstructure:"max_time" json:"max_time"`
+	MaxNodes    int    `mapstructure:"max_nodes" json:"max_nodes"`
+	State       string `mapstructure:"state" json:"state"`
 }
 
 // NodeConfig declares nodes and, optionally, what they must have. A node
 // that registers with less is drained with a reason.
 type NodeConfig struct {
-	Names    string   `mapstructure:"names"`
-	CPUs     int      `mapstructure:"cpus"`
-	Memory   string   `mapstructure:"memory"`
-	GPUs     int      `mapstructure:"gpus"`
-	Features []string `mapstructure:"features"`
+	Names    string   `mapstructure:"names" json:"names"`
+	CPUs     int      `mapstructure:"cpus" json:"cpus"`
+	Memory   string   `mapstructure:"memory" json:"memory"`
+	GPUs     int      `mapstructure:"gpus" json:"gpus"`
+	Features []string `mapstructure:"features" json:"features"`
 }
 
 // TopologyConfig holds the switch tree.
 type TopologyConfig struct {
-	Switches []topology.SwitchConfig `mapstructure:"switches"`
+	Switches []topology.SwitchConfig `mapstructure:"switches" json:"switches"`
 }
 
 // DefaultConfig returns the built-in defaults.

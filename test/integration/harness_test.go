@@ -39,17 +39,23 @@ func TestMain(m *testing.M) {
 	// the binaries.
 	os.Chmod(dir, 0o755)
 	binDir = dir
-	args := []string{"build", "-o", dir + "/", "../../cmd/tide", "../../cmd/tidectld", "../../cmd/tided"}
-	if tags := os.Getenv("GOTAGS_IT"); tags != "" {
-		args = append([]string{"build", "-tags", tags}, args[1:]...)
-	} else if _, err := os.Stat("/usr/include/sqlite3.h"); err == nil {
-		args = append([]string{"build", "-tags", "libsqlite3"}, args[1:]...)
+	tags := os.Getenv("GOTAGS_IT")
+	if _, err := os.Stat("/usr/include/sqlite3.h"); err == nil && tags == "" {
+		tags = "libsqlite3"
 	}
-	cmd := exec.Command("go", args...)
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	if err := cmd.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "build binaries:", err)
-		os.Exit(1)
+	// As `make build` does: daemons with cgo (SQLite, NSS), the CLI static.
+	builds := []struct {
+		cgo  string
+		pkgs []string
+	}{{"1", []string{"../../cmd/tidectld", "../../cmd/tided"}}, {"0", []string{"../../cmd/tide"}}}
+	for _, b := range builds {
+		cmd := exec.Command("go", append([]string{"build", "-tags", tags, "-o", dir + "/"}, b.pkgs...)...)
+		cmd.Env = append(os.Environ(), "CGO_ENABLED="+b.cgo)
+		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+		if err := cmd.Run(); err != nil {
+			fmt.Fprintln(os.Stderr, "build binaries:", err)
+			os.Exit(1)
+		}
 	}
 	for _, l := range []string{"sbatch", "squeue", "scancel", "sinfo", "scontrol", "sacct"} {
 		os.Symlink("tide", filepath.Join(dir, l))
