@@ -83,7 +83,11 @@ func (s *Server) submit(ctx context.Context, c caller, req api.SubmitRequest) (a
 	s.strings.job(j)
 	s.jobs[j.ID] = j
 	s.metrics.submitted()
-	s.Kick()
+	if j.Reason == api.ReasonNone {
+		// Held jobs and jobs with a later --begin cannot start now; the
+		// periodic pass picks them up when that changes.
+		s.Kick()
+	}
 	return api.SubmitResponse{JobID: j.ID, Warnings: warn}, nil
 }
 
@@ -233,15 +237,29 @@ func (s *Server) testOnly(j *api.Job, warn []string) api.SubmitResponse {
 
 // listJobs returns copies of the in-memory jobs that match f.
 func (s *Server) listJobs(f api.JobFilter) api.JobList {
+	keep := func(j *api.Job) bool {
+		return (f.All || len(f.States) > 0 || !j.State.Terminal()) && f.Match(j)
+	}
 	s.mu.Lock()
-	out := make([]api.Job, 0, len(s.jobs))
-	for _, j := range s.jobs {
-		if !f.All && len(f.States) == 0 && j.State.Terminal() {
-			continue
+	var match []*api.Job
+	if len(f.IDs) > 0 {
+		// squeue -j: look the ids up instead of scanning every job.
+		for _, id := range f.IDs {
+			if j := s.jobs[id]; j != nil && keep(j) {
+				match = append(match, j)
+			}
 		}
-		if f.Match(j) {
-			out = append(out, *j)
+	} else {
+		match = make([]*api.Job, 0, len(s.jobs))
+		for _, j := range s.jobs {
+			if keep(j) {
+				match = append(match, j)
+			}
 		}
+	}
+	out := make([]api.Job, len(match))
+	for i, j := range match {
+		out[i] = *j
 	}
 	now := s.now()
 	s.mu.Unlock()

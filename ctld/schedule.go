@@ -36,7 +36,9 @@ func (s *Server) snapshot() *sched.Snapshot {
 		})
 	}
 	for _, j := range s.jobs {
-		if j.State == api.StatePending {
+		// Held jobs carry their reason from the hold itself; leaving them
+		// out keeps passes cheap when thousands wait on a hold.
+		if j.State == api.StatePending && j.HoldKind == api.HoldNone && !j.Hold {
 			snap.Pending = append(snap.Pending, j)
 		}
 	}
