@@ -2,6 +2,7 @@ package ctld
 
 import (
 	"bufio"
+	"bytes"
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
@@ -11,6 +12,7 @@ import (
 	"net/http/pprof"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/tide-hpc/tide/ctld/api"
 	"github.com/tide-hpc/tide/ctld/client"
@@ -139,19 +141,33 @@ func (s *Server) handleList(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	writeList(w, r, s.listJobs(f))
+	if !wantsGob(r) {
+		writeList(w, r, s.listJobs(f))
+		return
+	}
+	body, now := s.listCache.get(r.URL.RawQuery, s.listVersion(), func() []byte {
+		var buf bytes.Buffer
+		_ = api.WriteJobsGob(&buf, s.listJobs(f).Jobs)
+		return buf.Bytes()
+	})
+	w.Header().Set("Content-Type", api.MediaGob)
+	w.Header().Set(api.NowHeader, now.Format(time.RFC3339Nano))
+	_, _ = w.Write(body)
 }
 
-// writeList streams a job listing as JSON, or as gob when the client
-// asks for api.MediaGob.
+func wantsGob(r *http.Request) bool { return strings.Contains(r.Header.Get("Accept"), api.MediaGob) }
+
+// writeList sends a job listing as JSON, or as gob when the client asks
+// for api.MediaGob.
 func writeList(w http.ResponseWriter, r *http.Request, l api.JobList) {
-	asGob := strings.Contains(r.Header.Get("Accept"), api.MediaGob)
-	if asGob {
+	if wantsGob(r) {
 		w.Header().Set("Content-Type", api.MediaGob)
-	} else {
-		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set(api.NowHeader, l.Now.Format(time.RFC3339Nano))
+		_ = api.WriteJobsGob(w, l.Jobs)
+		return
 	}
-	_ = api.WriteJobList(w, l, asGob)
+	w.Header().Set("Content-Type", "application/json")
+	_ = api.WriteJobList(w, l)
 }
 
 func (s *Server) handleJob(w http.ResponseWriter, r *http.Request) {

@@ -46,12 +46,16 @@ type Server struct {
 	audit      []api.AuditRecord
 	dirtyNodes map[string]bool
 
-	strings   interner
-	kick      chan struct{}
-	users     *userCache
-	metrics   *metrics
-	startTime time.Time
-	lastPass  time.Duration
+	strings interner
+	// jobsVersion changes with every change listings show (markDirty,
+	// a new job, a forgotten one); listCache keys on it.
+	jobsVersion uint64
+	listCache   listCache
+	kick        chan struct{}
+	users       *userCache
+	metrics     *metrics
+	startTime   time.Time
+	lastPass    time.Duration
 }
 
 // New opens the store and recovers state. The caller must Close it.
@@ -88,6 +92,7 @@ func newServer(cl *Cluster, log *slog.Logger, st Store, key string, now func() t
 		dirty: map[uint64]bool{}, dirtyNodes: map[string]bool{},
 		kick: make(chan struct{}, 1), users: newUserCache(), startTime: now(),
 	}
+	s.listCache.now = now
 	for i := range cl.Partitions {
 		p := cl.Partitions[i]
 		s.partitions[p.Name] = &p
@@ -308,6 +313,7 @@ func (s *Server) forgetOldJobs(now time.Time) {
 	for id, j := range s.jobs {
 		if j.State.Terminal() && j.EndTime.Before(cut) && !s.dirty[id] {
 			delete(s.jobs, id)
+			s.jobsVersion++
 		}
 	}
 }
@@ -357,4 +363,7 @@ func (s *Server) auditf(c caller, action, target, format string, args ...any) {
 		Action: action, Target: target, Detail: fmt.Sprintf(format, args...)})
 }
 
-func (s *Server) markDirty(j *api.Job) { s.dirty[j.ID] = true }
+func (s *Server) markDirty(j *api.Job) {
+	s.dirty[j.ID] = true
+	s.jobsVersion++
+}

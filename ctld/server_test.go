@@ -4,7 +4,9 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"net/http/httptest"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -378,5 +380,45 @@ func TestNodeMissingAfterRestart(t *testing.T) {
 	h.s.mu.Unlock()
 	if j := h.job(id); j.State != api.StateNodeFail {
 		t.Fatalf("job on a node that never came back: %s", j.State)
+	}
+}
+
+func TestGobListingCache(t *testing.T) {
+	h := newHarness(t)
+	h.register("gpu01")
+	list := func(query string) []api.Job {
+		t.Helper()
+		req := httptest.NewRequest("GET", "/api/v1/jobs?"+query, nil)
+		req.Header.Set("Accept", api.MediaGob)
+		rec := httptest.NewRecorder()
+		h.s.localHandler().ServeHTTP(rec, req)
+		if rec.Code != 200 || rec.Header().Get(api.NowHeader) == "" {
+			t.Fatalf("status %d headers %v", rec.Code, rec.Header())
+		}
+		jobs, err := api.ReadJobsGob(rec.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return jobs
+	}
+	a := h.submit(api.JobSpec{Hold: true})
+	if got := list(""); len(got) != 1 || got[0].ID != a {
+		t.Fatalf("listing %+v", got)
+	}
+	// A change after the first (cached) listing shows in the next one.
+	b := h.submit(api.JobSpec{Hold: true})
+	if got := list(""); len(got) != 2 {
+		t.Fatalf("cached listing missed job %d: %d jobs", b, len(got))
+	}
+	h.s.updateJobs(h.alice, api.JobUpdate{IDs: []uint64{a}, Action: "release"})
+	h.s.schedulePass()
+	got := list("")
+	for _, j := range got {
+		if j.ID == a && j.State != api.StateRunning {
+			t.Fatalf("cached listing shows job %d %s", a, j.State)
+		}
+	}
+	if got := list("id=" + strconv.FormatUint(b, 10)); len(got) != 1 || got[0].ID != b {
+		t.Fatalf("filtered listing %+v", got)
 	}
 }

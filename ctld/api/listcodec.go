@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"time"
 )
 
 // MediaGob is the media type a client may ask for (Accept header) on
@@ -15,28 +14,48 @@ import (
 // gob ~13 ms, and squeue's latency is measured with that many pending.
 const MediaGob = "application/x-tide-gob"
 
-// listHeader opens a gob job listing.
-type listHeader struct {
-	Now   time.Time
-	Count int
-}
+// NowHeader carries the controller's clock on gob listings, outside the
+// body, so that the controller can serve an unchanged listing from cache.
+const NowHeader = "X-Tide-Now"
 
-// WriteJobList streams a listing job by job, so the controller never
-// holds the whole encoded answer in memory.
-func WriteJobList(w io.Writer, l JobList, asGob bool) error {
+// WriteJobsGob writes jobs as a gob stream: the count, then each job.
+func WriteJobsGob(w io.Writer, jobs []Job) error {
 	bw := bufio.NewWriterSize(w, 64<<10)
-	if asGob {
-		enc := gob.NewEncoder(bw)
-		if err := enc.Encode(listHeader{Now: l.Now, Count: len(l.Jobs)}); err != nil {
+	enc := gob.NewEncoder(bw)
+	if err := enc.Encode(len(jobs)); err != nil {
+		return err
+	}
+	for i := range jobs {
+		if err := enc.Encode(&jobs[i]); err != nil {
 			return err
 		}
-		for i := range l.Jobs {
-			if err := enc.Encode(&l.Jobs[i]); err != nil {
-				return err
-			}
-		}
-		return bw.Flush()
 	}
+	return bw.Flush()
+}
+
+// ReadJobsGob reads a stream written by WriteJobsGob.
+func ReadJobsGob(r io.Reader) ([]Job, error) {
+	dec := gob.NewDecoder(bufio.NewReaderSize(r, 64<<10))
+	var n int
+	if err := dec.Decode(&n); err != nil {
+		return nil, fmt.Errorf("decode listing header: %w", err)
+	}
+	if n < 0 || n > 10_000_000 {
+		return nil, fmt.Errorf("decode listing: implausible job count %d", n)
+	}
+	jobs := make([]Job, n)
+	for i := range jobs {
+		if err := dec.Decode(&jobs[i]); err != nil {
+			return nil, fmt.Errorf("decode listing job %d of %d: %w", i+1, n, err)
+		}
+	}
+	return jobs, nil
+}
+
+// WriteJobList streams a JSON listing job by job, so the controller never
+// holds the whole encoded answer in memory.
+func WriteJobList(w io.Writer, l JobList) error {
+	bw := bufio.NewWriterSize(w, 64<<10)
 	bw.WriteString(`{"jobs":[`)
 	for i := range l.Jobs {
 		if i > 0 {
@@ -55,27 +74,9 @@ func WriteJobList(w io.Writer, l JobList, asGob bool) error {
 	return bw.Flush()
 }
 
-// ReadJobList decodes a listing written by WriteJobList.
-func ReadJobList(r io.Reader, asGob bool) (JobList, error) {
+// ReadJobList decodes a JSON listing written by WriteJobList.
+func ReadJobList(r io.Reader) (JobList, error) {
 	var l JobList
-	if !asGob {
-		err := json.NewDecoder(r).Decode(&l)
-		return l, err
-	}
-	dec := gob.NewDecoder(bufio.NewReaderSize(r, 64<<10))
-	var h listHeader
-	if err := dec.Decode(&h); err != nil {
-		return l, fmt.Errorf("decode listing header: %w", err)
-	}
-	if h.Count < 0 || h.Count > 10_000_000 {
-		return l, fmt.Errorf("decode listing: implausible job count %d", h.Count)
-	}
-	l.Now = h.Now
-	l.Jobs = make([]Job, h.Count)
-	for i := range l.Jobs {
-		if err := dec.Decode(&l.Jobs[i]); err != nil {
-			return l, fmt.Errorf("decode listing job %d of %d: %w", i+1, h.Count, err)
-		}
-	}
-	return l, nil
+	err := json.NewDecoder(r).Decode(&l)
+	return l, err
 }

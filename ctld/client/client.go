@@ -114,13 +114,20 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, in, 
 		_, _ = io.Copy(io.Discard, resp.Body)
 		return nil
 	}
-	if isList {
-		l, err := api.ReadJobList(resp.Body, resp.Header.Get("Content-Type") == api.MediaGob)
+	if isList && resp.Header.Get("Content-Type") == api.MediaGob {
+		jobs, err := api.ReadJobsGob(resp.Body)
 		if err != nil {
 			return fmt.Errorf("decode answer of %s %s: %w", method, path, err)
 		}
-		*lr.l = l
+		now, err := time.Parse(time.RFC3339Nano, resp.Header.Get(api.NowHeader))
+		if err != nil {
+			return fmt.Errorf("answer of %s %s: bad %s header: %w", method, path, api.NowHeader, err)
+		}
+		*lr.l = api.JobList{Jobs: jobs, Now: now}
 		return nil
+	}
+	if isList {
+		out = lr.l
 	}
 	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
 		return fmt.Errorf("decode answer of %s %s: %w", method, path, err)
