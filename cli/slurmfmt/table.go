@@ -86,31 +86,15 @@ func (t *Table[T]) Header() string {
 // width and padded after; a right-justified one is padded before and, when
 // cut is set, cut to its first width bytes.
 func AppendCell(dst []byte, val string, width int, right, cut bool) []byte {
-	n := len(val)
-	switch {
-	case width <= 0:
-		return append(dst, val...)
-	case right:
-		for ; n < width; n++ {
-			dst = append(dst, ' ')
-		}
-		if cut && len(val) > width {
-			return append(dst, val[:width]...)
-		}
-		return append(dst, val...)
-	}
-	if n > width {
-		return append(dst, val[:width]...)
-	}
-	dst = append(dst, val...)
-	for ; n < width; n++ {
-		dst = append(dst, ' ')
-	}
-	return dst
+	return appendCell(dst, val, width, right, cut)
 }
 
 // AppendCellBytes is AppendCell for a value held in a byte slice.
 func AppendCellBytes(dst, val []byte, width int, right, cut bool) []byte {
+	return appendCell(dst, val, width, right, cut)
+}
+
+func appendCell[S ~string | ~[]byte](dst []byte, val S, width int, right, cut bool) []byte {
 	n := len(val)
 	switch {
 	case width <= 0:

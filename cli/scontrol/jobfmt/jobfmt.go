@@ -1,13 +1,12 @@
 package jobfmt
 
 import (
-	"fmt"
 	"path"
 	"sort"
 	"strconv"
-	"strings"
 	"time"
 
+	"github.com/tide-hpc/tide/cli/slurmfmt"
 	"github.com/tide-hpc/tide/ctld/api"
 )
 
@@ -138,18 +137,5 @@ func IdxRanges(idx []int) string {
 	}
 	s := append([]int(nil), idx...)
 	sort.Ints(s)
-	var parts []string
-	for i := 0; i < len(s); {
-		j := i
-		for j+1 < len(s) && s[j+1] == s[j]+1 {
-			j++
-		}
-		if i == j {
-			parts = append(parts, strconv.Itoa(s[i]))
-		} else {
-			parts = append(parts, fmt.Sprintf("%d-%d", s[i], s[j]))
-		}
-		i = j + 1
-	}
-	return strings.Join(parts, ",")
+	return string(slurmfmt.AppendRanges(nil, s))
 }
