@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/tide-hpc/tide/ctld/api"
+	"github.com/tide-hpc/tide/ctld/api/listing"
 	"github.com/tide-hpc/tide/ctld/client"
 )
 
@@ -147,27 +148,29 @@ func (s *Server) handleList(w http.ResponseWriter, r *http.Request) {
 	}
 	body, now := s.listCache.get(r.URL.RawQuery, s.listVersion(), func() []byte {
 		var buf bytes.Buffer
-		_ = api.WriteJobsGob(&buf, s.listJobs(f).Jobs)
+		_ = listing.WriteJobsGob(&buf, s.listJobs(f).Jobs)
 		return buf.Bytes()
 	})
-	w.Header().Set("Content-Type", api.MediaGob)
-	w.Header().Set(api.NowHeader, now.Format(time.RFC3339Nano))
+	w.Header().Set("Content-Type", listing.MediaGob)
+	w.Header().Set(listing.NowHeader, now.Format(time.RFC3339Nano))
 	_, _ = w.Write(body)
 }
 
-func wantsGob(r *http.Request) bool { return strings.Contains(r.Header.Get("Accept"), api.MediaGob) }
+func wantsGob(r *http.Request) bool {
+	return strings.Contains(r.Header.Get("Accept"), listing.MediaGob)
+}
 
 // writeList sends a job listing as JSON, or as gob when the client asks
-// for api.MediaGob.
+// for listing.MediaGob.
 func writeList(w http.ResponseWriter, r *http.Request, l api.JobList) {
 	if wantsGob(r) {
-		w.Header().Set("Content-Type", api.MediaGob)
-		w.Header().Set(api.NowHeader, l.Now.Format(time.RFC3339Nano))
-		_ = api.WriteJobsGob(w, l.Jobs)
+		w.Header().Set("Content-Type", listing.MediaGob)
+		w.Header().Set(listing.NowHeader, l.Now.Format(time.RFC3339Nano))
+		_ = listing.WriteJobsGob(w, l.Jobs)
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
-	_ = api.WriteJobList(w, l)
+	_ = listing.WriteJobList(w, l)
 }
 
 func (s *Server) handleJob(w http.ResponseWriter, r *http.Request) {

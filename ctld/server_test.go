@@ -14,6 +14,7 @@ import (
 
 	"github.com/tide-hpc/tide/accounting"
 	"github.com/tide-hpc/tide/ctld/api"
+	"github.com/tide-hpc/tide/ctld/api/listing"
 	"github.com/tide-hpc/tide/gres"
 )
 
@@ -389,13 +390,13 @@ func TestGobListingCache(t *testing.T) {
 	list := func(query string) []api.Job {
 		t.Helper()
 		req := httptest.NewRequest("GET", "/api/v1/jobs?"+query, nil)
-		req.Header.Set("Accept", api.MediaGob)
+		req.Header.Set("Accept", listing.MediaGob)
 		rec := httptest.NewRecorder()
 		h.s.localHandler().ServeHTTP(rec, req)
-		if rec.Code != 200 || rec.Header().Get(api.NowHeader) == "" {
+		if rec.Code != 200 || rec.Header().Get(listing.NowHeader) == "" {
 			t.Fatalf("status %d headers %v", rec.Code, rec.Header())
 		}
-		jobs, err := api.ReadJobsGob(rec.Body)
+		jobs, err := listing.ReadJobsGob(rec.Body)
 		if err != nil {
 			t.Fatal(err)
 		}

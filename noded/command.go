@@ -3,6 +3,7 @@ package noded
 import (
 	"errors"
 	"fmt"
+	"github.com/tide-hpc/tide/noded/stepd"
 	"log/slog"
 	"os"
 
@@ -85,7 +86,7 @@ func newStepdCommand() *cobra.Command {
 				return errors.New("--job-dir is required")
 			}
 			log := slog.New(slog.NewTextHandler(os.Stderr, nil)).With("component", "tided", "role", "stepd")
-			return runStepd(dir, log)
+			return stepd.RunSupervisor(dir, log)
 		},
 	}
 	c.Flags().StringVar(&dir, "job-dir", "", "job directory")
@@ -102,7 +103,7 @@ func newStepdExecCommand() *cobra.Command {
 		RunE: func(*cobra.Command, []string) error {
 			// The plan arrives on stdin; the directory only names the job
 			// in ps output.
-			return runStepdExec()
+			return stepd.RunExec()
 		},
 	}
 	c.Flags().StringVar(&dir, "job-dir", "", "job directory")

@@ -502,7 +502,7 @@ func TestDaemonKill(t *testing.T) {
 	if !r.Killed || r.TimedOut || r.Exit != (api.ExitStatus{Signal: 9}) {
 		t.Errorf("report = %+v, want killed with 0:9", r)
 	}
-	if child.alive() {
+	if child.Alive() {
 		t.Errorf("child sleep %d survived the kill", pid)
 	}
 }
@@ -519,7 +519,7 @@ func TestDaemonReattachAfterRestart(t *testing.T) {
 	stopA()
 
 	jobPID, err := readIdentity(filepath.Join(dir, filePID))
-	if err != nil || !jobPID.alive() {
+	if err != nil || !jobPID.Alive() {
 		t.Fatalf("job did not survive tided's stop: %+v, %v", jobPID, err)
 	}
 	n.start(t)
@@ -579,7 +579,7 @@ func TestDaemonForget(t *testing.T) {
 		_, err := os.Stat(dir)
 		return os.IsNotExist(err)
 	})
-	if jobPID.alive() {
+	if jobPID.Alive() {
 		t.Error("forgotten job still runs")
 	}
 	n.fake.mu.Lock()

@@ -161,13 +161,6 @@ func tideTwin(k string) (string, bool) {
 	return "", false
 }
 
-// withTaskPID adds SLURM_TASK_PID and its twin, which only the exec child
-// can know (its pid becomes the script's).
-func withTaskPID(env []string, pid int) []string {
-	p := strconv.Itoa(pid)
-	return append(env, "SLURM_TASK_PID="+p, "TIDE_TASK_PID="+p)
-}
-
 // compressCounts writes per-node counts the way SLURM_JOB_CPUS_PER_NODE
 // and SLURM_TASKS_PER_NODE do: runs of equal values as "N(xK)", e.g.
 // [4 4 2] → "4(x2),2".

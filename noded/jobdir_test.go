@@ -72,7 +72,7 @@ func TestProcIdentity(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := tt.id.alive(); got != tt.want {
+			if got := tt.id.Alive(); got != tt.want {
 				t.Errorf("alive() = %v, want %v", got, tt.want)
 			}
 		})

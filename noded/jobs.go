@@ -156,6 +156,9 @@ func (d *Daemon) writeJobDir(j *job) error {
 		UID:     j.spec.UserID,
 		GID:     j.spec.GroupID,
 	}
+	if plan.SetUser && (plan.UID != uint32(os.Geteuid()) || plan.GID != uint32(os.Getegid())) {
+		plan.Groups = userGroups(plan.UID, plan.GID, d.log)
+	}
 	return writeJSONNew(filepath.Join(j.dir, fileExec), &plan, 0o600)
 }
 
@@ -235,7 +238,7 @@ func (d *Daemon) supervisorDone(j *job) {
 	var st jobStatus
 	if err := readJSON(filepath.Join(j.dir, fileStatus), &st); err != nil {
 		d.log.Error("supervisor ended without a status", "job_id", j.ref.JobID, "err", err)
-		if id, _ := readIdentity(filepath.Join(j.dir, filePID)); id.alive() {
+		if id, _ := readIdentity(filepath.Join(j.dir, filePID)); id.Alive() {
 			_ = signalGroup(id.PID, syscall.SIGKILL)
 		}
 		st = lostStatus(time.Now())
@@ -392,7 +395,7 @@ func (d *Daemon) signalLocked(j *job, sig syscall.Signal, batchOnly bool) {
 		}
 		j.pid = id
 	}
-	if !j.pid.alive() {
+	if !j.pid.Alive() {
 		d.log.Debug("job process not running, signal not sent", "job_id", j.ref.JobID, "signal", int(sig))
 		return
 	}
@@ -527,7 +530,7 @@ func (d *Daemon) recover() error {
 			if sj.Problem != nil {
 				log.Warn("job directory damaged", "err", sj.Problem)
 			}
-			if id, _ := readIdentity(filepath.Join(sj.Dir, filePID)); id.alive() {
+			if id, _ := readIdentity(filepath.Join(sj.Dir, filePID)); id.Alive() {
 				_ = signalGroup(id.PID, syscall.SIGKILL)
 			}
 			st := lostStatus(time.Now())
@@ -562,7 +565,7 @@ func (d *Daemon) watchReattached(ctx context.Context) {
 		var gone []*job
 		d.mu.Lock()
 		for _, j := range d.jobs {
-			if j.reattached && !j.finished() && !j.stepd.alive() {
+			if j.reattached && !j.finished() && !j.stepd.Alive() {
 				gone = append(gone, j)
 			}
 		}

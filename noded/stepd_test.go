@@ -1,13 +1,11 @@
 package noded
 
 import (
-	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -243,25 +241,6 @@ func TestSupervisor(t *testing.T) {
 			}
 			if tt.check != nil {
 				tt.check(t, wd, &p)
-			}
-		})
-	}
-}
-
-func TestStrerror(t *testing.T) {
-	tests := []struct {
-		name string
-		in   error
-		want string
-	}{
-		{name: "errno", in: syscall.ENOENT, want: "No such file or directory"},
-		{name: "already capital", in: errors.New("EOF"), want: "EOF"},
-		{name: "empty", in: errors.New(""), want: ""},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := strerror(tt.in); got != tt.want {
-				t.Errorf("strerror = %q, want %q", got, tt.want)
 			}
 		})
 	}

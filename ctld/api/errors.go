@@ -3,7 +3,6 @@ package api
 import (
 	"errors"
 	"fmt"
-	"net/http"
 )
 
 // Error classes, after containerd's errdefs. Wrap them with fmt.Errorf and
@@ -19,18 +18,21 @@ var (
 	ErrInternal         = errors.New("internal error")
 )
 
+// classes maps each class to its wire word and HTTP status. The numbers
+// are written out so that this package does not link net/http into
+// binaries that never speak HTTP (the job supervisor).
 var classes = []struct {
 	err    error
 	code   string
 	status int
 }{
-	{ErrNotFound, "not_found", http.StatusNotFound},
-	{ErrInvalidArgument, "invalid_argument", http.StatusBadRequest},
-	{ErrPermissionDenied, "permission_denied", http.StatusForbidden},
-	{ErrUnauthenticated, "unauthenticated", http.StatusUnauthorized},
-	{ErrConflict, "conflict", http.StatusConflict},
-	{ErrUnavailable, "unavailable", http.StatusServiceUnavailable},
-	{ErrInternal, "internal", http.StatusInternalServerError},
+	{ErrNotFound, "not_found", 404},
+	{ErrInvalidArgument, "invalid_argument", 400},
+	{ErrPermissionDenied, "permission_denied", 403},
+	{ErrUnauthenticated, "unauthenticated", 401},
+	{ErrConflict, "conflict", 409},
+	{ErrUnavailable, "unavailable", 503},
+	{ErrInternal, "internal", 500},
 }
 
 // ErrorBody is the JSON body of every non-2xx answer.
@@ -48,7 +50,7 @@ func HTTPStatus(err error) (int, string) {
 			return c.status, c.code
 		}
 	}
-	return http.StatusInternalServerError, "internal"
+	return 500, "internal"
 }
 
 // NewErrorBody wraps err for the wire.

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/tide-hpc/tide/ctld/api"
+	"github.com/tide-hpc/tide/ctld/api/listing"
 )
 
 // DefaultSocket is where tidectld listens for local clients unless
@@ -92,7 +93,7 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, in, 
 	}
 	lr, isList := out.(*listReader)
 	if isList {
-		req.Header.Set("Accept", api.MediaGob)
+		req.Header.Set("Accept", listing.MediaGob)
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
@@ -114,14 +115,14 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, in, 
 		_, _ = io.Copy(io.Discard, resp.Body)
 		return nil
 	}
-	if isList && resp.Header.Get("Content-Type") == api.MediaGob {
-		jobs, err := api.ReadJobsGob(resp.Body)
+	if isList && resp.Header.Get("Content-Type") == listing.MediaGob {
+		jobs, err := listing.ReadJobsGob(resp.Body)
 		if err != nil {
 			return fmt.Errorf("decode answer of %s %s: %w", method, path, err)
 		}
-		now, err := time.Parse(time.RFC3339Nano, resp.Header.Get(api.NowHeader))
+		now, err := time.Parse(time.RFC3339Nano, resp.Header.Get(listing.NowHeader))
 		if err != nil {
-			return fmt.Errorf("answer of %s %s: bad %s header: %w", method, path, api.NowHeader, err)
+			return fmt.Errorf("answer of %s %s: bad %s header: %w", method, path, listing.NowHeader, err)
 		}
 		*lr.l = api.JobList{Jobs: jobs, Now: now}
 		return nil
@@ -148,7 +149,7 @@ func (c *Client) Jobs(ctx context.Context, f api.JobFilter) (api.JobList, error)
 	return c.list(ctx, "/api/v1/jobs", f)
 }
 
-// list fetches a job listing, asking for gob (see api.MediaGob).
+// list fetches a job listing, asking for gob (see listing.MediaGob).
 func (c *Client) list(ctx context.Context, path string, f api.JobFilter) (api.JobList, error) {
 	var l api.JobList
 	err := c.do(ctx, http.MethodGet, path, f.Values(), nil, &listReader{l: &l})

@@ -1,7 +1,8 @@
-package api
+package listing
 
 import (
 	"bytes"
+	"github.com/tide-hpc/tide/ctld/api"
 	"testing"
 	"time"
 
@@ -11,10 +12,10 @@ import (
 func TestJobListRoundTrip(t *testing.T) {
 	req := true
 	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
-	l := JobList{Now: now, Jobs: []Job{
-		{ID: 1, JobSpec: JobSpec{Name: "a", Requeue: &req, GPUs: 2}, State: StateRunning, SubmitTime: now,
-			Alloc: []NodeAlloc{{Node: "gpu01", CPUs: 2, GPUs: []int{0, 1}}}},
-		{ID: 2, State: StatePending, Reason: ReasonResources, ReasonDetail: "0/2 nodes available"},
+	l := api.JobList{Now: now, Jobs: []api.Job{
+		{ID: 1, JobSpec: api.JobSpec{Name: "a", Requeue: &req, GPUs: 2}, State: api.StateRunning, SubmitTime: now,
+			Alloc: []api.NodeAlloc{{Node: "gpu01", CPUs: 2, GPUs: []int{0, 1}}}},
+		{ID: 2, State: api.StatePending, Reason: api.ReasonResources, ReasonDetail: "0/2 nodes available"},
 	}}
 	var buf bytes.Buffer
 	if err := WriteJobList(&buf, l); err != nil {
@@ -39,7 +40,7 @@ func TestJobListRoundTrip(t *testing.T) {
 		t.Errorf("gob (-want +got):\n%s", diff)
 	}
 	var empty bytes.Buffer
-	WriteJobList(&empty, JobList{Now: now})
+	WriteJobList(&empty, api.JobList{Now: now})
 	if got := empty.String(); got != `{"jobs":[],"now":"2026-11-29T12:00:00Z"}`+"\n" {
 		t.Errorf("empty listing %q", got)
 	}

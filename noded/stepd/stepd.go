@@ -1,4 +1,4 @@
-package noded
+package stepd
 
 import (
 	"bytes"
@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
-	"os/user"
 	"path/filepath"
 	"strconv"
 	"syscall"
@@ -24,33 +23,33 @@ import (
 // child, so the supervisor reads EOF without data once exec succeeded.
 const errPipeFD = 3
 
-// runStepd is "tided stepd --job-dir DIR": the supervisor of one job. It
+// RunSupervisor is "tided stepd --job-dir DIR": the supervisor of one job. It
 // outlives tided (it runs in its own session), starts the job through
 // the exec child, waits for it, kills what is left of its process group
 // and writes status.json.
-func runStepd(dir string, log *slog.Logger) error {
-	self, err := selfIdentity()
+func RunSupervisor(dir string, log *slog.Logger) error {
+	self, err := SelfIdentity()
 	if err != nil {
 		return err
 	}
-	if err := writeJSONAtomic(filepath.Join(dir, fileStepdPID), self, 0o644); err != nil {
+	if err := WriteJSONAtomic(filepath.Join(dir, FileStepdPID), self, 0o644); err != nil {
 		return err
 	}
-	var plan execPlan
-	if err := readJSON(filepath.Join(dir, fileExec), &plan); err != nil {
-		st := jobStatus{Exit: api.ExitStatus{Code: 1}, EndTime: time.Now(), Error: "read launch plan: " + err.Error()}
-		return writeJSONAtomic(filepath.Join(dir, fileStatus), st, 0o644)
+	var plan Plan
+	if err := ReadJSON(filepath.Join(dir, FileExec), &plan); err != nil {
+		st := Status{Exit: api.ExitStatus{Code: 1}, EndTime: time.Now(), Error: "read launch plan: " + err.Error()}
+		return WriteJSONAtomic(filepath.Join(dir, FileStatus), st, 0o644)
 	}
 	log = log.With("job_id", plan.JobID, "node", plan.Node)
 	st := supervise(dir, &plan, log)
 	log.Info("job finished", "exit", st.Exit.String(), "error", st.Error)
-	return writeJSONAtomic(filepath.Join(dir, fileStatus), st, 0o644)
+	return WriteJSONAtomic(filepath.Join(dir, FileStatus), st, 0o644)
 }
 
 // supervise starts the exec child and waits for the job.
-func supervise(dir string, plan *execPlan, log *slog.Logger) jobStatus {
-	fail := func(start time.Time, msg string) jobStatus {
-		return jobStatus{Exit: api.ExitStatus{Code: 1}, StartTime: start, EndTime: time.Now(), Error: msg}
+func supervise(dir string, plan *Plan, log *slog.Logger) Status {
+	fail := func(start time.Time, msg string) Status {
+		return Status{Exit: api.ExitStatus{Code: 1}, StartTime: start, EndTime: time.Now(), Error: msg}
 	}
 	if !plan.SetUser || (plan.UID == uint32(os.Geteuid()) && plan.GID == uint32(os.Getegid())) {
 		return superviseDirect(dir, plan, log)
@@ -75,7 +74,7 @@ func supervise(dir string, plan *execPlan, log *slog.Logger) jobStatus {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if plan.SetUser {
 		cmd.SysProcAttr.Credential = &syscall.Credential{
-			Uid: plan.UID, Gid: plan.GID, Groups: userGroups(plan.UID, plan.GID, log),
+			Uid: plan.UID, Gid: plan.GID, Groups: plan.groups(),
 		}
 	}
 	start := time.Now()
@@ -92,17 +91,17 @@ func supervise(dir string, plan *execPlan, log *slog.Logger) jobStatus {
 // without the exec child: the supervisor opens the files itself (with
 // the same rights the child would have) and execs the script, which
 // saves a process start per job.
-func superviseDirect(dir string, plan *execPlan, log *slog.Logger) jobStatus {
+func superviseDirect(dir string, plan *Plan, log *slog.Logger) Status {
 	start := time.Now()
 	files, err := openJobFiles(plan)
 	if err != nil {
-		return jobStatus{Exit: api.ExitStatus{Code: 1}, StartTime: start, EndTime: time.Now(), Error: err.Error()}
+		return Status{Exit: api.ExitStatus{Code: 1}, StartTime: start, EndTime: time.Now(), Error: err.Error()}
 	}
 	// The trampoline's exec would fail inside the job (its message lost
 	// in the output file), so check here what execve would refuse.
 	if err := checkExecutable(plan.Script); err != nil {
 		files.close()
-		return jobStatus{Exit: api.ExitStatus{Code: 1}, StartTime: start, EndTime: time.Now(),
+		return Status{Exit: api.ExitStatus{Code: 1}, StartTime: start, EndTime: time.Now(),
 			Error: fmt.Sprintf("execve %s: %v", plan.Script, err)}
 	}
 	// SLURM_TASK_PID is the script's pid, known only after the fork: a
@@ -115,7 +114,7 @@ func superviseDirect(dir string, plan *execPlan, log *slog.Logger) jobStatus {
 	})
 	files.close()
 	if err != nil {
-		return jobStatus{Exit: api.ExitStatus{Code: 1}, StartTime: start, EndTime: time.Now(),
+		return Status{Exit: api.ExitStatus{Code: 1}, StartTime: start, EndTime: time.Now(),
 			Error: fmt.Sprintf("execve %s: %v", plan.Script, unwrapPath(err))}
 	}
 	return waitJob(dir, proc, start, "", log)
@@ -143,38 +142,38 @@ func checkExecutable(path string) error {
 // taskPIDTrampoline is run by /bin/sh -c with the script as $0.
 const taskPIDTrampoline = `export SLURM_TASK_PID=$$ TIDE_TASK_PID=$$; exec "$0" "$@"`
 
-// waitJob records the job's pid, honours kill markers that raced the
+// waitJob records the job's pid, honours kill Markers that raced the
 // start, waits for the job, kills what is left of its process group and
 // turns the wait status into the job's status. failMsg is an error the
 // exec child reported before the script ran.
-func waitJob(dir string, proc *os.Process, start time.Time, failMsg string, log *slog.Logger) jobStatus {
+func waitJob(dir string, proc *os.Process, start time.Time, failMsg string, log *slog.Logger) Status {
 	pid := proc.Pid
-	if id, err := identityOf(pid); err != nil {
+	if id, err := IdentityOf(pid); err != nil {
 		log.Error("record job pid", "pid", pid, "err", err)
-	} else if err := writeJSONAtomic(filepath.Join(dir, filePID), id, 0o644); err != nil {
+	} else if err := WriteJSONAtomic(filepath.Join(dir, FilePID), id, 0o644); err != nil {
 		log.Error("record job pid", "pid", pid, "err", err)
 	}
 	// tided writes a kill marker before it looks for the pid file, and
-	// we look for markers after writing it: whichever of the two comes
+	// we look for Markers after writing it: whichever of the two comes
 	// second sends the signal, so a kill racing the start is not lost.
-	m := readMarkers(dir)
-	for _, k := range []*killMarker{m.Killed, m.TimedOut} {
+	m := ReadMarkers(dir)
+	for _, k := range []*KillMarker{m.Killed, m.TimedOut} {
 		if k != nil {
 			sig := syscall.SIGTERM
 			if k.Signal > 0 {
 				sig = syscall.Signal(k.Signal)
 			}
-			if err := signalGroup(pid, sig); err != nil {
+			if err := SignalGroup(pid, sig); err != nil {
 				log.Error("signal job", "err", err)
 			}
 		}
 	}
 	ps, _ := proc.Wait()
 	end := time.Now()
-	if err := signalGroup(pid, syscall.SIGKILL); err != nil {
+	if err := SignalGroup(pid, syscall.SIGKILL); err != nil {
 		log.Error("kill leftover processes", "err", err)
 	}
-	st := jobStatus{StartTime: start, EndTime: end}
+	st := Status{StartTime: start, EndTime: end}
 	if failMsg != "" {
 		st.Exit = api.ExitStatus{Code: 1}
 		st.Error = failMsg
@@ -196,35 +195,12 @@ func waitJob(dir string, proc *os.Process, start time.Time, failMsg string, log 
 	return st
 }
 
-// userGroups returns the supplementary groups of uid, or just gid when
-// the user is unknown on this node.
-func userGroups(uid, gid uint32, log *slog.Logger) []uint32 {
-	u, err := user.LookupId(strconv.FormatUint(uint64(uid), 10))
-	if err != nil {
-		log.Warn("user not found, running with its primary group only", "uid", uid, "err", err)
-		return []uint32{gid}
-	}
-	ids, err := u.GroupIds()
-	if err != nil {
-		log.Warn("cannot list user groups", "uid", uid, "err", err)
-		return []uint32{gid}
-	}
-	out := []uint32{gid}
-	for _, s := range ids {
-		n, err := strconv.ParseUint(s, 10, 32)
-		if err == nil && uint32(n) != gid {
-			out = append(out, uint32(n))
-		}
-	}
-	return out
-}
-
-// runStepdExec is "tided stepd-exec": it already runs as the job's user.
+// RunExec is "tided stepd-exec": it already runs as the job's user.
 // It reads the plan from stdin, opens the job's files (so they are
 // created with the user's rights), changes to the work directory and
 // execs the script. It returns only on failure, after reporting it on the
 // error pipe.
-func runStepdExec() error {
+func RunExec() error {
 	syscall.CloseOnExec(errPipeFD)
 	errPipe := os.NewFile(errPipeFD, "error pipe")
 	fail := func(err error) error {
@@ -237,7 +213,7 @@ func runStepdExec() error {
 	if err != nil {
 		return fail(fmt.Errorf("read launch plan: %w", err))
 	}
-	var plan execPlan
+	var plan Plan
 	if err := json.Unmarshal(data, &plan); err != nil {
 		return fail(fmt.Errorf("decode launch plan: %w", err))
 	}
@@ -253,7 +229,7 @@ func runStepdExec() error {
 			return fail(fmt.Errorf("set up standard file %d: %w", fd, err))
 		}
 	}
-	env := withTaskPID(plan.Env, os.Getpid())
+	env := WithTaskPID(plan.Env, os.Getpid())
 	argv := append([]string{plan.Script}, plan.Args...)
 	err = syscall.Exec(plan.Script, argv, env)
 	return fail(fmt.Errorf("execve %s: %w", plan.Script, err))
@@ -279,7 +255,7 @@ func (f *jobFiles) close() {
 // (creating the outputs with the caller's rights, so run it as the job's
 // user) and picks the work directory, falling back to /tmp with Slurm's
 // message in the output when the work directory cannot be entered.
-func openJobFiles(plan *execPlan) (*jobFiles, error) {
+func openJobFiles(plan *Plan) (*jobFiles, error) {
 	if plan.Umask >= 0 {
 		syscall.Umask(plan.Umask)
 	}
@@ -332,4 +308,11 @@ func strerror(err error) string {
 		return string(c-'a'+'A') + s[1:]
 	}
 	return s
+}
+
+// WithTaskPID adds SLURM_TASK_PID and its twin, which only the exec child
+// can know (its pid becomes the script's).
+func WithTaskPID(env []string, pid int) []string {
+	p := strconv.Itoa(pid)
+	return append(env, "SLURM_TASK_PID="+p, "TIDE_TASK_PID="+p)
 }

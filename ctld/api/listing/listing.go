@@ -1,10 +1,14 @@
-package api
+// Package listing encodes job listings for the wire: streamed JSON, and
+// gob for the Go client (see MediaGob). It is apart from ctld/api so that
+// binaries that never list jobs (the job supervisor) do not link gob.
+package listing
 
 import (
 	"bufio"
 	"encoding/gob"
 	"encoding/json"
 	"fmt"
+	"github.com/tide-hpc/tide/ctld/api"
 	"io"
 )
 
@@ -19,7 +23,7 @@ const MediaGob = "application/x-tide-gob"
 const NowHeader = "X-Tide-Now"
 
 // WriteJobsGob writes jobs as a gob stream: the count, then each job.
-func WriteJobsGob(w io.Writer, jobs []Job) error {
+func WriteJobsGob(w io.Writer, jobs []api.Job) error {
 	bw := bufio.NewWriterSize(w, 64<<10)
 	enc := gob.NewEncoder(bw)
 	if err := enc.Encode(len(jobs)); err != nil {
@@ -34,7 +38,7 @@ func WriteJobsGob(w io.Writer, jobs []Job) error {
 }
 
 // ReadJobsGob reads a stream written by WriteJobsGob.
-func ReadJobsGob(r io.Reader) ([]Job, error) {
+func ReadJobsGob(r io.Reader) ([]api.Job, error) {
 	dec := gob.NewDecoder(bufio.NewReaderSize(r, 64<<10))
 	var n int
 	if err := dec.Decode(&n); err != nil {
@@ -43,7 +47,7 @@ func ReadJobsGob(r io.Reader) ([]Job, error) {
 	if n < 0 || n > 10_000_000 {
 		return nil, fmt.Errorf("decode listing: implausible job count %d", n)
 	}
-	jobs := make([]Job, n)
+	jobs := make([]api.Job, n)
 	for i := range jobs {
 		if err := dec.Decode(&jobs[i]); err != nil {
 			return nil, fmt.Errorf("decode listing job %d of %d: %w", i+1, n, err)
@@ -54,7 +58,7 @@ func ReadJobsGob(r io.Reader) ([]Job, error) {
 
 // WriteJobList streams a JSON listing job by job, so the controller never
 // holds the whole encoded answer in memory.
-func WriteJobList(w io.Writer, l JobList) error {
+func WriteJobList(w io.Writer, l api.JobList) error {
 	bw := bufio.NewWriterSize(w, 64<<10)
 	bw.WriteString(`{"jobs":[`)
 	for i := range l.Jobs {
@@ -75,8 +79,8 @@ func WriteJobList(w io.Writer, l JobList) error {
 }
 
 // ReadJobList decodes a JSON listing written by WriteJobList.
-func ReadJobList(r io.Reader) (JobList, error) {
-	var l JobList
+func ReadJobList(r io.Reader) (api.JobList, error) {
+	var l api.JobList
 	err := json.NewDecoder(r).Decode(&l)
 	return l, err
 }
