@@ -1,0 +1,235 @@
+package gres
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+)
+
+// Canned fake topologies (FakeConfig.Topology).
+const (
+	// TopologyDGX is a full NVLink mesh through NVSwitch: every pair has
+	// 18 NVLinks, as on a DGX H100.
+	TopologyDGX = "dgx"
+	// TopologyIslands is two NVLink islands (first and second half of the
+	// GPUs, one per NUMA node) joined only by PCIe across the sockets.
+	TopologyIslands = "islands"
+	// TopologyPCIe has no NVLink: GPUs 2k and 2k+1 share a PCIe switch
+	// (PIX), GPUs of one NUMA half meet at NODE, the halves at SYS.
+	TopologyPCIe = "pcie"
+)
+
+// Link counts of the canned topologies.
+const (
+	fakeDGXNVLinks    = 18 // H100 SXM5: 18 links into the NVSwitch fabric
+	fakeIslandNVLinks = 6  // 4-GPU HGX H100: 18 links split over 3 peers
+)
+
+// FakeConfig describes a fake inventory: Count identical GPUs.
+type FakeConfig struct {
+	Count    int    `mapstructure:"count" json:"count"`
+	Model    string `mapstructure:"model" json:"model"`
+	MemoryMB int64  `mapstructure:"memory_mb" json:"memory_mb"`
+	// Topology is TopologyDGX, TopologyIslands or TopologyPCIe; "" picks
+	// dgx for 8 GPUs and pcie otherwise.
+	Topology string `mapstructure:"topology" json:"topology,omitempty"`
+}
+
+// Fake returns a deterministic inventory for node: UUIDs derive from the
+// node name so that restarts report the same devices. PCI bus ids, NUMA
+// nodes (first half of the GPUs on node 0, second half on node 1) and
+// links follow c.Topology.
+func Fake(node string, c FakeConfig) ([]Device, error) {
+	if c.Count < 0 || c.Count > 64 {
+		return nil, fmt.Errorf("fake gpu count %d: must be between 0 and 64", c.Count)
+	}
+	topo := c.Topology
+	if topo == "" {
+		topo = TopologyPCIe
+		if c.Count == 8 {
+			topo = TopologyDGX
+		}
+	}
+	switch topo {
+	case TopologyDGX, TopologyPCIe:
+	case TopologyIslands:
+		if c.Count%2 != 0 {
+			return nil, fmt.Errorf("fake gpu topology %q: needs an even gpu count, not %d", topo, c.Count)
+		}
+	default:
+		return nil, fmt.Errorf("fake gpu topology %q: want %s, %s or %s", topo, TopologyDGX, TopologyIslands, TopologyPCIe)
+	}
+	model := c.Model
+	if model == "" {
+		model = "a100"
+	}
+	model = strings.ToLower(model)
+	mem := c.MemoryMB
+	if mem == 0 {
+		mem = 80 * 1024
+	}
+	out := make([]Device, c.Count)
+	for i := range out {
+		out[i] = Device{
+			Index:      i,
+			UUID:       fakeUUID(node, i),
+			Model:      model,
+			MemoryMB:   mem,
+			Health:     Healthy,
+			Minor:      i,
+			ComputeCap: computeCaps[ShortModel(model)],
+			// Spread bus numbers like a real board so that NUMA halves
+			// sit in separate ranges; 0x10+3*63 still fits one byte.
+			PCIBusID: fmt.Sprintf("0000:%02x:00.0", 0x10+3*i),
+			NUMANode: fakeNUMA(i, c.Count),
+		}
+	}
+	if c.Count > 1 {
+		for i := range out {
+			out[i].Links = make([]Link, 0, c.Count-1)
+			for j := range out {
+				if j != i {
+					out[i].Links = append(out[i].Links, fakeLink(topo, i, j, c.Count))
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+// computeCaps are the compute capabilities of models fakes commonly use,
+// so that fake inventories look like the real thing.
+var computeCaps = map[string]string{
+	"b200": "10.0", "gb200": "10.0", "h100": "9.0", "h200": "9.0", "gh200": "9.0",
+	"a100": "8.0", "a30": "8.0", "l40s": "8.9", "l40": "8.9", "l4": "8.9",
+	"a10": "8.6", "a40": "8.6", "v100": "7.0", "t4": "7.5",
+}
+
+// fakeNUMA puts the first half of n GPUs (rounded up) on NUMA node 0 and
+// the rest on node 1.
+func fakeNUMA(i, n int) int {
+	if i < (n+1)/2 {
+		return 0
+	}
+	return 1
+}
+
+// fakeLink is GPU i's link to GPU j in a canned topology of n GPUs.
+func fakeLink(topo string, i, j, n int) Link {
+	sameNUMA := fakeNUMA(i, n) == fakeNUMA(j, n)
+	switch {
+	case topo == TopologyDGX:
+		return Link{Peer: j, Kind: LinkNVLink, NVLinks: fakeDGXNVLinks}
+	case topo == TopologyIslands && i/(n/2) == j/(n/2):
+		return Link{Peer: j, Kind: LinkNVLink, NVLinks: fakeIslandNVLinks}
+	case topo == TopologyIslands:
+		return Link{Peer: j, Kind: LinkPCIe, PCIePath: PathSYS}
+	case i/2 == j/2 && sameNUMA:
+		return Link{Peer: j, Kind: LinkPCIe, PCIePath: PathPIX}
+	case sameNUMA:
+		return Link{Peer: j, Kind: LinkPCIe, PCIePath: PathNODE}
+	default:
+		return Link{Peer: j, Kind: LinkPCIe, PCIePath: PathSYS}
+	}
+}
+
+// fakeUUID builds a stable GPU-xxxxxxxx-... identifier from an FNV hash of
+// the node name and index.
+func fakeUUID(node string, idx int) string {
+	h := uint64(14695981039346656037)
+	for _, c := range []byte(fmt.Sprintf("%s/%d", node, idx)) {
+		h ^= uint64(c)
+		h *= 1099511628211
+	}
+	return fmt.Sprintf("GPU-%08x-%04x-%04x-%04x-%012x", uint32(h>>32), uint16(h>>16), uint16(h), idx, h&0xffffffffffff)
+}
+
+// FakeSource is the Source of development clusters and tests: Fake's
+// inventory, healthy and idle unless a test says otherwise with
+// MarkUnhealthy or SetUsage.
+type FakeSource struct {
+	cfg FakeConfig
+
+	mu     sync.Mutex
+	status []Status // nil until first needed
+}
+
+var _ Source = (*FakeSource)(nil)
+
+// NewFake returns a fake source for c. The config is checked on the first
+// Inventory call, as Fake checks it.
+func NewFake(c FakeConfig) *FakeSource {
+	return &FakeSource{cfg: c}
+}
+
+// Inventory returns Fake(node, c).
+func (f *FakeSource) Inventory(node string) ([]Device, error) {
+	devs, err := Fake(node, f.cfg)
+	if err != nil {
+		return nil, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	st := f.statusLocked()
+	for i := range devs {
+		if i < len(st) {
+			devs[i].Health = st[i].Health
+		}
+	}
+	return devs, nil
+}
+
+// Status returns a copy of every GPU's current fake status.
+func (f *FakeSource) Status() ([]Status, error) {
+	if f.cfg.Count < 0 || f.cfg.Count > 64 {
+		return nil, fmt.Errorf("fake gpu count %d: must be between 0 and 64", f.cfg.Count)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	st := f.statusLocked()
+	out := make([]Status, len(st))
+	for i, s := range st {
+		out[i] = s
+		out[i].Processes = append([]ProcUsage(nil), s.Processes...)
+	}
+	return out, nil
+}
+
+// MarkUnhealthy makes GPU index report Unhealthy with reason from now on,
+// as an XID or a lost GPU would. It fails for an index the fake lacks.
+func (f *FakeSource) MarkUnhealthy(index int, reason string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	st := f.statusLocked()
+	if index < 0 || index >= len(st) {
+		return fmt.Errorf("fake gpu %d: no such gpu (have %d)", index, len(st))
+	}
+	st[index].Health, st[index].Reason = Unhealthy, reason
+	return nil
+}
+
+// SetUsage replaces the memory, utilisation and process readings of GPU
+// s.Index, keeping its health, so tests can drive a GPU over a watermark.
+func (f *FakeSource) SetUsage(s Status) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	st := f.statusLocked()
+	if s.Index < 0 || s.Index >= len(st) {
+		return fmt.Errorf("fake gpu %d: no such gpu (have %d)", s.Index, len(st))
+	}
+	cur := &st[s.Index]
+	cur.MemUsedMB, cur.UtilPct = s.MemUsedMB, s.UtilPct
+	cur.Processes = append([]ProcUsage(nil), s.Processes...)
+	return nil
+}
+
+// statusLocked returns the status table, creating it healthy and idle.
+func (f *FakeSource) statusLocked() []Status {
+	if f.status == nil && f.cfg.Count > 0 && f.cfg.Count <= 64 {
+		f.status = make([]Status, f.cfg.Count)
+		for i := range f.status {
+			f.status[i] = Status{Index: i, Health: Healthy}
+		}
+	}
+	return f.status
+}
