@@ -192,6 +192,9 @@ func (s *Server) sync(ctx context.Context, r api.NodeSyncRequest) (api.NodeSyncR
 	}
 	n.LastSeen = s.now()
 	n.CPULoad, n.FreeMemMB = r.CPULoad, r.FreeMemMB
+	if r.GPUStatus != nil {
+		s.applyGPUStatus(n, r.GPUStatus)
+	}
 	if !n.Responding {
 		n.Responding = true
 		n.updateState()
@@ -227,4 +230,32 @@ func (s *Server) sync(ctx context.Context, r api.NodeSyncRequest) (api.NodeSyncR
 	var resp2 api.NodeSyncResponse
 	s.commands(n, &resp2)
 	return resp2, nil
+}
+
+// applyGPUStatus records a node's GPU health and usage. A GPU the node
+// calls unhealthy (an XID-critical error, a lost GPU) drains the node with
+// the reason, so no new work lands there; running jobs keep running.
+// Called with mu held.
+func (s *Server) applyGPUStatus(n *nodeRec, st []gres.Status) {
+	n.GPUStatus = st
+	for _, g := range st {
+		if g.Health != gres.Unhealthy {
+			continue
+		}
+		for i := range n.GPUs {
+			if n.GPUs[i].Index == g.Index {
+				n.GPUs[i].Health = gres.Unhealthy
+			}
+		}
+		if n.Drain {
+			continue
+		}
+		why := fmt.Sprintf("GPU %d unhealthy", g.Index)
+		if g.Reason != "" {
+			why += ": " + g.Reason
+		}
+		n.Drain, n.Reason, n.ReasonUser, n.ReasonTime = true, why, "tidectld", s.now()
+		s.dirtyNodes[n.Name] = true
+		s.log.Warn("node drained: GPU unhealthy", "node", n.Name, "gpu", g.Index, "reason", g.Reason)
+	}
 }

@@ -423,3 +423,22 @@ func TestGobListingCache(t *testing.T) {
 		t.Fatalf("filtered listing %+v", got)
 	}
 }
+
+func TestUnhealthyGPUDrainsNode(t *testing.T) {
+	h := newHarness(t)
+	h.register("gpu01")
+	resp, err := h.s.sync(context.Background(), api.NodeSyncRequest{Name: "gpu01", GPUStatus: []gres.Status{
+		{Index: 0, Health: gres.Healthy}, {Index: 3, Health: gres.Unhealthy, Reason: "XID 79: GPU fell off the bus"}}})
+	if err != nil || resp.Unregistered {
+		t.Fatalf("sync: %v %+v", err, resp)
+	}
+	n := h.s.nodeList().Nodes[0]
+	if !n.Drain || !strings.Contains(n.Reason, "GPU 3 unhealthy: XID 79") || n.GPUs[3].Health != gres.Unhealthy {
+		t.Fatalf("node %s drain=%v reason=%q gpu3=%q", n.Name, n.Drain, n.Reason, n.GPUs[3].Health)
+	}
+	id := h.submit(api.JobSpec{})
+	h.s.schedulePass()
+	if j := h.job(id); j.State != api.StatePending {
+		t.Fatalf("job started on a drained node: %s", j.State)
+	}
+}

@@ -1,6 +1,7 @@
 package noded
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -30,8 +31,10 @@ const DefaultConfigFile = "/etc/tide/tided.yaml"
 
 // GPU inventory sources.
 const (
-	GPUSourceNone = "none"
-	GPUSourceFake = "fake"
+	GPUSourceNone   = "none"
+	GPUSourceFake   = "fake"
+	GPUSourceStatic = "static"
+	GPUSourceNVML   = "nvml"
 )
 
 // Config is tided's configuration (etc/tided.yaml documents every field).
@@ -68,6 +71,8 @@ type Config struct {
 type GPUConfig struct {
 	Source string          `mapstructure:"source"`
 	Fake   gres.FakeConfig `mapstructure:"fake"`
+	// Static lists the GPUs by hand (source static), like gres.conf.
+	Static []gres.StaticGPU `mapstructure:"static"`
 }
 
 // DefaultConfig returns the built-in defaults, measured on this host
@@ -115,6 +120,8 @@ func configKeys(c Config) []struct {
 		{"gpus.fake.count", c.GPUs.Fake.Count},
 		{"gpus.fake.model", c.GPUs.Fake.Model},
 		{"gpus.fake.memory_mb", c.GPUs.Fake.MemoryMB},
+		{"gpus.fake.topology", c.GPUs.Fake.Topology},
+		{"gpus.static", c.GPUs.Static},
 		{"features", c.Features},
 		{"heartbeat", c.Heartbeat},
 		{"kill_wait", c.KillWait},
@@ -157,6 +164,9 @@ func unmarshal(v *viper.Viper) (Config, error) {
 	if err := v.UnmarshalExact(&c); err != nil {
 		return Config{}, fmt.Errorf("invalid configuration: %w", err)
 	}
+	if len(c.GPUs.Static) == 0 {
+		c.GPUs.Static = nil // "static: []" and no key mean the same
+	}
 	return c, nil
 }
 
@@ -197,7 +207,7 @@ func addConfigFlags(fs *pflag.FlagSet) {
 	fs.Int("cpus", 0, "CPUs offered to jobs")
 	fs.String("memory", "", "memory offered to jobs, e.g. 512G")
 	fs.StringSlice("features", nil, "node features (comma-separated)")
-	fs.String("gpu-source", "", "GPU inventory: none or fake")
+	fs.String("gpu-source", "", "GPU inventory: none, fake, static or nvml")
 	fs.Int("fake-gpus", 0, "number of fake GPUs (with --gpu-source=fake)")
 	fs.Duration("heartbeat", 0, "longest sync interval")
 	fs.Duration("kill-wait", 0, "grace between SIGTERM and SIGKILL")
@@ -280,8 +290,14 @@ func (c *Config) Validate() error {
 		if c.GPUs.Fake.MemoryMB < 0 {
 			bad("gpus.fake.memory_mb: %d must not be negative", c.GPUs.Fake.MemoryMB)
 		}
+	case GPUSourceStatic:
+		if _, err := gres.StaticDevices(c.GPUs.Static); err != nil {
+			errs = append(errs, fmt.Errorf("gpus.static: %w", err))
+		}
+	case GPUSourceNVML:
+		// Checked when the daemon starts: NVML must initialise then.
 	default:
-		bad("gpus.source: unknown source %q (want none or fake)", c.GPUs.Source)
+		bad("gpus.source: unknown source %q (want none, fake, static or nvml)", c.GPUs.Source)
 	}
 	for _, f := range c.Features {
 		if f == "" || strings.ContainsAny(f, " \t,&|[]") {
@@ -388,6 +404,13 @@ func (c *Config) WriteYAML(w io.Writer) error {
 // yamlValue renders a scalar or string list as YAML.
 func yamlValue(v any) string {
 	switch x := v.(type) {
+	case []gres.StaticGPU:
+		// JSON is YAML: one flow list keeps the dump short and exact.
+		if len(x) == 0 {
+			return "[]"
+		}
+		b, _ := json.Marshal(x)
+		return string(b)
 	case string:
 		return yamlString(x)
 	case time.Duration:

@@ -48,7 +48,7 @@ func TestParseExampleConfig(t *testing.T) {
 	want := Config{
 		Version: 1, Name: "gpu01", Controller: "127.0.0.1:6817", KeyFile: "/etc/tide/cluster.key",
 		StateDir: "/var/spool/tided", CPUs: 64, Memory: "512G",
-		GPUs:     GPUConfig{Source: "none", Fake: gres.FakeConfig{Count: 0, Model: "h100", MemoryMB: 81920}},
+		GPUs:     GPUConfig{Source: "none", Fake: gres.FakeConfig{Count: 0, Model: "h100", MemoryMB: 81920, Topology: "dgx"}},
 		Features: []string{"nvlink", "ib"}, Heartbeat: 10 * time.Second, KillWait: 30 * time.Second,
 		LogLevel: "info",
 	}
@@ -110,13 +110,13 @@ func TestValidate(t *testing.T) {
 			c.StateDir = "relative/dir"
 			c.CPUs = 0
 			c.Memory = "lots"
-			c.GPUs.Source = "nvml"
+			c.GPUs.Source = "cuda"
 			c.Features = []string{"ok", "a,b"}
 			c.Heartbeat = time.Millisecond
 			c.KillWait = -time.Second
 			c.LogLevel = "chatty"
 		}, want: []string{"version:", "name:", "controller:", "state_dir:", "cpus:", "memory:",
-			`gpus.source: unknown source "nvml"`, "features:", "heartbeat:", "kill_wait:", "log_level:"}},
+			`gpus.source: unknown source "cuda"`, "features:", "heartbeat:", "kill_wait:", "log_level:"}},
 		{name: "fake gpu count out of range", edit: func(_ *testing.T, c *Config) {
 			c.GPUs = GPUConfig{Source: GPUSourceFake, Fake: gres.FakeConfig{Count: 65}}
 		}, want: []string{"gpus.fake.count"}},
@@ -296,5 +296,65 @@ func TestRootRefusesInvalidConfig(t *testing.T) {
 	err := cmd.Execute()
 	if err == nil || !strings.Contains(err.Error(), "world-readable") {
 		t.Fatalf("tided with a world-readable key: %v, want a refusal", err)
+	}
+}
+
+func TestGPUSources(t *testing.T) {
+	tests := []struct {
+		name, yaml, wantErr string
+		gpus               int
+	}{
+		{name: "fake islands", yaml: "gpus: {source: fake, fake: {count: 8, topology: islands}}", gpus: 8},
+		{name: "static with links", yaml: `
+gpus:
+  source: static
+  static:
+    - {index: 0, uuid: GPU-a, model: h100, memory_mb: 81920, links: "-1,18"}
+    - {index: 1, uuid: GPU-b, model: h100, memory_mb: 81920, links: "18,-1"}
+`, gpus: 2},
+		{name: "static asymmetric links", yaml: `
+gpus:
+  source: static
+  static:
+    - {index: 0, uuid: GPU-a, model: h100, memory_mb: 81920, links: "-1,18"}
+    - {index: 1, uuid: GPU-b, model: h100, memory_mb: 81920, links: "4,-1"}
+`, wantErr: "gpus.static"},
+		{name: "unknown key in a static GPU", yaml: `
+gpus:
+  source: static
+  static:
+    - {index: 0, uuid: GPU-a, model: h100, memory_mb: 81920, colour: red}
+`, wantErr: "colour"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			key := filepath.Join(t.TempDir(), "key")
+			if err := os.WriteFile(key, []byte("0123456789abcdef0123"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			c, err := Parse(strings.NewReader("version: 1\nname: n1\nstate_dir: /tmp/x\nkey_file: " + key + "\n" + tt.yaml))
+			if err == nil {
+				err = c.Validate()
+			}
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			d := &Daemon{cfg: c}
+			if err := d.openGPUs(); err != nil {
+				t.Fatal(err)
+			}
+			if len(d.gpus) != tt.gpus {
+				t.Fatalf("%d GPUs, want %d", len(d.gpus), tt.gpus)
+			}
+			if d.gpuHeartbeat(true) == nil {
+				t.Fatal("no GPU status")
+			}
+		})
 	}
 }

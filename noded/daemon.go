@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	gresnvml "github.com/tide-hpc/tide/gres/nvml"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -58,8 +59,16 @@ type Daemon struct {
 	jobsDir  string
 	memMB    int64
 	gpus     []gres.Device
-	asRoot   bool
-	hostname string
+	gpuSrc   gres.Source
+	// nvml is set for the NVML source: it is closed at stop and its XID
+	// events wake the sync loop.
+	nvml *gresnvml.Source
+	// gpuStatus caches the last GPU status for heartbeats (NVML queries
+	// are not free and syncs come with every job end).
+	gpuStatus   []gres.Status
+	gpuStatusAt time.Time
+	asRoot      bool
+	hostname    string
 
 	mu   sync.Mutex
 	jobs map[api.JobRef]*job
@@ -124,12 +133,8 @@ func Setup(ctx context.Context, cfg Config, opts Options) (*Daemon, error) {
 		c := client.NewTCP(cfg.Controller, key)
 		d.api, d.closeAPI = c, c.Close
 	}
-	if cfg.GPUs.Source == GPUSourceFake {
-		gpus, err := gres.Fake(cfg.Name, cfg.GPUs.Fake)
-		if err != nil {
-			return nil, fmt.Errorf("gpus: %w", err)
-		}
-		d.gpus = gpus
+	if err := d.openGPUs(); err != nil {
+		return nil, err
 	}
 	if err := os.MkdirAll(cfg.StateDir, 0o755); err != nil {
 		return nil, fmt.Errorf("state directory: %w", err)
@@ -157,6 +162,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	d.mu.Unlock()
 	defer d.stop()
 	go d.watchReattached(ctx)
+	go d.watchGPUs(ctx)
 
 	d.log.Info("tided started", "controller", d.cfg.Controller, "jobs", len(d.jobs), "version", Version)
 	delay := backoffMin
@@ -225,6 +231,7 @@ func (d *Daemon) stop() {
 	if d.closeAPI != nil {
 		d.closeAPI()
 	}
+	d.closeGPUs()
 	d.log.Info("tided stopped; jobs keep running")
 }
 
@@ -291,6 +298,7 @@ func (d *Daemon) syncOnce(ctx context.Context) (resp api.NodeSyncResponse, sent 
 	defer cancel()
 	resp, err = d.api.Sync(sctx, api.NodeSyncRequest{
 		Name: d.cfg.Name, Jobs: sent, WaitMS: int(hb / time.Millisecond), CPULoad: load, FreeMemMB: free,
+		GPUStatus: d.gpuHeartbeat(false),
 	})
 	d.mu.Lock()
 	woken = d.woken

@@ -148,10 +148,10 @@ func stateRank(n *api.Node) int {
 func gpuModels(devs []gres.Device) (models []string, counts map[string]int) {
 	counts = map[string]int{}
 	for _, d := range devs {
-		if counts[d.Model] == 0 {
-			models = append(models, d.Model)
+		if counts[d.ModelShort()] == 0 {
+			models = append(models, d.ModelShort())
 		}
-		counts[d.Model]++
+		counts[d.ModelShort()]++
 	}
 	return models, counts
 }
@@ -195,7 +195,7 @@ func gresUsed(_ *env, n *api.Node) string {
 	for k, m := range models {
 		var idx []int
 		for _, d := range n.GPUs {
-			if d.Model == m && used[d.Index] {
+			if d.ModelShort() == m && used[d.Index] {
 				idx = append(idx, d.Index)
 			}
 		}

@@ -49,6 +49,8 @@ type Node struct {
 	LastSeen   time.Time `json:"last_seen,omitzero"`
 	CPULoad    float64   `json:"cpu_load"`
 	FreeMemMB  int64     `json:"free_mem_mb"`
+	// GPUStatus is the last health and usage the node reported.
+	GPUStatus []gres.Status `json:"gpu_status,omitempty"`
 }
 
 // GPUModel returns the model of the node's GPUs ("" without GPUs).
@@ -56,7 +58,7 @@ func (n *Node) GPUModel() string {
 	if len(n.GPUs) == 0 {
 		return ""
 	}
-	return n.GPUs[0].Model
+	return n.GPUs[0].ModelShort()
 }
 
 // SinfoState is sinfo's short state: idle, mix, alloc, drain, drng, down,
@@ -193,11 +195,13 @@ type NodeRegistration struct {
 // request up to WaitMS so that new work reaches the node without polling
 // delay.
 type NodeSyncRequest struct {
-	Name      string          `json:"name"`
-	Jobs      []NodeJobReport `json:"jobs,omitempty"`
-	WaitMS    int             `json:"wait_ms,omitempty"`
-	CPULoad   float64         `json:"cpu_load,omitempty"`
-	FreeMemMB int64           `json:"free_mem_mb,omitempty"`
+	Name   string          `json:"name"`
+	Jobs   []NodeJobReport `json:"jobs,omitempty"`
+	WaitMS int             `json:"wait_ms,omitempty"`
+	// GPUStatus is the GPUs' health and usage (sent every few seconds).
+	GPUStatus []gres.Status `json:"gpu_status,omitempty"`
+	CPULoad   float64       `json:"cpu_load,omitempty"`
+	FreeMemMB int64         `json:"free_mem_mb,omitempty"`
 }
 
 // NodeSyncResponse carries the controller's commands for a node.
