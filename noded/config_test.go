@@ -302,7 +302,7 @@ func TestRootRefusesInvalidConfig(t *testing.T) {
 func TestGPUSources(t *testing.T) {
 	tests := []struct {
 		name, yaml, wantErr string
-		gpus               int
+		gpus                int
 	}{
 		{name: "fake islands", yaml: "gpus: {source: fake, fake: {count: 8, topology: islands}}", gpus: 8},
 		{name: "static with links", yaml: `
