@@ -138,6 +138,13 @@ func BuildEnv(spec *api.LaunchSpec, node string) []string {
 		set("CUDA_VISIBLE_DEVICES", idx)
 		set("GPU_DEVICE_ORDINAL", idx)
 		set("ROCR_VISIBLE_DEVICES", idx)
+		// The indices are NVML's, which follow PCI bus order; CUDA's own
+		// default order is fastest first.
+		set("CUDA_DEVICE_ORDER", "PCI_BUS_ID")
+		if len(spec.GPUUUIDs) > 0 {
+			// For containers (the NVIDIA runtime selects by UUID).
+			set("NVIDIA_VISIBLE_DEVICES", strings.Join(spec.GPUUUIDs, ","))
+		}
 	}
 	for _, k := range ours.keys {
 		e.set(k, ours.vals[k])

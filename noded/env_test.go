@@ -48,6 +48,7 @@ func TestBuildEnv(t *testing.T) {
 		{name: "env-gpu", node: "n1", edit: func(s *api.LaunchSpec) {
 			s.JobID, s.Name = 5, "gpu2"
 			s.Alloc = []api.NodeAlloc{{Node: "n1", CPUs: 1, GPUs: []int{0, 1}, Tasks: 1}}
+			s.GPUUUIDs = []string{"GPU-aaaa", "GPU-bbbb"}
 		}},
 		{name: "env-multinode", node: "gpu01", edit: func(s *api.LaunchSpec) {
 			s.JobID, s.Restart, s.Account = 77, 2, "physics"
