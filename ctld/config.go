@@ -99,7 +99,13 @@ type PartitionConfig struct {
 	DefaultTime string `mapstructure:"default_time" json:"default_time"`
 	MaxTime     string `mapstructure:"max_time" json:"max_time"`
 	MaxNodes    int    `mapstructure:"max_nodes" json:"max_nodes"`
-	State       string `mapstructure:"state" json:"state"`
+	// DefCPUsPerGPU and DefMemPerGPU (Slurm's DefCpuPerGPU and
+	// DefMemPerGPU) are reserved with every GPU of a job that does not
+	// say, so that GPU jobs bring their CPUs and memory and CPU-heavy
+	// jobs cannot strand a node's GPUs.
+	DefCPUsPerGPU int    `mapstructure:"def_cpus_per_gpu" json:"def_cpus_per_gpu"`
+	DefMemPerGPU  string `mapstructure:"def_mem_per_gpu" json:"def_mem_per_gpu"`
+	State         string `mapstructure:"state" json:"state"`
 }
 
 // NodeConfig declares nodes and, optionally, what they must have. A node
@@ -298,7 +304,16 @@ func (c Config) Validate() (*Cluster, error) {
 			}
 		}
 		part := api.Partition{Name: p.Name, NodesExpr: p.Nodes, Nodes: nodes, Default: p.Default,
-			DefaultTime: api.Infinite, MaxTime: api.Infinite, MaxNodes: p.MaxNodes, State: "UP"}
+			DefaultTime: api.Infinite, MaxTime: api.Infinite, MaxNodes: p.MaxNodes, State: "UP",
+			DefCPUsPerGPU: p.DefCPUsPerGPU}
+		if p.DefCPUsPerGPU < 0 {
+			bad("partition %s def_cpus_per_gpu: must not be negative", p.Name)
+		}
+		if p.DefMemPerGPU != "" {
+			if part.DefMemPerGPUMB, err = api.ParseMemMB(p.DefMemPerGPU); err != nil {
+				bad("partition %s def_mem_per_gpu: %v", p.Name, err)
+			}
+		}
 		if p.DefaultTime != "" {
 			if part.DefaultTime, err = api.ParseTimeLimit(p.DefaultTime); err != nil {
 				bad("partition %s default_time: %v", p.Name, err)

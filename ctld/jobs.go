@@ -163,6 +163,14 @@ func (s *Server) validateSpec(spec *api.JobSpec, c caller, warn *[]string) error
 	if spec.MaxNodes > spec.Nodes && spec.Nodes > 0 {
 		*warn = append(*warn, fmt.Sprintf("node count range %d-%d: Tide allocates the minimum, %d", spec.Nodes, spec.MaxNodes, spec.Nodes))
 	}
+	if spec.ReqGPUs() > 0 {
+		if spec.CPUsPerGPU == 0 && spec.CPUsPerTask == 0 && part.DefCPUsPerGPU > 0 {
+			spec.CPUsPerGPU = part.DefCPUsPerGPU
+		}
+		if spec.MemPerGPUMB == 0 && spec.MemPerNodeMB == 0 && spec.MemPerCPUMB == 0 && part.DefMemPerGPUMB > 0 {
+			spec.MemPerGPUMB = part.DefMemPerGPUMB
+		}
+	}
 	if spec.TimeLimit == api.NoValue && part.DefaultTime != api.Infinite {
 		spec.TimeLimit = part.DefaultTime
 	}

@@ -45,25 +45,31 @@ nodes:
 `
 
 type harness struct {
-	t     *testing.T
-	s     *Server
-	clock *fakeClock
-	db    string
-	alice caller
+	t      *testing.T
+	s      *Server
+	clock  *fakeClock
+	db     string
+	alice  caller
+	config string
 }
 
 func newHarness(t *testing.T) *harness {
 	t.Helper()
+	return newHarnessWith(t, testConfig)
+}
+
+func newHarnessWith(t *testing.T, config string) *harness {
+	t.Helper()
 	h := &harness{t: t, clock: &fakeClock{t: time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)},
 		db:    filepath.Join(t.TempDir(), "tide.db"),
-		alice: caller{uid: 1000, gid: 1000, user: "alice", known: true}}
+		alice: caller{uid: 1000, gid: 1000, user: "alice", known: true}, config: config}
 	h.open()
 	return h
 }
 
 func (h *harness) open() {
 	h.t.Helper()
-	cfg, err := ParseConfig(strings.NewReader(testConfig))
+	cfg, err := ParseConfig(strings.NewReader(h.config))
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -440,5 +446,25 @@ func TestUnhealthyGPUDrainsNode(t *testing.T) {
 	h.s.schedulePass()
 	if j := h.job(id); j.State != api.StatePending {
 		t.Fatalf("job started on a drained node: %s", j.State)
+	}
+}
+
+func TestPartitionCPUsAndMemoryPerGPU(t *testing.T) {
+	h := newHarnessWith(t, strings.Replace(testConfig, `max_time: "1:00:00"}`,
+		`max_time: "1:00:00", def_cpus_per_gpu: 2, def_mem_per_gpu: 8G}`, 1))
+	h.register("gpu01")
+	id := h.submit(api.JobSpec{GPUs: 2})
+	cpuOnly := h.submit(api.JobSpec{CPUsPerTask: 3})
+	own := h.submit(api.JobSpec{GPUs: 1, CPUsPerGPU: 1, MemPerNodeMB: 100})
+	h.s.schedulePass()
+	a := h.job(id).Alloc[0]
+	if a.CPUs != 4 || a.MemoryMB != 16*1024 || len(a.GPUs) != 2 {
+		t.Fatalf("2-GPU job got %d CPUs, %d MB, %d GPUs; want 4, 16384, 2", a.CPUs, a.MemoryMB, len(a.GPUs))
+	}
+	if c := h.job(cpuOnly).Alloc[0]; c.CPUs != 3 || c.MemoryMB != 0 {
+		t.Fatalf("CPU-only job got %d CPUs, %d MB", c.CPUs, c.MemoryMB)
+	}
+	if o := h.job(own).Alloc[0]; o.CPUs != 1 || o.MemoryMB != 100 {
+		t.Fatalf("job with its own sizes got %d CPUs, %d MB", o.CPUs, o.MemoryMB)
 	}
 }

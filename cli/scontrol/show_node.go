@@ -231,7 +231,15 @@ func partitionRecord(p *api.Partition, nodes map[string]*api.Node) *record {
 	r.add("OverTimeLimit=NONE PreemptMode=OFF")
 	r.add("State=%s TotalCPUs=%d TotalNodes=%d SelectTypeParameters=NONE",
 		strings.ToUpper(orDefault(p.State, "UP")), t.cpu, t.node)
-	r.add("JobDefaults=(null)")
+	// Slurm prints the per-GPU defaults as JobDefaults=DefCpuPerGPU=N,DefMemPerGPU=MB.
+	var defs []string
+	if p.DefCPUsPerGPU > 0 {
+		defs = append(defs, fmt.Sprintf("DefCpuPerGPU=%d", p.DefCPUsPerGPU))
+	}
+	if p.DefMemPerGPUMB > 0 {
+		defs = append(defs, fmt.Sprintf("DefMemPerGPU=%d", p.DefMemPerGPUMB))
+	}
+	r.add("JobDefaults=%s", orNull(strings.Join(defs, ",")))
 	r.add("DefMemPerNode=UNLIMITED MaxMemPerNode=UNLIMITED")
 	r.add("TRES=%s", t)
 	return r

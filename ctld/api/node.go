@@ -110,9 +110,12 @@ type Partition struct {
 	DefaultTime int64    `json:"default_time"`
 	MaxTime     int64    `json:"max_time"`
 	MaxNodes    int      `json:"max_nodes,omitempty"`
-	State       string   `json:"state"`
-	// AllowRoot lets root submit to the partition when the cluster
-	// refuses root jobs otherwise.
+	// DefCPUsPerGPU and DefMemPerGPUMB are reserved per GPU for jobs that
+	// do not ask (0 = not set).
+	DefCPUsPerGPU  int    `json:"def_cpus_per_gpu,omitempty"`
+	DefMemPerGPUMB int64  `json:"def_mem_per_gpu_mb,omitempty"`
+	State          string `json:"state"`
+	// Priority is the partition's priority tier (Slurm's PriorityTier).
 	Priority int `json:"priority_tier,omitempty"`
 }
 
