@@ -14,7 +14,7 @@ export CGO_CFLAGS  ?= -O2 -g -Wno-deprecated-declarations
 GOFLAGS_BUILD := -tags '$(GOTAGS)' -trimpath
 TEST_TIMEOUT ?= 20m
 
-.PHONY: help build test test-short bench bench-go bench-vs-slurm up down demo lint fmt vet install clean tidy cover
+.PHONY: help build test test-gpu test-short bench bench-go bench-vs-slurm up down demo lint fmt vet install clean tidy cover
 
 help: ## list targets
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -30,6 +30,10 @@ build: ## build bin/tide, bin/tidectld, bin/tided, bin/tide-stepd and the Slurm-
 test: ## vet, then unit and integration tests (integration starts real daemons on loopback)
 	$(GO) vet -tags '$(GOTAGS)' ./...
 	$(GO) test -tags '$(GOTAGS)' -count=1 -timeout $(TEST_TIMEOUT) ./...
+
+test-gpu: build ## on a machine with an NVIDIA GPU: NVML discovery against the driver, then scripts/gpu-check.sh
+	$(GO) test -tags '$(GOTAGS)' -count=1 ./gres/nvml/ -gpu -v -run Real
+	./scripts/gpu-check.sh
 
 test-short: ## unit tests only
 	$(GO) test -tags '$(GOTAGS)' -short -count=1 ./...
