@@ -194,7 +194,7 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.mu.Lock()
-	s.flush() // the trail shows everything decided so far
+	s.flushAll() // the trail shows everything decided so far
 	_, live := s.jobs[id]
 	s.mu.Unlock()
 	ev, err := s.store.Events(r.Context(), id)
@@ -244,7 +244,7 @@ func (s *Server) handleAccounting(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.mu.Lock()
-	s.flush() // accounting shows every change made so far
+	s.flushAll() // accounting shows every change made so far
 	now := s.now()
 	s.mu.Unlock()
 	jobs, err := s.store.QueryJobs(r.Context(), f)

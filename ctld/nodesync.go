@@ -38,8 +38,8 @@ func (s *Server) reconcile(n *nodeRec, reports []api.NodeJobReport) api.NodeSync
 		reported[j.ID] = true
 		if !j.Launched {
 			j.Launched = true
-			s.markDirty(j)
-			s.event(j, api.EventLaunch, "", "batch script started on "+n.Name, "")
+			s.markLazy(j, api.Event{JobID: j.ID, Time: s.now(), Kind: api.EventLaunch, State: j.State,
+				Message: "batch script started on " + n.Name})
 		}
 	}
 	for _, j := range n.batch {

@@ -45,6 +45,8 @@ type Server struct {
 	events     []api.Event
 	audit      []api.AuditRecord
 	dirtyNodes map[string]bool
+	lazy       map[uint64]bool
+	lazyEvents []api.Event
 
 	strings interner
 	// jobsVersion changes with every change listings show (markDirty,
@@ -89,7 +91,7 @@ func newServer(cl *Cluster, log *slog.Logger, st Store, key string, now func() t
 	s := &Server{
 		cl: cl, log: log, store: st, key: key, self: uint32(os.Getuid()), now: now,
 		jobs: map[uint64]*api.Job{}, nodes: map[string]*nodeRec{}, partitions: map[string]*api.Partition{},
-		dirty: map[uint64]bool{}, dirtyNodes: map[string]bool{},
+		dirty: map[uint64]bool{}, dirtyNodes: map[string]bool{}, lazy: map[uint64]bool{},
 		kick: make(chan struct{}, 1), users: newUserCache(), startTime: now(),
 	}
 	s.listCache.now = now
@@ -215,7 +217,7 @@ func (s *Server) Run(ctx context.Context) error {
 	wg.Wait()
 	removeIfSame(s.cl.Socket, ul.(*sockListener).fi)
 	s.mu.Lock()
-	s.flush()
+	s.flushAll()
 	s.mu.Unlock()
 	return runErr
 }
@@ -292,7 +294,7 @@ func (s *Server) loop(ctx context.Context) {
 			s.mu.Lock()
 			s.checkNodes(now)
 			s.forgetOldJobs(now)
-			s.flush()
+			s.flushAll()
 			s.mu.Unlock()
 			if now.Sub(lastPurge) > time.Hour {
 				lastPurge = now
@@ -311,7 +313,7 @@ func (s *Server) loop(ctx context.Context) {
 func (s *Server) forgetOldJobs(now time.Time) {
 	cut := now.Add(-s.cl.Timeouts.MinJobAge)
 	for id, j := range s.jobs {
-		if j.State.Terminal() && j.EndTime.Before(cut) && !s.dirty[id] {
+		if j.State.Terminal() && j.EndTime.Before(cut) && !s.dirty[id] && !s.lazy[id] {
 			delete(s.jobs, id)
 			s.jobsVersion++
 		}
@@ -324,10 +326,15 @@ func (s *Server) flush() bool {
 	if len(s.dirty) == 0 && len(s.events) == 0 && len(s.audit) == 0 && len(s.dirtyNodes) == 0 {
 		return true
 	}
-	b := &accounting.Batch{Events: s.events, Audit: s.audit}
-	ids := make([]uint64, 0, len(s.dirty))
+	b := &accounting.Batch{Events: append(s.lazyEvents, s.events...), Audit: s.audit}
+	ids := make([]uint64, 0, len(s.dirty)+len(s.lazy))
 	for id := range s.dirty {
 		ids = append(ids, id)
+	}
+	for id := range s.lazy {
+		if !s.dirty[id] {
+			ids = append(ids, id)
+		}
 	}
 	sort.Slice(ids, func(a, c int) bool { return ids[a] < ids[c] })
 	for _, id := range ids {
@@ -346,9 +353,34 @@ func (s *Server) flush() bool {
 	}
 	clear(s.dirty)
 	clear(s.dirtyNodes)
+	clear(s.lazy)
 	s.events = s.events[:0]
+	s.lazyEvents = s.lazyEvents[:0]
 	s.audit = s.audit[:0]
 	return true
+}
+
+// flushAll writes also what waits in the lazy set (see markLazy).
+func (s *Server) flushAll() bool {
+	if len(s.lazy) > 0 || len(s.lazyEvents) > 0 {
+		for id := range s.lazy {
+			s.dirty[id] = true
+		}
+		s.events = append(s.lazyEvents, s.events...)
+		s.lazyEvents = nil
+		clear(s.lazy)
+	}
+	return s.flush()
+}
+
+// markLazy records a change that nobody acts on before it is stored (a
+// node's first report of a launched job): it rides along with the next
+// write, or the housekeeping tick writes it within a second. Losing it
+// in a crash only repeats a launch the node then ignores. It spares one
+// SQLite commit per job.
+func (s *Server) markLazy(j *api.Job, ev api.Event) {
+	s.lazy[j.ID] = true
+	s.lazyEvents = append(s.lazyEvents, ev)
 }
 
 // event queues a trail entry for job j.
