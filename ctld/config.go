@@ -118,8 +118,10 @@ type NodeConfig struct {
 	Features []string `mapstructure:"features" json:"features"`
 }
 
-// TopologyConfig holds the switch tree.
+// TopologyConfig holds the switch tree: inline, or in a file (Slurm's
+// topology.conf syntax, or YAML) that replaces the inline list.
 type TopologyConfig struct {
+	File     string                  `mapstructure:"file" json:"file,omitempty"`
 	Switches []topology.SwitchConfig `mapstructure:"switches" json:"switches"`
 }
 
@@ -199,7 +201,7 @@ func ParseConfig(r io.Reader) (Config, error) {
 
 // resolvePaths makes relative paths relative to the config file's folder.
 func (c *Config) resolvePaths(dir string) {
-	for _, p := range []*string{&c.StateDir, &c.Socket, &c.KeyFile} {
+	for _, p := range []*string{&c.StateDir, &c.Socket, &c.KeyFile, &c.Topology.File} {
 		if *p != "" && !filepath.IsAbs(*p) {
 			*p = filepath.Join(dir, *p)
 		}
@@ -351,7 +353,16 @@ func (c Config) Validate() (*Cluster, error) {
 	for n := range cl.NodeDecl {
 		known[n] = true
 	}
-	tree, err := topology.Build(c.Topology.Switches, known)
+	var tree *topology.Tree
+	var err error
+	if c.Topology.File != "" {
+		if len(c.Topology.Switches) > 0 {
+			bad("topology: give either file or switches, not both")
+		}
+		tree, err = topology.LoadFile(c.Topology.File, known)
+	} else {
+		tree, err = topology.Build(c.Topology.Switches, known)
+	}
 	if err != nil {
 		errs = append(errs, err)
 	}

@@ -92,3 +92,35 @@ func TestReadKey(t *testing.T) {
 		t.Fatal("short key accepted")
 	}
 }
+
+func TestTopologyFile(t *testing.T) {
+	dir := t.TempDir()
+	conf := "SwitchName=s1 Nodes=n[1-2]\nSwitchName=s2 Nodes=n3\nSwitchName=top Switches=s[1-2]\n"
+	if err := os.WriteFile(dir+"/topology.conf", []byte(conf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	yaml := `
+version: 1
+nodes: [{names: "n[1-3]"}]
+partitions: [{name: a, nodes: "n[1-3]"}]
+topology: {file: topology.conf}
+`
+	if err := os.WriteFile(dir+"/tide.yaml", []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := LoadConfig(dir + "/tide.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, err := cfg.Validate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cl.Tree.LeafOf("n3"); got != "s2" {
+		t.Fatalf("LeafOf(n3) = %q", got)
+	}
+	os.WriteFile(dir+"/topology.conf", []byte("SwitchName=s1 Nodes=n[1-9]\n"), 0o644)
+	if _, err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "unknown node") {
+		t.Fatalf("unknown nodes in topology.conf accepted: %v", err)
+	}
+}
