@@ -3,6 +3,7 @@ package ctld
 import (
 	"context"
 	"fmt"
+	"github.com/tide-hpc/tide/topology"
 	"slices"
 	"sort"
 	"time"
@@ -25,6 +26,9 @@ type nodeRec struct {
 	signals []api.SignalCommand
 	limits  []api.LimitUpdate
 	decl    NodeConfig
+	// matrix is the node's GPU link matrix (nil without link data),
+	// built at registration and shared read-only with scheduling passes.
+	matrix *topology.Matrix
 	// batch holds the active jobs whose batch script runs here.
 	batch map[uint64]*api.Job
 	// killSent remembers when a kill went out, to resend it only if the
@@ -137,6 +141,7 @@ func (s *Server) register(r api.NodeRegistration) (api.NodeSyncResponse, error) 
 	n.Registered = now
 	n.Hostname, n.Addr, n.Version, n.OS, n.Arch, n.BootTime = r.Hostname, r.Addr, r.Version, r.OS, r.Arch, r.BootTime
 	n.CPUs, n.MemoryMB, n.GPUs = r.CPUs, r.MemoryMB, r.GPUs
+	n.matrix = linkMatrix(r.GPUs)
 	if len(r.Features) > 0 {
 		n.Features = r.Features
 	}

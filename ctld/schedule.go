@@ -14,7 +14,7 @@ func (s *Server) schedConfig() sched.Config {
 // snapshot builds the scheduler's input from live state. Called with mu
 // held; the jobs are shared read-only with the pure core for the pass.
 func (s *Server) snapshot() *sched.Snapshot {
-	snap := &sched.Snapshot{Partitions: make(map[string]*sched.PartitionInfo, len(s.partitions))}
+	snap := &sched.Snapshot{Partitions: make(map[string]*sched.PartitionInfo, len(s.partitions)), Tree: s.cl.Tree}
 	for name, p := range s.partitions {
 		snap.Partitions[name] = s.partInfo(p)
 	}
@@ -33,6 +33,7 @@ func (s *Server) snapshot() *sched.Snapshot {
 			CPUs: n.CPUs, FreeCPUs: n.CPUs - n.AllocCPUs, MemoryMB: n.MemoryMB, FreeMemMB: n.MemoryMB - n.AllocMemMB,
 			GPUModel: n.GPUModel(), GPUs: len(n.GPUs), FreeGPUs: free,
 			Idle: n.AllocCPUs == 0 && len(n.AllocGPUs) == 0 && n.AllocMemMB == 0, Switch: n.Switch,
+			Matrix: n.matrix,
 		})
 	}
 	for _, j := range s.jobs {

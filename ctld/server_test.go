@@ -468,3 +468,24 @@ func TestPartitionCPUsAndMemoryPerGPU(t *testing.T) {
 		t.Fatalf("job with its own sizes got %d CPUs, %d MB", o.CPUs, o.MemoryMB)
 	}
 }
+
+func TestPlacementFollowsNVLinkIslands(t *testing.T) {
+	h := newHarness(t)
+	gpus, _ := gres.Fake("gpu01", gres.FakeConfig{Count: 8, Topology: gres.TopologyIslands})
+	if _, err := h.s.register(api.NodeRegistration{Name: "gpu01", CPUs: 8, MemoryMB: 64 * 1024, GPUs: gpus}); err != nil {
+		t.Fatal(err)
+	}
+	one := h.submit(api.JobSpec{GPUs: 1})
+	four := h.submit(api.JobSpec{GPUs: 4})
+	h.s.schedulePass()
+	a, b := h.job(one).Alloc[0].GPUs, h.job(four).Alloc[0].GPUs
+	island := func(g int) int { return g / 4 }
+	for _, g := range b {
+		if island(g) != island(b[0]) {
+			t.Fatalf("4-GPU job got %v across NVLink islands", b)
+		}
+	}
+	if island(a[0]) == island(b[0]) {
+		t.Fatalf("1-GPU job (%v) broke the island the 4-GPU job (%v) needed", a, b)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"github.com/tide-hpc/tide/ctld/api"
 	"github.com/tide-hpc/tide/ctld/sched"
 	st "github.com/tide-hpc/tide/ctld/sched/schedtest"
+	"github.com/tide-hpc/tide/topology/topotest"
 )
 
 // benchCluster builds nodes × gpus nodes in one partition with half the
@@ -55,12 +56,39 @@ func benchJobs(rng *rand.Rand, n int) []*api.Job {
 	return jobs
 }
 
+// withTopology gives a 512-node bench cluster the 3-level tree
+// ThreeLevel(4, 8, 16) and GPU link matrices: even nodes a DGX H100,
+// odd ones two NVLink islands.
+func withTopology(w *st.SnapshotWrapper) *st.SnapshotWrapper {
+	s := w.Obj()
+	dgx, islands := topotest.DGXH100().Matrix, topotest.TwoIslands().Matrix
+	for i := range s.Nodes {
+		s.Nodes[i].Matrix = dgx
+		if i%2 == 1 {
+			s.Nodes[i].Matrix = islands
+		}
+	}
+	return w.Tree(topotest.ThreeLevel(4, 8, 16, "gpu").Tree)
+}
+
 func BenchmarkSchedule(b *testing.B) {
-	for _, pending := range []int{1000, 10000, 100000} {
+	for _, bc := range []struct {
+		pending int
+		topo    bool
+	}{{1000, false}, {10000, false}, {100000, false}, {1000, true}, {10000, true}, {100000, true}} {
 		const nodes, gpus = 512, 8
-		b.Run(fmt.Sprintf("nodes=%d/gpus=%d/pending=%d", nodes, gpus, pending), func(b *testing.B) {
+		pending := bc.pending
+		name := fmt.Sprintf("nodes=%d/gpus=%d/pending=%d", nodes, gpus, pending)
+		if bc.topo {
+			name += "/topology"
+		}
+		b.Run(name, func(b *testing.B) {
 			rng := rand.New(rand.NewPCG(1, uint64(pending)))
-			snap := benchCluster(rng, nodes, gpus).Jobs(benchJobs(rng, pending)...).Obj()
+			w := benchCluster(rng, nodes, gpus)
+			if bc.topo {
+				withTopology(w)
+			}
+			snap := w.Jobs(benchJobs(rng, pending)...).Obj()
 			plan := sched.Schedule(snap, now, sched.Config{DefMemPerCPUMB: 1000})
 			if len(plan.Starts) == 0 || len(plan.Starts)+len(plan.Pending) != pending {
 				b.Fatalf("bad plan: %d starts, %d pending for %d jobs", len(plan.Starts), len(plan.Pending), pending)
@@ -78,22 +106,32 @@ func BenchmarkSchedule(b *testing.B) {
 // job fits, so each one scans and scores every node of the partition.
 func BenchmarkScheduleUnblocked(b *testing.B) {
 	const nodes, gpus, pending = 512, 8, 2048
-	b.Run(fmt.Sprintf("nodes=%d/gpus=%d/pending=%d", nodes, gpus, pending), func(b *testing.B) {
-		jobs := make([]*api.Job, pending)
-		for i := range jobs {
-			jobs[i] = st.MakeJob().ID(uint64(i + 1)).GPUs(1).CPUsPerGPU(4).Obj()
+	for _, topo := range []bool{false, true} {
+		name := fmt.Sprintf("nodes=%d/gpus=%d/pending=%d", nodes, gpus, pending)
+		if topo {
+			name += "/topology"
 		}
-		snap := st.Cluster("gpu", nodes, 128, 1024000, gpus).Jobs(jobs...).Obj()
-		plan := sched.Schedule(snap, now, sched.Config{})
-		if len(plan.Starts) != pending {
-			b.Fatalf("%d starts, want %d", len(plan.Starts), pending)
-		}
-		b.ResetTimer()
-		for b.Loop() {
-			sched.Schedule(snap, now, sched.Config{})
-		}
-		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*pending), "ns/job")
-	})
+		b.Run(name, func(b *testing.B) {
+			jobs := make([]*api.Job, pending)
+			for i := range jobs {
+				jobs[i] = st.MakeJob().ID(uint64(i + 1)).GPUs(1).CPUsPerGPU(4).Obj()
+			}
+			w := st.Cluster("gpu", nodes, 128, 1024000, gpus)
+			if topo {
+				withTopology(w)
+			}
+			snap := w.Jobs(jobs...).Obj()
+			plan := sched.Schedule(snap, now, sched.Config{})
+			if len(plan.Starts) != pending {
+				b.Fatalf("%d starts, want %d", len(plan.Starts), pending)
+			}
+			b.ResetTimer()
+			for b.Loop() {
+				sched.Schedule(snap, now, sched.Config{})
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*pending), "ns/job")
+		})
+	}
 }
 
 // BenchmarkPlace measures the placement of one job on a fragmented
@@ -108,24 +146,34 @@ func BenchmarkPlace(b *testing.B) {
 	}{
 		{"gpus=1", 256, st.MakeJob().GPUs(1).CPUsPerGPU(4)},
 		{"gpus=8", 32, st.MakeJob().GPUs(8)},
+		{"gpus=2", 128, st.MakeJob().GPUs(2).CPUsPerGPU(4)},
 		{"nodes=4/gpus=32", 8, st.MakeJob().Nodes(4).GPUsPerNode(8)},
 	}
-	for _, s := range shapes {
-		b.Run("nodes=512/"+s.name, func(b *testing.B) {
-			rng := rand.New(rand.NewPCG(2, 2))
-			w := benchCluster(rng, 512, 8)
-			for i := range s.jobs {
-				w.Jobs(s.job.ID(uint64(i + 1)).Obj())
+	for _, sh := range shapes {
+		for _, topo := range []bool{false, true} {
+			s, name := sh, "nodes=512/"+sh.name
+			if topo {
+				name += "/topology"
 			}
-			snap := w.Obj()
-			if plan := sched.Schedule(snap, now, sched.Config{}); len(plan.Starts) != s.jobs {
-				b.Fatalf("%d of %d jobs started: %+v", len(plan.Starts), s.jobs, plan.Pending)
-			}
-			b.ResetTimer()
-			for b.Loop() {
-				sched.Schedule(snap, now, sched.Config{})
-			}
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*s.jobs), "ns/job")
-		})
+			b.Run(name, func(b *testing.B) {
+				rng := rand.New(rand.NewPCG(2, 2))
+				w := benchCluster(rng, 512, 8)
+				if topo {
+					withTopology(w)
+				}
+				for i := range s.jobs {
+					w.Jobs(s.job.ID(uint64(i + 1)).Obj())
+				}
+				snap := w.Obj()
+				if plan := sched.Schedule(snap, now, sched.Config{}); len(plan.Starts) != s.jobs {
+					b.Fatalf("%d of %d jobs started: %+v", len(plan.Starts), s.jobs, plan.Pending)
+				}
+				b.ResetTimer()
+				for b.Loop() {
+					sched.Schedule(snap, now, sched.Config{})
+				}
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*s.jobs), "ns/job")
+			})
+		}
 	}
 }

@@ -219,7 +219,11 @@ func (p *pass) why(r *Request) string {
 	if len(p.picked) == 1 {
 		n := &p.nodes[p.picked[0]]
 		if n.Info.GPUs > 0 {
-			return fmt.Sprintf("%s on %s: %d/%d GPUs free left", how, n.Info.Name, len(n.FreeGPUs), n.Info.GPUs)
+			w := fmt.Sprintf("%s on %s: %d/%d GPUs free left", how, n.Info.Name, len(n.FreeGPUs), n.Info.GPUs)
+			if p.gpuWhy != "" {
+				w += "; " + p.gpuWhy
+			}
+			return w
 		}
 		return fmt.Sprintf("%s on %s: %d/%d CPUs free left", how, n.Info.Name, n.FreeCPUs, n.Info.CPUs)
 	}
@@ -227,7 +231,17 @@ func (p *pass) why(r *Request) string {
 	for k, i := range p.picked {
 		names[k] = p.nodes[i].Info.Name
 	}
-	return fmt.Sprintf("%s on %d nodes %s", how, len(names), hostlist.Compress(names))
+	w := fmt.Sprintf("%s on %d nodes %s", how, len(names), hostlist.Compress(names))
+	switch {
+	case p.sw >= 0:
+		w += " under " + p.topo.where(p.sw)
+	case p.topo != nil && len(r.Required) == 0:
+		w += " (no single switch holds the job)"
+	}
+	if p.linkNodes > 0 {
+		w += fmt.Sprintf("; link score %d/%d over %d nodes", p.linkScore, p.linkIdeal, p.linkNodes)
+	}
+	return w
 }
 
 // CheckFeasible reports whether spec could ever run in part, judged on

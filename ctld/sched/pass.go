@@ -29,6 +29,20 @@ type pass struct {
 	// anyReserved is set once priority blocking holds a node.
 	anyReserved bool
 
+	// topo is the snapshot's switch tree by index (nil without a tree).
+	topo *topoIndex
+	// gpus chooses GPU sets on nodes with a link matrix.
+	gpus gpuPicker
+
+	// The current job's placement, for its Why: sw is the switch that
+	// holds its nodes (-1: none chosen); linkScore, linkIdeal and
+	// linkNodes sum the GPU sets' link scores over the nodes with a
+	// matrix; gpuWhy describes the last GPU set taken.
+	sw                   int
+	linkScore, linkIdeal int
+	linkNodes            int
+	gpuWhy               string
+
 	// Scratch reused for every job.
 	req       Request
 	cand      []int
@@ -89,6 +103,7 @@ func newPass(snap *Snapshot, cfg Config) *pass {
 		}
 	}
 	p.rankNodes(snap.Nodes)
+	p.topo = newTopoIndex(snap.Tree, p.nodes)
 	p.emptyGPUs = make([]int, maxGPUs)
 	for i := range p.emptyGPUs {
 		p.emptyGPUs[i] = i
@@ -213,7 +228,9 @@ func (p *pass) emptyView(i int) *NodeState {
 }
 
 // betterFit orders nodes for best fit: fewest free GPUs first (so whole
-// free nodes stay free for big jobs), then fewest free CPUs, then name.
+// free nodes stay free for big jobs), then fewest free CPUs, then (with
+// a switch tree) nodes on leaves already partly used, so whole leaves
+// stay free, then name.
 func (p *pass) betterFit(a, b int) int {
 	na, nb := &p.nodes[a], &p.nodes[b]
 	if c := cmp.Compare(len(na.FreeGPUs), len(nb.FreeGPUs)); c != 0 {
@@ -221,6 +238,15 @@ func (p *pass) betterFit(a, b int) int {
 	}
 	if c := cmp.Compare(na.FreeCPUs, nb.FreeCPUs); c != 0 {
 		return c
+	}
+	if p.topo != nil {
+		ua, ub := p.topo.leafUntouched(a), p.topo.leafUntouched(b)
+		if ua != ub {
+			if ua {
+				return 1
+			}
+			return -1
+		}
 	}
 	return cmp.Compare(p.rank[a], p.rank[b])
 }

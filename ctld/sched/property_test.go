@@ -11,6 +11,9 @@ import (
 	"github.com/tide-hpc/tide/ctld/api"
 	"github.com/tide-hpc/tide/ctld/sched"
 	st "github.com/tide-hpc/tide/ctld/sched/schedtest"
+	"github.com/tide-hpc/tide/hostlist"
+	"github.com/tide-hpc/tide/topology"
+	"github.com/tide-hpc/tide/topology/topotest"
 )
 
 // randomSnapshot builds a random but reproducible cluster: mixed node
@@ -129,6 +132,66 @@ func randomSnapshot(seed int64, nodes, jobs int) *sched.Snapshot {
 		w.Jobs(jw.Obj())
 	}
 	return w.Obj()
+}
+
+// addTopology gives a random snapshot GPU link matrices (the canned
+// machines, sometimes one smaller than the node, sometimes none) and a
+// switch tree: leaves of 1-4 nodes, two leaves per aggregation switch,
+// one or two roots (a forest), and a few nodes left out of the tree.
+func addTopology(t *testing.T, snap *sched.Snapshot, seed int64) {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(uint64(seed), 0x746f706f))
+	machines := []*topology.Matrix{topotest.DGXH100().Matrix, topotest.TwoIslands().Matrix,
+		topotest.PCIeOnly(8).Matrix, topotest.PCIeOnly(4).Matrix, nil}
+	var cfg []topology.SwitchConfig
+	var leaves, aggs []string
+	var leafNodes []string
+	flush := func() {
+		if len(leafNodes) == 0 {
+			return
+		}
+		name := fmt.Sprintf("s%d", len(leaves)+1)
+		cfg = append(cfg, topology.SwitchConfig{Name: name, Nodes: hostlist.Compress(leafNodes)})
+		leaves, leafNodes = append(leaves, name), nil
+		if len(leaves)%2 == 0 {
+			agg := fmt.Sprintf("agg%d", len(aggs)+1)
+			cfg = append(cfg, topology.SwitchConfig{Name: agg, Switches: hostlist.Compress(leaves[len(leaves)-2:])})
+			aggs = append(aggs, agg)
+		}
+	}
+	size := 1 + rng.IntN(4)
+	for i := range snap.Nodes {
+		n := &snap.Nodes[i]
+		switch {
+		case n.GPUs == 8:
+			n.Matrix = machines[rng.IntN(len(machines))]
+		case n.GPUs == 4 && rng.IntN(2) == 0:
+			n.Matrix = topotest.PCIeOnly(4).Matrix
+		}
+		if rng.IntN(10) == 0 {
+			continue // not in the tree
+		}
+		if leafNodes = append(leafNodes, n.Name); len(leafNodes) >= size {
+			flush()
+			size = 1 + rng.IntN(4)
+		}
+	}
+	flush()
+	if len(leaves)%2 == 1 {
+		cfg = append(cfg, topology.SwitchConfig{Name: "agg-odd", Switches: leaves[len(leaves)-1]})
+		aggs = append(aggs, "agg-odd")
+	}
+	if rng.IntN(3) == 0 && len(aggs) > 1 {
+		// A forest: the first aggregation switch is a root of its own.
+		cfg = append(cfg, topology.SwitchConfig{Name: "core", Switches: strings.Join(aggs[1:], ",")})
+	} else {
+		cfg = append(cfg, topology.SwitchConfig{Name: "core", Switches: strings.Join(aggs, ",")})
+	}
+	tree, err := topology.Build(cfg, nil)
+	if err != nil {
+		t.Fatalf("seed %d: tree: %v", seed, err)
+	}
+	snap.Tree = tree
 }
 
 // checkPlan verifies the invariants every plan must keep.
@@ -267,9 +330,13 @@ func TestScheduleProperties(t *testing.T) {
 		seeds = 50
 	}
 	var starts, pending int
+	var underSwitch, crossRoots, linked int // starts on the topology paths
 	reasons := map[api.ReasonCode]int{}
 	for seed := range seeds {
 		snap := randomSnapshot(int64(seed), 4+seed%40, 10+seed%150)
+		if seed%3 != 0 {
+			addTopology(t, snap, int64(seed))
+		}
 		cfg := sched.Config{DefMemPerCPUMB: int64(seed % 3 * 500)}
 		if seed%7 == 0 {
 			cfg.MaxStarts = seed % 5
@@ -280,6 +347,17 @@ func TestScheduleProperties(t *testing.T) {
 			t.Errorf("seed %d: %d starts over MaxStarts %d", seed, len(plan.Starts), cfg.MaxStarts)
 		}
 		starts += len(plan.Starts)
+		for _, sp := range plan.Starts {
+			switch {
+			case strings.Contains(sp.Why, " under "):
+				underSwitch++
+			case strings.Contains(sp.Why, "no single switch"):
+				crossRoots++
+			}
+			if strings.Contains(sp.Why, "link score") || strings.Contains(sp.Why, "least linked") {
+				linked++
+			}
+		}
 		pending += len(plan.Pending)
 		for _, d := range plan.Pending {
 			reasons[d.Reason]++
@@ -297,5 +375,10 @@ func TestScheduleProperties(t *testing.T) {
 	if starts < seeds {
 		t.Errorf("only %d starts over %d seeds", starts, seeds)
 	}
-	t.Logf("%d starts, %d pending: %v", starts, pending, reasons)
+	if underSwitch == 0 || crossRoots == 0 || linked == 0 {
+		t.Errorf("topology paths not exercised: %d starts under a switch, %d across roots, %d by link score",
+			underSwitch, crossRoots, linked)
+	}
+	t.Logf("%d starts (%d under a switch, %d across roots, %d by link score), %d pending: %v",
+		starts, underSwitch, crossRoots, linked, pending, reasons)
 }

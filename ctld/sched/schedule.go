@@ -98,6 +98,11 @@ func (p *pass) schedule(job *api.Job, now time.Time, plan *Plan) (Start, bool) {
 		return pend(api.ReasonPriority, detailPriority)
 	}
 	reason, detail := p.diagnose(r)
+	if r.Nodes > 1 && (reason == api.ReasonResources || reason == api.ReasonNodeDown) {
+		if leaf := p.bestLeaf(r); leaf != "" {
+			detail += "; " + leaf
+		}
+	}
 	if reason == api.ReasonResources {
 		p.holdForPriority(r)
 	}
@@ -258,6 +263,7 @@ func (p *pass) place(r *Request) (Start, bool) {
 // whenever one exists. On failure the candidates left over are counted in
 // p.hist against the slot that none of them could take.
 func (p *pass) choose(r *Request) bool {
+	p.sw = -1
 	k := len(p.picked)
 	if r.Nodes-k == 1 {
 		// The common single-slot case: one linear scan, no sort.
@@ -271,6 +277,13 @@ func (p *pass) choose(r *Request) bool {
 		return true
 	}
 	slices.SortFunc(p.cand, p.betterFit)
+	if p.topo != nil && k == 0 {
+		// Without -w nodes the job goes under the lowest switch that
+		// holds it whole; with them, they decide where it goes.
+		if p.sw = p.chooseUnderSwitch(r); p.sw >= 0 {
+			return true
+		}
+	}
 	for ; k < r.Nodes; k++ {
 		s := &r.Slots[k]
 		found := -1
@@ -295,9 +308,11 @@ func (p *pass) choose(r *Request) bool {
 
 // commit takes the resources of slot k on p.picked[k] from the working
 // copy, so later jobs of the pass see them gone, and builds the Start.
-// GPU indices are taken lowest first; an exclusive job takes all that is
-// free on its (idle) nodes.
+// GPU indices are taken lowest first, or by link score on nodes with a
+// matrix (see gpuPicker); an exclusive job takes all that is free on its
+// (idle) nodes.
 func (p *pass) commit(r *Request) Start {
+	p.linkScore, p.linkIdeal, p.linkNodes, p.gpuWhy = 0, 0, 0, ""
 	alloc := make([]api.NodeAlloc, len(p.picked))
 	for k, i := range p.picked {
 		n := &p.nodes[i]
@@ -310,12 +325,18 @@ func (p *pass) commit(r *Request) Start {
 			cpus, mem, gpus = n.FreeCPUs, n.FreeMemMB, len(n.FreeGPUs)
 		}
 		var idx []int
-		if gpus > 0 {
+		switch {
+		case gpus > 0 && n.Info.Matrix != nil:
+			idx = p.takeLinked(n, gpus)
+		case gpus > 0:
 			idx = slices.Clone(n.FreeGPUs[:gpus])
+			n.FreeGPUs = n.FreeGPUs[gpus:]
 		}
-		n.FreeGPUs = n.FreeGPUs[gpus:]
 		n.FreeCPUs -= cpus
 		n.FreeMemMB -= mem
+		if n.Idle && p.topo != nil {
+			p.topo.markBusy(i)
+		}
 		n.Idle = false
 		alloc[k] = api.NodeAlloc{Node: n.Info.Name, CPUs: cpus, MemoryMB: mem, GPUs: idx, Tasks: s.Tasks}
 	}

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/tide-hpc/tide/ctld/api"
+	"github.com/tide-hpc/tide/topology"
 )
 
 // NodeInfo is one node as the scheduler sees it in a snapshot. Free
@@ -30,6 +31,12 @@ type NodeInfo struct {
 	Idle bool
 	// Switch is the node's leaf switch ("" when no topology is set).
 	Switch string
+	// Matrix is the link matrix of the node's GPUs, indexed like
+	// FreeGPUs. With it a slot gets the free GPU set with the best
+	// aggregate link score (and a 1-GPU slot the least-linked free GPU,
+	// so NVLink islands stay whole); nil means no link data and the
+	// lowest free indices are taken. It is shared, never modified.
+	Matrix *topology.Matrix
 }
 
 // PartitionInfo is a partition's limits and members.
@@ -50,6 +57,12 @@ type Snapshot struct {
 	// Pending holds the pending jobs in any order; Schedule orders them.
 	// The scheduler never modifies them.
 	Pending []*api.Job
+	// Tree is the switch tree between the nodes (nil = no topology). With
+	// it a multi-node job goes under the lowest switch that can hold it
+	// whole, and single-node jobs fill partly used leaves first so that
+	// whole leaves stay free. Nodes the tree does not name are used only
+	// when no single switch holds a job.
+	Tree *topology.Tree
 }
 
 // Config tunes a pass.

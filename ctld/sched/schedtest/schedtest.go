@@ -12,6 +12,7 @@ import (
 
 	"github.com/tide-hpc/tide/ctld/api"
 	"github.com/tide-hpc/tide/ctld/sched"
+	"github.com/tide-hpc/tide/topology"
 )
 
 // Epoch is the submit time of jobs built here unless Submit says
@@ -201,6 +202,10 @@ func (w *NodeWrapper) Drained() *NodeWrapper {
 // Switch sets the node's leaf switch.
 func (w *NodeWrapper) Switch(s string) *NodeWrapper { w.n.Switch = s; return w }
 
+// Matrix sets the link matrix of the node's GPUs (topotest's machines
+// have one).
+func (w *NodeWrapper) Matrix(m *topology.Matrix) *NodeWrapper { w.n.Matrix = m; return w }
+
 // PartitionWrapper builds a *sched.PartitionInfo.
 type PartitionWrapper struct{ p sched.PartitionInfo }
 
@@ -261,6 +266,23 @@ func (w *SnapshotWrapper) Partitions(parts ...*sched.PartitionInfo) *SnapshotWra
 // Jobs appends pending jobs.
 func (w *SnapshotWrapper) Jobs(jobs ...*api.Job) *SnapshotWrapper {
 	w.s.Pending = append(w.s.Pending, jobs...)
+	return w
+}
+
+// Tree sets the switch tree and each node's leaf switch from it.
+func (w *SnapshotWrapper) Tree(t *topology.Tree) *SnapshotWrapper {
+	w.s.Tree = t
+	for i := range w.s.Nodes {
+		w.s.Nodes[i].Switch = t.LeafOf(w.s.Nodes[i].Name)
+	}
+	return w
+}
+
+// Matrix sets the same link matrix on every node.
+func (w *SnapshotWrapper) Matrix(m *topology.Matrix) *SnapshotWrapper {
+	for i := range w.s.Nodes {
+		w.s.Nodes[i].Matrix = m
+	}
 	return w
 }
 

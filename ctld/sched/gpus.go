@@ -1,0 +1,293 @@
+package sched
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/tide-hpc/tide/topology"
+)
+
+// exactCombos bounds the exact GPU-set search: when choosing k of the
+// free GPUs has at most this many combinations (every k on an 8-GPU
+// node: C(8,4) = 70), all are scored; above it the set grows greedily
+// from the best pair.
+const exactCombos = 256
+
+// gpuPicker chooses which free GPUs of a node a slot takes when the node
+// has a link matrix. The objective, in order:
+//
+//  1. the highest SetScore of the chosen set (all-NVLink beats partial
+//     NVLink beats PCIe), so a multi-GPU job gets its best-connected set;
+//  2. the lowest cut, the summed score between the chosen GPUs and the
+//     free GPUs left behind, so a job breaks the fewest good links and
+//     NVLink islands stay whole (for one GPU this is go-gpuallocator's
+//     "take the worst-connected free GPU");
+//  3. the lowest indices (the first set in lexicographic order).
+//
+// It keeps scratch buffers so that a pass allocates only the result.
+type gpuPicker struct {
+	m    *topology.Matrix
+	free []int
+	k    int
+	// row[j] is the summed score of free[j] to every other free GPU.
+	row     []int
+	maxPair int
+
+	cur, best          []int // positions in free
+	bestScore, bestCut int
+	found              bool
+	ideal              map[idealKey]int
+	all                []int
+	in                 []bool
+}
+
+type idealKey struct {
+	m *topology.Matrix
+	k int
+}
+
+// pick returns the k GPU indices of free (ascending, a new slice) that
+// the objective prefers, and the set's score. free must be ascending and
+// 0 < k <= len(free).
+func (g *gpuPicker) pick(m *topology.Matrix, free []int, k int) ([]int, int) {
+	g.m, g.free, g.k = m, free, k
+	g.row = resize(g.row, len(free))
+	g.maxPair = 0
+	for a := range free {
+		g.row[a] = 0
+	}
+	for a := range free {
+		for b := a + 1; b < len(free); b++ {
+			s := m.Score(free[a], free[b])
+			g.row[a] += s
+			g.row[b] += s
+			g.maxPair = max(g.maxPair, s)
+		}
+	}
+	g.found = false
+	if combos(len(free), k) <= exactCombos {
+		g.cur = g.cur[:0]
+		g.search(0, 0, 0)
+	} else {
+		g.greedy()
+	}
+	out := make([]int, k)
+	for j, pos := range g.best {
+		out[j] = free[pos]
+	}
+	return out, g.bestScore
+}
+
+// search enumerates the sets in lexicographic order, extending g.cur
+// (positions in g.free, ascending) from position from. score is the set
+// score of g.cur and rows the sum of its members' row totals.
+func (g *gpuPicker) search(from, score, rows int) {
+	if len(g.cur) == g.k {
+		g.offer(score, rows-2*score)
+		return
+	}
+	have := len(g.cur)
+	// Pairs still to add: every new member pairs with the ones before it.
+	pairsLeft := g.k*(g.k-1)/2 - have*(have-1)/2
+	if g.found && score+pairsLeft*g.maxPair < g.bestScore {
+		return
+	}
+	for pos := from; pos <= len(g.free)-(g.k-have); pos++ {
+		add := 0
+		for _, c := range g.cur {
+			add += g.m.Score(g.free[c], g.free[pos])
+		}
+		g.cur = append(g.cur, pos)
+		g.search(pos+1, score+add, rows+g.row[pos])
+		g.cur = g.cur[:have]
+	}
+}
+
+// offer keeps g.cur when it beats the best set so far (higher score,
+// then lower cut; the earlier set wins ties).
+func (g *gpuPicker) offer(score, cut int) {
+	if g.found && (score < g.bestScore || score == g.bestScore && cut >= g.bestCut) {
+		return
+	}
+	g.found, g.bestScore, g.bestCut = true, score, cut
+	g.best = append(g.best[:0], g.cur...)
+}
+
+// greedy grows the set from the best pair (by the same objective),
+// adding each time the free GPU with the highest score to the set, ties
+// broken by the lowest row total, then the lowest index. It is for nodes
+// too large for the exact search.
+func (g *gpuPicker) greedy() {
+	n := len(g.free)
+	g.best = g.best[:0]
+	if g.k == 1 {
+		pos := 0
+		for j := 1; j < n; j++ {
+			if g.row[j] < g.row[pos] {
+				pos = j
+			}
+		}
+		g.best = append(g.best, pos)
+		g.bestScore = 0
+		return
+	}
+	ba, bb, bs, bc := -1, -1, 0, 0
+	for a := range n {
+		for b := a + 1; b < n; b++ {
+			s := g.m.Score(g.free[a], g.free[b])
+			c := g.row[a] + g.row[b] - 2*s
+			if ba < 0 || s > bs || s == bs && c < bc {
+				ba, bb, bs, bc = a, b, s, c
+			}
+		}
+	}
+	g.in = resizeBool(g.in, n)
+	in := g.in
+	for j := range in {
+		in[j] = false
+	}
+	in[ba], in[bb] = true, true
+	total := bs
+	for size := 2; size < g.k; size++ {
+		pick, pickAdd := -1, 0
+		for j := range n {
+			if in[j] {
+				continue
+			}
+			add := 0
+			for c := range n {
+				if in[c] {
+					add += g.m.Score(g.free[c], g.free[j])
+				}
+			}
+			if pick < 0 || add > pickAdd || add == pickAdd && g.row[j] < g.row[pick] {
+				pick, pickAdd = j, add
+			}
+		}
+		in[pick] = true
+		total += pickAdd
+	}
+	for j := range n {
+		if in[j] {
+			g.best = append(g.best, j)
+		}
+	}
+	g.bestScore = total
+}
+
+// idealScore is the best SetScore that k GPUs of m can reach on an empty
+// node: the denominator of the score in a Start's Why. It is cached per
+// matrix and size for the pass.
+func (g *gpuPicker) idealScore(m *topology.Matrix, k int) int {
+	key := idealKey{m, k}
+	if s, ok := g.ideal[key]; ok {
+		return s
+	}
+	if g.ideal == nil {
+		g.ideal = map[idealKey]int{}
+	}
+	n := m.N()
+	s := 0
+	if k >= 2 && k <= n {
+		g.all = resize(g.all, n)
+		for i := range g.all {
+			g.all[i] = i
+		}
+		_, s = g.pick(m, g.all, k)
+	}
+	g.ideal[key] = s
+	return s
+}
+
+// removeTaken deletes the ascending indices taken from the ascending
+// free list in place and returns the shortened list.
+func removeTaken(free, taken []int) []int {
+	out, t := free[:0], 0
+	for _, x := range free {
+		if t < len(taken) && taken[t] == x {
+			t++
+			continue
+		}
+		out = append(out, x)
+	}
+	return out
+}
+
+// combos is C(n, k), saturated just above exactCombos.
+func combos(n, k int) int {
+	if k < 0 || k > n {
+		return 0
+	}
+	k = min(k, n-k)
+	c := 1
+	for i := 1; i <= k; i++ {
+		c = c * (n - k + i) / i
+		if c > exactCombos {
+			return exactCombos + 1
+		}
+	}
+	return c
+}
+
+// formatRanges prints ascending indices compactly: "0-3", "0,2,5-6".
+func formatRanges(idx []int) string {
+	var b strings.Builder
+	for i := 0; i < len(idx); {
+		j := i
+		for j+1 < len(idx) && idx[j+1] == idx[j]+1 {
+			j++
+		}
+		if b.Len() > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(strconv.Itoa(idx[i]))
+		if j > i {
+			b.WriteByte('-')
+			b.WriteString(strconv.Itoa(idx[j]))
+		}
+		i = j + 1
+	}
+	return b.String()
+}
+
+func resize(s []int, n int) []int {
+	if cap(s) < n {
+		return make([]int, n)
+	}
+	return s[:n]
+}
+
+func resizeBool(s []bool, n int) []bool {
+	if cap(s) < n {
+		return make([]bool, n)
+	}
+	return s[:n]
+}
+
+// takeLinked takes gpus GPUs from node n by link score (gpuPicker),
+// removes them from the node's free list and adds their score to the
+// job's totals for Why.
+func (p *pass) takeLinked(n *NodeState, gpus int) []int {
+	m := n.Info.Matrix
+	var idx []int
+	score := 0
+	if gpus >= len(n.FreeGPUs) {
+		idx = slices.Clone(n.FreeGPUs)
+		score = m.SetScore(idx)
+	} else {
+		idx, score = p.gpus.pick(m, n.FreeGPUs, gpus)
+	}
+	n.FreeGPUs = removeTaken(n.FreeGPUs, idx)
+	if gpus >= 2 {
+		ideal := p.gpus.idealScore(m, gpus)
+		p.linkScore += score
+		p.linkIdeal += ideal
+		p.linkNodes++
+		p.gpuWhy = fmt.Sprintf("%s: GPUs %s, link score %d/%d", n.Info.Name, formatRanges(idx), score, ideal)
+	} else {
+		p.gpuWhy = fmt.Sprintf("%s: GPU %d, the least linked free GPU", n.Info.Name, idx[0])
+	}
+	return idx
+}

@@ -1,0 +1,249 @@
+package sched_test
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/tide-hpc/tide/ctld/api"
+	"github.com/tide-hpc/tide/ctld/sched"
+	st "github.com/tide-hpc/tide/ctld/sched/schedtest"
+	"github.com/tide-hpc/tide/topology"
+	"github.com/tide-hpc/tide/topology/topotest"
+)
+
+// oneNode is a one-node partition "gpu" whose node gpu01 has the machine's
+// GPUs (used ones taken) and matrix m (nil = no link data).
+func oneNode(gpus int, m *topology.Matrix, used ...int) *st.SnapshotWrapper {
+	n := st.MakeNode("gpu01").CPUs(128).GPUs(gpus).UsedGPUs(used...).Matrix(m)
+	return st.MakeSnapshot().Nodes(n.Obj()).Partitions(st.MakePartition("gpu", "gpu01").Obj())
+}
+
+func TestGPUSetByLinks(t *testing.T) {
+	islands, dgx, pcie8, pcie16 := topotest.TwoIslands().Matrix, topotest.DGXH100().Matrix,
+		topotest.PCIeOnly(8).Matrix, topotest.PCIeOnly(16).Matrix
+	tests := []struct {
+		name     string
+		snap     *st.SnapshotWrapper
+		gpus     int
+		wantGPUs []int
+		wantWhy  string
+	}{
+		{
+			name: "4 GPUs on empty two-islands take one island",
+			snap: oneNode(8, islands), gpus: 4, wantGPUs: []int{0, 1, 2, 3},
+			wantWhy: "best fit on gpu01: 4/8 GPUs free left; gpu01: GPUs 0-3, link score 3600/3600",
+		},
+		{
+			name: "4 GPUs on two-islands with GPU 0 used take the whole other island",
+			snap: oneNode(8, islands, 0), gpus: 4, wantGPUs: []int{4, 5, 6, 7},
+			wantWhy: "best fit on gpu01: 3/8 GPUs free left; gpu01: GPUs 4-7, link score 3600/3600",
+		},
+		{
+			name: "without a matrix the lowest free GPUs are taken",
+			snap: oneNode(8, nil, 0), gpus: 4, wantGPUs: []int{1, 2, 3, 4},
+			wantWhy: "best fit on gpu01: 3/8 GPUs free left",
+		},
+		{
+			name: "2 GPUs on a DGX take any pair, lowest first",
+			snap: oneNode(8, dgx, 0, 2), gpus: 2, wantGPUs: []int{1, 3},
+			wantWhy: "best fit on gpu01: 4/8 GPUs free left; gpu01: GPUs 1,3, link score 1800/1800",
+		},
+		{
+			name: "2 GPUs on PCIe-only take a PIX pair",
+			snap: oneNode(8, pcie8, 0, 3), gpus: 2, wantGPUs: []int{4, 5},
+			wantWhy: "best fit on gpu01: 4/8 GPUs free left; gpu01: GPUs 4-5, link score 60/60",
+		},
+		{
+			name: "2 GPUs on two-islands stay in the partly used island",
+			snap: oneNode(8, islands, 0), gpus: 2, wantGPUs: []int{1, 2},
+			wantWhy: "best fit on gpu01: 5/8 GPUs free left; gpu01: GPUs 1-2, link score 600/600",
+		},
+		{
+			name: "1 GPU on two-islands does not break the whole island",
+			snap: oneNode(8, islands, 4, 5, 6), gpus: 1, wantGPUs: []int{7},
+			wantWhy: "best fit on gpu01: 4/8 GPUs free left; gpu01: GPU 7, the least linked free GPU",
+		},
+		{
+			name: "1 GPU on an empty two-islands node takes the lowest",
+			snap: oneNode(8, islands), gpus: 1, wantGPUs: []int{0},
+			wantWhy: "best fit on gpu01: 7/8 GPUs free left; gpu01: GPU 0, the least linked free GPU",
+		},
+		{
+			name: "1 GPU on PCIe-only takes the GPU whose PIX peer is gone",
+			snap: oneNode(8, pcie8, 4), gpus: 1, wantGPUs: []int{5},
+			wantWhy: "best fit on gpu01: 6/8 GPUs free left; gpu01: GPU 5, the least linked free GPU",
+		},
+		{
+			name: "16-GPU node grows greedily from the best pair",
+			snap: oneNode(16, pcie16, 0, 2, 4), gpus: 4, wantGPUs: []int{1, 3, 6, 7},
+			wantWhy: "best fit on gpu01: 9/16 GPUs free left; gpu01: GPUs 1,3,6-7, link score 210/240",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			snap := tt.snap.Jobs(st.MakeJob().ID(1).GPUs(tt.gpus).Obj()).Obj()
+			plan := sched.Schedule(snap, now, sched.Config{})
+			got, ok := start(plan, 1)
+			if !ok {
+				t.Fatalf("job 1 did not start: %+v", plan.Pending)
+			}
+			if diff := cmp.Diff(tt.wantGPUs, got.Alloc[0].GPUs); diff != "" {
+				t.Errorf("GPUs (-want +got):\n%s", diff)
+			}
+			if got.Why != tt.wantWhy {
+				t.Errorf("Why = %q, want %q", got.Why, tt.wantWhy)
+			}
+		})
+	}
+}
+
+// TestSmallJobsKeepIslandsWhole runs a stream through one pass: 1-GPU
+// jobs fill one island so that a 4-GPU job still finds a whole one.
+func TestSmallJobsKeepIslandsWhole(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		m    *topology.Matrix
+		want [][]int
+	}{
+		{name: "two islands", m: topotest.TwoIslands().Matrix, want: [][]int{{0}, {1}, {2}, {4, 5, 6, 7}}},
+		{name: "no link data", want: [][]int{{0}, {1}, {2}, {3, 4, 5, 6}}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			w := oneNode(8, tt.m)
+			for id := uint64(1); id <= 3; id++ {
+				w.Jobs(st.MakeJob().ID(id).GPUs(1).Priority(uint32(10 - id)).Obj())
+			}
+			w.Jobs(st.MakeJob().ID(4).GPUs(4).Priority(1).Obj())
+			plan := sched.Schedule(w.Obj(), now, sched.Config{})
+			var got [][]int
+			for _, s := range plan.Starts {
+				got = append(got, s.Alloc[0].GPUs)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("GPU sets in start order (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// fatTree is the local cluster: leaves s1 = gpu[01-02], s2 = gpu[03-04]
+// under "spine", 8-GPU nodes; used[name] lists the busy GPUs of a node.
+func fatTree(tree bool, used map[string][]int) *st.SnapshotWrapper {
+	f := topotest.FatTree(2, 2, "gpu")
+	w := st.MakeSnapshot().Partitions(st.MakePartition("gpu", f.Nodes...).Obj())
+	for _, name := range f.Nodes {
+		n := st.MakeNode(name).CPUs(64).GPUs(8).UsedGPUs(used[name]...)
+		if len(used[name]) > 0 {
+			n.UsedCPUs(len(used[name]) * 8)
+		}
+		w.Nodes(n.Obj())
+	}
+	if tree {
+		w.Tree(f.Tree)
+	}
+	return w
+}
+
+func TestSwitchPlacement(t *testing.T) {
+	half, six, all := []int{0, 1, 2, 3}, []int{0, 1, 2, 3, 4, 5}, []int{0, 1, 2, 3, 4, 5, 6, 7}
+	tests := []struct {
+		name      string
+		snap      *st.SnapshotWrapper
+		job       *st.JobWrapper
+		wantNodes []string
+		wantWhy   string
+		// wantDetail is set when the job must stay pending.
+		wantDetail string
+	}{
+		{
+			name: "2-node job takes one leaf",
+			snap: fatTree(true, map[string][]int{"gpu01": half, "gpu03": half}),
+			job:  st.MakeJob().Nodes(2).GPUsPerNode(4), wantNodes: []string{"gpu01", "gpu02"},
+			wantWhy: "best fit on 2 nodes gpu[01-02] under leaf s1",
+		},
+		{
+			name: "without a tree best fit crosses leaves",
+			snap: fatTree(false, map[string][]int{"gpu01": half, "gpu03": half}),
+			job:  st.MakeJob().Nodes(2).GPUsPerNode(4), wantNodes: []string{"gpu01", "gpu03"},
+			wantWhy: "best fit on 2 nodes gpu[01,03]",
+		},
+		{
+			name: "the fullest leaf that fits wins",
+			snap: fatTree(true, map[string][]int{"gpu01": half, "gpu03": six}),
+			job:  st.MakeJob().Nodes(2).GPUsPerNode(2), wantNodes: []string{"gpu03", "gpu04"},
+			wantWhy: "best fit on 2 nodes gpu[03-04] under leaf s2",
+		},
+		{
+			name: "crosses leaves only when it must",
+			snap: fatTree(true, map[string][]int{"gpu02": all, "gpu04": all}),
+			job:  st.MakeJob().Nodes(2).GPUsPerNode(8), wantNodes: []string{"gpu01", "gpu03"},
+			wantWhy: "best fit on 2 nodes gpu[01,03] under switch spine",
+		},
+		{
+			name: "single-node job keeps the untouched leaf free",
+			snap: fatTree(true, map[string][]int{"gpu04": all}),
+			job:  st.MakeJob().GPUs(1), wantNodes: []string{"gpu03"},
+			wantWhy: "best fit on gpu03: 7/8 GPUs free left",
+		},
+		{
+			name: "single-node job without a tree takes the first name",
+			snap: fatTree(false, map[string][]int{"gpu04": all}),
+			job:  st.MakeJob().GPUs(1), wantNodes: []string{"gpu01"},
+			wantWhy: "best fit on gpu01: 7/8 GPUs free left",
+		},
+		{
+			name:       "refusal names the best leaf",
+			snap:       fatTree(true, map[string][]int{"gpu02": all, "gpu03": all, "gpu04": half}),
+			job:        st.MakeJob().Nodes(2).GPUsPerNode(8),
+			wantDetail: "1/4 nodes available: 2 InsufficientCPU, 1 InsufficientGPU; best leaf s1 has 1/2 free nodes",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			snap := tt.snap.Jobs(tt.job.ID(1).Obj()).Obj()
+			plan := sched.Schedule(snap, now, sched.Config{})
+			if tt.wantDetail != "" {
+				d, _ := decision(t, plan, 1)
+				want := sched.Decision{JobID: 1, Reason: api.ReasonResources, Detail: tt.wantDetail}
+				if diff := cmp.Diff(want, d); diff != "" {
+					t.Errorf("decision (-want +got):\n%s", diff)
+				}
+				return
+			}
+			got, ok := start(plan, 1)
+			if !ok {
+				t.Fatalf("job 1 did not start: %+v", plan.Pending)
+			}
+			var nodes []string
+			for _, a := range got.Alloc {
+				nodes = append(nodes, a.Node)
+			}
+			if diff := cmp.Diff(tt.wantNodes, nodes); diff != "" {
+				t.Errorf("nodes (-want +got):\n%s", diff)
+			}
+			if got.Why != tt.wantWhy {
+				t.Errorf("Why = %q, want %q", got.Why, tt.wantWhy)
+			}
+		})
+	}
+}
+
+// TestSwitchAndLinks combines both layers: a 2-node job on two-islands
+// nodes goes under one leaf and takes an island on each node.
+func TestSwitchAndLinks(t *testing.T) {
+	w := fatTree(true, map[string][]int{"gpu03": {0}}).Matrix(topotest.TwoIslands().Matrix)
+	plan := sched.Schedule(w.Jobs(st.MakeJob().ID(1).Nodes(2).GPUsPerNode(4).Obj()).Obj(), now, sched.Config{})
+	got, ok := start(plan, 1)
+	if !ok {
+		t.Fatalf("job 1 did not start: %+v", plan.Pending)
+	}
+	want := sched.Start{JobID: 1, TimeLimit: api.Infinite,
+		Why: "best fit on 2 nodes gpu[03-04] under leaf s2; link score 7200/7200 over 2 nodes",
+		Alloc: []api.NodeAlloc{
+			{Node: "gpu03", CPUs: 1, GPUs: []int{4, 5, 6, 7}, Tasks: 1},
+			{Node: "gpu04", CPUs: 1, GPUs: []int{0, 1, 2, 3}, Tasks: 1},
+		}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("start (-want +got):\n%s", diff)
+	}
+}
