@@ -286,13 +286,7 @@ func (p *pass) choose(r *Request) bool {
 	}
 	for ; k < r.Nodes; k++ {
 		s := &r.Slots[k]
-		found := -1
-		for j, i := range p.cand {
-			if p.chain.check(r, s, &p.nodes[i]) == "" {
-				found = j
-				break
-			}
-		}
+		found := p.firstFit(r, s, p.cand)
 		if found < 0 {
 			for _, i := range p.cand {
 				p.hist.add(p.chain.check(r, s, &p.nodes[i]))

@@ -154,14 +154,7 @@ func (p *pass) fillFrom(r *Request, nodes []int) bool {
 	t := p.topo
 	t.sub = append(t.sub[:0], nodes...)
 	for k := range r.Slots {
-		s := &r.Slots[k]
-		found := -1
-		for j, i := range t.sub {
-			if p.chain.check(r, s, &p.nodes[i]) == "" {
-				found = j
-				break
-			}
-		}
+		found := p.firstFit(r, &r.Slots[k], t.sub)
 		if found < 0 {
 			p.picked = p.picked[:0]
 			return false
@@ -204,4 +197,15 @@ func (p *pass) bestLeaf(r *Request) string {
 		return ""
 	}
 	return fmt.Sprintf("best leaf %s has %d/%d free nodes", t.names[best], t.cntFree[best], t.cntAll[best])
+}
+
+// firstFit returns the position in nodes of the first node that holds
+// slot s, or -1.
+func (p *pass) firstFit(r *Request, s *Slot, nodes []int) int {
+	for j, i := range nodes {
+		if p.chain.check(r, s, &p.nodes[i]) == "" {
+			return j
+		}
+	}
+	return -1
 }
