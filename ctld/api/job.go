@@ -165,6 +165,11 @@ type JobSpec struct {
 	GPUsPerTask int    `json:"gpus_per_task,omitempty"`
 	GPUType     string `json:"gpu_type,omitempty"`
 	Exclusive   bool   `json:"exclusive,omitempty"`
+	// Switches (--switches=N[@wait]) asks for at most N leaf switches
+	// under the job's nodes, waiting up to SwitchWait seconds from when
+	// the job became eligible before taking any placement.
+	Switches   int   `json:"switches,omitempty"`
+	SwitchWait int64 `json:"switch_wait,omitempty"`
 	// NodeList (-w) must all be part of the allocation; Exclude (-x) never.
 	NodeList   []string `json:"node_list,omitempty"`
 	Exclude    []string `json:"exclude,omitempty"`

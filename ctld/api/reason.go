@@ -24,6 +24,9 @@ const (
 	ReasonCancelled          ReasonCode = "Cancelled"
 	ReasonNonZeroExit        ReasonCode = "NonZeroExitCode"
 	ReasonLaunchFailed       ReasonCode = "LaunchFailed"
+	// ReasonTopology: the job waits for a placement within its
+	// --switches limit (until its wait runs out).
+	ReasonTopology ReasonCode = "Topology"
 )
 
 // Detail codes used in per-node diagnosis histograms.

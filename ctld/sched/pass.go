@@ -38,7 +38,9 @@ type pass struct {
 	// holds its nodes (-1: none chosen); linkScore, linkIdeal and
 	// linkNodes sum the GPU sets' link scores over the nodes with a
 	// matrix; gpuWhy describes the last GPU set taken.
-	sw                   int
+	sw int
+	// topoWait marks a job held back by its --switches limit.
+	topoWait             bool
 	linkScore, linkIdeal int
 	linkNodes            int
 	gpuWhy               string

@@ -1,6 +1,10 @@
 package sched
 
-import "github.com/tide-hpc/tide/ctld/api"
+import (
+	"time"
+
+	"github.com/tide-hpc/tide/ctld/api"
+)
 
 // Slot is what a job needs on one node of its allocation. A job's slots
 // are ordered largest first: when tasks or GPUs do not divide evenly over
@@ -46,6 +50,10 @@ type Request struct {
 	// AnyReserved is true when some node of the pass is held for a
 	// higher-priority job, so the reserved filter has work to do.
 	AnyReserved bool
+	// MaxLeaves (> 0) limits the leaf switches the job's nodes may span
+	// (--switches while its wait lasts); WaitUntil is when it relaxes.
+	MaxLeaves int
+	WaitUntil time.Time
 
 	// stamp marks the nodes this request excludes or requires in
 	// NodeState (>= 1, unique per job in a pass), so membership checks

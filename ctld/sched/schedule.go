@@ -90,8 +90,13 @@ func (p *pass) schedule(job *api.Job, now time.Time, plan *Plan) (Start, bool) {
 		return pend(api.ReasonPriority, detailMaxStarts)
 	}
 
+	p.topoWait = false
 	if start, ok := p.place(r); ok {
 		return start, true
+	}
+	if p.topoWait {
+		return pend(api.ReasonTopology, fmt.Sprintf("waiting for %d nodes under at most %d leaf switches until %s",
+			r.Nodes, r.MaxLeaves, r.WaitUntil.UTC().Format(time.RFC3339)))
 	}
 	if p.hist.count(DetailReserved) > 0 {
 		// Nodes the job could use are held for a higher-priority job.
@@ -158,7 +163,32 @@ func (p *pass) gate(job *api.Job, now time.Time) (reason api.ReasonCode, detail 
 		}
 	}
 	p.fillRequest(&job.JobSpec)
+	p.switchLimit(job, now)
 	return "", "", true
+}
+
+// DefaultSwitchWait is how long --switches=N without @wait holds out for
+// its placement (Slurm's max_switch_wait default).
+const DefaultSwitchWait = 300 // seconds
+
+// switchLimit applies --switches while its wait lasts: from the time the
+// job became eligible (else submitted), for @wait or DefaultSwitchWait.
+func (p *pass) switchLimit(job *api.Job, now time.Time) {
+	if job.Switches <= 0 || p.topo == nil || p.req.Nodes < 2 {
+		return
+	}
+	from := job.EligibleTime
+	if from.IsZero() {
+		from = job.SubmitTime
+	}
+	wait := job.SwitchWait
+	if wait <= 0 {
+		wait = DefaultSwitchWait
+	}
+	until := from.Add(time.Duration(wait) * time.Second)
+	if now.Before(until) {
+		p.req.MaxLeaves, p.req.WaitUntil = job.Switches, until
+	}
 }
 
 // fillRequest computes the request's slots and selects the filters
@@ -281,7 +311,16 @@ func (p *pass) choose(r *Request) bool {
 		// Without -w nodes the job goes under the lowest switch that
 		// holds it whole; with them, they decide where it goes.
 		if p.sw = p.chooseUnderSwitch(r); p.sw >= 0 {
-			return true
+			if r.MaxLeaves == 0 || p.topo.leavesOf(p.picked) <= r.MaxLeaves {
+				return true
+			}
+			p.picked = p.picked[:0]
+		}
+		if r.MaxLeaves > 0 {
+			// --switches: wait for a placement within the limit rather
+			// than take one across more leaves.
+			p.topoWait = true
+			return false
 		}
 	}
 	for ; k < r.Nodes; k++ {

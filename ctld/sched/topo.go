@@ -209,3 +209,23 @@ func (p *pass) firstFit(r *Request, s *Slot, nodes []int) int {
 	}
 	return -1
 }
+
+// leavesOf counts the distinct leaf switches of nodes (a node outside
+// the tree counts as a leaf of its own).
+func (t *topoIndex) leavesOf(nodes []int) int {
+	n := 0
+	for k, i := range nodes {
+		leaf := t.leafOf(i)
+		seen := false
+		for _, j := range nodes[:k] {
+			if l := t.leafOf(j); l == leaf && leaf >= 0 {
+				seen = true
+				break
+			}
+		}
+		if !seen {
+			n++
+		}
+	}
+	return n
+}

@@ -1,7 +1,9 @@
 package sched_test
 
 import (
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/tide-hpc/tide/ctld/api"
@@ -245,5 +247,37 @@ func TestSwitchAndLinks(t *testing.T) {
 		}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("start (-want +got):\n%s", diff)
+	}
+}
+
+// TestSwitchesLimit covers --switches=N[@wait]: within the wait a job
+// holds out for a placement under at most N leaves (reason Topology),
+// after it it takes what fits.
+func TestSwitchesLimit(t *testing.T) {
+	all := []int{0, 1, 2, 3, 4, 5, 6, 7}
+	submit := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	job := func() *api.Job {
+		j := st.MakeJob().ID(1).Partition("gpu").Nodes(2).GPUsPerNode(8).Submit(submit).Obj()
+		j.Switches, j.SwitchWait = 1, 600
+		return j
+	}
+	// One free node per leaf: only a placement across leaves exists.
+	snap := fatTree(true, map[string][]int{"gpu02": all, "gpu04": all}).Jobs(job()).Obj()
+	plan := sched.Schedule(snap, submit.Add(time.Minute), sched.Config{})
+	if len(plan.Starts) != 0 || len(plan.Pending) != 1 || plan.Pending[0].Reason != api.ReasonTopology {
+		t.Fatalf("within the wait: %+v", plan)
+	}
+	if d := plan.Pending[0].Detail; !strings.Contains(d, "at most 1 leaf switches") {
+		t.Fatalf("detail %q", d)
+	}
+	plan = sched.Schedule(snap, submit.Add(11*time.Minute), sched.Config{})
+	if len(plan.Starts) != 1 {
+		t.Fatalf("after the wait the job did not start: %+v", plan.Pending)
+	}
+	// A limit the tree can meet changes nothing.
+	snap = fatTree(true, map[string][]int{"gpu03": all}).Jobs(job()).Obj()
+	plan = sched.Schedule(snap, submit.Add(time.Minute), sched.Config{})
+	if len(plan.Starts) != 1 || plan.Starts[0].Alloc[0].Node != "gpu01" {
+		t.Fatalf("one free leaf: %+v", plan)
 	}
 }

@@ -471,16 +471,24 @@ func checkPropagate(v string, has bool) error {
 	return nil
 }
 
-func checkSwitches(v string, _ bool) error {
+// setSwitches is --switches=N[@max-time-to-wait]: at most N leaf
+// switches under the job's nodes, held out for up to the wait.
+func setSwitches(st *state, v string, _ bool) error {
 	n, wait, hasWait := strings.Cut(v, "@")
 	if !isDigits(n) {
 		return errorf("Invalid --switches specification: %s", v)
 	}
+	count, err := strconv.Atoi(n)
+	if err != nil {
+		return errorf("Invalid --switches specification: %s", v)
+	}
+	var secs int64
 	if hasWait {
-		if _, err := parseTime("switches", wait); err != nil {
+		if secs, err = parseTime("switches", wait); err != nil || secs < 0 {
 			return errorf("Invalid --switches specification: %s", v)
 		}
 	}
+	st.spec.Switches, st.spec.SwitchWait = count, secs
 	return nil
 }
 

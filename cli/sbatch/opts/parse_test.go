@@ -368,3 +368,28 @@ func TestParseDefined(t *testing.T) {
 		t.Errorf("lines (-want +got):\n%s", diff)
 	}
 }
+
+func TestSwitchesOption(t *testing.T) {
+	tests := []struct {
+		arg     string
+		n       int
+		wait    int64
+		wantErr bool
+	}{
+		{"--switches=1", 1, 0, false},
+		{"--switches=2@10:00", 2, 600, false},
+		{"--switches=1@1-0", 1, 86400, false},
+		{"--switches=x", 0, 0, true},
+		{"--switches=1@soon", 0, 0, true},
+	}
+	for _, tt := range tests {
+		req, err := Parse(Input{Args: []string{tt.arg, "--wrap", "true"}, Getenv: func(string) string { return "" },
+			Cwd: "/w", Host: "h"})
+		if (err != nil) != tt.wantErr {
+			t.Fatalf("%s: err = %v", tt.arg, err)
+		}
+		if err == nil && (req.Spec.Switches != tt.n || req.Spec.SwitchWait != tt.wait) {
+			t.Errorf("%s: switches %d@%d, want %d@%d", tt.arg, req.Spec.Switches, req.Spec.SwitchWait, tt.n, tt.wait)
+		}
+	}
+}

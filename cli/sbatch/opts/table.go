@@ -172,7 +172,7 @@ func buildTable() []option {
 		{Spec: Spec{Long: "core-spec", Short: 'S', Arg: RequiredArg}, env: []string{"SBATCH_CORE_SPEC"}, argName: "cores", help: "count of reserved cores", set: ignore("core-spec", intCheck("core-spec", false))},
 		{Spec: Spec{Long: "signal", Arg: RequiredArg}, env: []string{"SBATCH_SIGNAL"}, argName: "[{R|B}:]num[@time]", help: "send signal when time limit within time seconds", set: setSignal},
 		{Spec: Spec{Long: "spread-job", Arg: NoArg}, env: []string{"SBATCH_SPREAD_JOB"}, help: "spread job across as many nodes as possible", set: ignore("spread-job", noCheck)},
-		{Spec: Spec{Long: "switches", Arg: RequiredArg}, env: []string{"SBATCH_REQ_SWITCH"}, argName: "max-switches{@max-time-to-wait}", help: "optimum switches and max time to wait for optimum", set: ignore("switches", checkSwitches)},
+		{Spec: Spec{Long: "switches", Arg: RequiredArg}, env: []string{"SBATCH_REQ_SWITCH"}, argName: "max-switches{@max-time-to-wait}", help: "optimum switches and max time to wait for optimum", set: setSwitches},
 		{Spec: Spec{Long: "thread-spec", Arg: RequiredArg}, env: []string{"SBATCH_THREAD_SPEC"}, argName: "threads", help: "count of reserved threads", set: ignore("thread-spec", intCheck("thread-spec", false))},
 		{Spec: Spec{Long: "time", Short: 't', Arg: RequiredArg}, env: []string{"SBATCH_TIMELIMIT"}, argName: "minutes", help: "time limit", set: setTime("time", func(s *api.JobSpec) *int64 { return &s.TimeLimit })},
 		{Spec: Spec{Long: "time-min", Arg: RequiredArg}, argName: "minutes", help: "minimum time limit (if distinct)", set: setTime("time-min", func(s *api.JobSpec) *int64 { return &s.TimeMin })},
