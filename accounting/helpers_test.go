@@ -90,7 +90,7 @@ func fullJob(id uint64) *api.Job {
 		ID: id,
 		JobSpec: api.JobSpec{
 			Name: "train", Account: "ml", Partition: "h100", QOS: "high", Comment: "a comment",
-			Script: "#!/bin/bash\n#SBATCH -N2\nsrun python train.py 'quoted' \"x\"\n", WorkDir: "/w", ScriptArgs: []string{"--lr", "0.1"}, Switches: 1, SwitchWait: 600,
+			Script: "#!/bin/bash\n#SBATCH -N2\nsrun python train.py 'quoted' \"x\"\n", WorkDir: "/w", ScriptArgs: []string{"--lr", "0.1"}, Switches: 1, SwitchWait: 600, Comm: "model",
 			SubmitDir: "/s", SubmitHost: "login1",
 			Environment: []string{"A=1", "MULTI=line1\nline2", "EMPTY="},
 			Nodes:       2, MaxNodes: 4, Tasks: 16, TasksPerNode: 8, CPUsPerTask: 4,

@@ -105,7 +105,9 @@ type PartitionConfig struct {
 	// jobs cannot strand a node's GPUs.
 	DefCPUsPerGPU int    `mapstructure:"def_cpus_per_gpu" json:"def_cpus_per_gpu"`
 	DefMemPerGPU  string `mapstructure:"def_mem_per_gpu" json:"def_mem_per_gpu"`
-	State         string `mapstructure:"state" json:"state"`
+	// Comm is the default --comm of the partition's jobs (model or data).
+	Comm  string `mapstructure:"comm" json:"comm,omitempty"`
+	State string `mapstructure:"state" json:"state"`
 }
 
 // NodeConfig declares nodes and, optionally, what they must have. A node
@@ -307,7 +309,12 @@ func (c Config) Validate() (*Cluster, error) {
 		}
 		part := api.Partition{Name: p.Name, NodesExpr: p.Nodes, Nodes: nodes, Default: p.Default,
 			DefaultTime: api.Infinite, MaxTime: api.Infinite, MaxNodes: p.MaxNodes, State: "UP",
-			DefCPUsPerGPU: p.DefCPUsPerGPU}
+			DefCPUsPerGPU: p.DefCPUsPerGPU, Comm: p.Comm}
+		switch p.Comm {
+		case "", "model", "data":
+		default:
+			bad("partition %s comm: %q is not model or data", p.Name, p.Comm)
+		}
 		if p.DefCPUsPerGPU < 0 {
 			bad("partition %s def_cpus_per_gpu: must not be negative", p.Name)
 		}

@@ -163,6 +163,12 @@ func (s *Server) validateSpec(spec *api.JobSpec, c caller, warn *[]string) error
 	if spec.MaxNodes > spec.Nodes && spec.Nodes > 0 {
 		*warn = append(*warn, fmt.Sprintf("node count range %d-%d: Tide allocates the minimum, %d", spec.Nodes, spec.MaxNodes, spec.Nodes))
 	}
+	if spec.Comm == "" {
+		spec.Comm = part.Comm
+	}
+	if spec.Comm != "" && spec.Comm != "model" && spec.Comm != "data" {
+		return api.Invalid("Batch job submission failed: --comm must be model or data, not %q", spec.Comm)
+	}
 	if spec.ReqGPUs() > 0 {
 		if spec.CPUsPerGPU == 0 && spec.CPUsPerTask == 0 && part.DefCPUsPerGPU > 0 {
 			spec.CPUsPerGPU = part.DefCPUsPerGPU

@@ -168,8 +168,11 @@ type JobSpec struct {
 	// Switches (--switches=N[@wait]) asks for at most N leaf switches
 	// under the job's nodes, waiting up to SwitchWait seconds from when
 	// the job became eligible before taking any placement.
-	Switches   int   `json:"switches,omitempty"`
-	SwitchWait int64 `json:"switch_wait,omitempty"`
+	Switches int `json:"switches,omitempty"`
+	// Comm is the job's parallelism (--comm): "model" needs every node's
+	// GPUs inside one NVLink domain, "data" (or "") lets them be anywhere.
+	Comm       string `json:"comm,omitempty"`
+	SwitchWait int64  `json:"switch_wait,omitempty"`
 	// NodeList (-w) must all be part of the allocation; Exclude (-x) never.
 	NodeList   []string `json:"node_list,omitempty"`
 	Exclude    []string `json:"exclude,omitempty"`

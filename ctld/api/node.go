@@ -112,9 +112,11 @@ type Partition struct {
 	MaxNodes    int      `json:"max_nodes,omitempty"`
 	// DefCPUsPerGPU and DefMemPerGPUMB are reserved per GPU for jobs that
 	// do not ask (0 = not set).
-	DefCPUsPerGPU  int    `json:"def_cpus_per_gpu,omitempty"`
-	DefMemPerGPUMB int64  `json:"def_mem_per_gpu_mb,omitempty"`
-	State          string `json:"state"`
+	DefCPUsPerGPU  int   `json:"def_cpus_per_gpu,omitempty"`
+	DefMemPerGPUMB int64 `json:"def_mem_per_gpu_mb,omitempty"`
+	// Comm is the default --comm of the partition's jobs.
+	Comm  string `json:"comm,omitempty"`
+	State string `json:"state"`
 	// Priority is the partition's priority tier (Slurm's PriorityTier).
 	Priority int `json:"priority_tier,omitempty"`
 }

@@ -40,4 +40,5 @@ const (
 	DetailNodeExcluded       = "NodeExcluded"
 	DetailNodeNotRequested   = "NodeNotRequested"
 	DetailNodeBusy           = "NodeNotIdle"
+	DetailNoNVLinkSet        = "NoNVLinkSet"
 )

@@ -50,6 +50,8 @@ type NodeState struct {
 	// excluded and required hold the stamp of the last request that
 	// excluded or required the node.
 	excluded, required uint32
+	// island maps GPU index to NVLink island (see islandIDs).
+	island []int
 }
 
 // Compile-time checks that every filter implements Filter.
@@ -92,6 +94,7 @@ func newChain() chain {
 		cpuFilter{},
 		memFilter{},
 		gpuFilter{},
+		nvlinkFilter{}, // --comm=model
 	}
 	return chain{filters: filters, static: 4, active: make([]Filter, 0, len(filters))}
 }
@@ -231,6 +234,22 @@ func (memFilter) Relevant(r *Request) bool {
 func (memFilter) Check(_ *Request, s *Slot, n *NodeState) string {
 	if n.FreeMemMB < s.MemMB || s.WholeMem && n.FreeMemMB < n.Info.MemoryMB {
 		return api.DetailInsufficientMemory
+	}
+	return ""
+}
+
+// nvlinkFilter (--comm=model) needs the slot's GPUs free inside one
+// NVLink island of the node.
+type nvlinkFilter struct{}
+
+func (nvlinkFilter) Name() string             { return "nvlink" }
+func (nvlinkFilter) Relevant(r *Request) bool { return r.NVLinkOnly }
+func (nvlinkFilter) Check(_ *Request, s *Slot, n *NodeState) string {
+	if s.GPUs < 2 {
+		return ""
+	}
+	if n.bestIsland(s.GPUs) == nil {
+		return api.DetailNoNVLinkSet
 	}
 	return ""
 }

@@ -269,15 +269,15 @@ func resizeBool(s []bool, n int) []bool {
 // takeLinked takes gpus GPUs from node n by link score (gpuPicker),
 // removes them from the node's free list and adds their score to the
 // job's totals for Why.
-func (p *pass) takeLinked(n *NodeState, gpus int) []int {
+func (p *pass) takeLinked(n *NodeState, gpus int, free []int) []int {
 	m := n.Info.Matrix
 	var idx []int
 	score := 0
-	if gpus >= len(n.FreeGPUs) {
-		idx = slices.Clone(n.FreeGPUs)
+	if gpus >= len(free) {
+		idx = slices.Clone(free[:gpus])
 		score = m.SetScore(idx)
 	} else {
-		idx, score = p.gpus.pick(m, n.FreeGPUs, gpus)
+		idx, score = p.gpus.pick(m, free, gpus)
 	}
 	n.FreeGPUs = removeTaken(n.FreeGPUs, idx)
 	if gpus >= 2 {
@@ -290,4 +290,49 @@ func (p *pass) takeLinked(n *NodeState, gpus int) []int {
 		p.gpuWhy = fmt.Sprintf("%s: GPU %d, the least linked free GPU", n.Info.Name, idx[0])
 	}
 	return idx
+}
+
+// islandIDs maps each GPU index of the node to its NVLink island
+// (computed on first use in a pass; nil without a matrix).
+func (n *NodeState) islandIDs() []int {
+	if n.island == nil && n.Info.Matrix != nil {
+		n.island = make([]int, n.Info.Matrix.N())
+		for id, isl := range n.Info.Matrix.Islands() {
+			for _, g := range isl {
+				n.island[g] = id
+			}
+		}
+	}
+	return n.island
+}
+
+// bestIsland returns the free GPUs (ascending) of the NVLink island that
+// holds k of them with the fewest to spare (best fit), or nil.
+func (n *NodeState) bestIsland(k int) []int {
+	ids := n.islandIDs()
+	if ids == nil {
+		return nil
+	}
+	count := map[int]int{}
+	for _, g := range n.FreeGPUs {
+		if g < len(ids) {
+			count[ids[g]]++
+		}
+	}
+	best, bestFree := -1, 0
+	for id, c := range count {
+		if c >= k && (best < 0 || c < bestFree || c == bestFree && id < best) {
+			best, bestFree = id, c
+		}
+	}
+	if best < 0 {
+		return nil
+	}
+	out := make([]int, 0, bestFree)
+	for _, g := range n.FreeGPUs {
+		if g < len(ids) && ids[g] == best {
+			out = append(out, g)
+		}
+	}
+	return out
 }

@@ -196,7 +196,7 @@ func TestChainOrder(t *testing.T) {
 	for _, f := range c.filters {
 		names = append(names, f.Name())
 	}
-	want := []string{"usable", "exclude", "requested", "gpu-model", "reserved", "idle", "cpu", "memory", "gpu"}
+	want := []string{"usable", "exclude", "requested", "gpu-model", "reserved", "idle", "cpu", "memory", "gpu", "nvlink"}
 	if diff := cmp.Diff(want, names); diff != "" {
 		t.Errorf("chain (-want +got):\n%s", diff)
 	}

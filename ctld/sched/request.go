@@ -54,6 +54,9 @@ type Request struct {
 	// (--switches while its wait lasts); WaitUntil is when it relaxes.
 	MaxLeaves int
 	WaitUntil time.Time
+	// NVLinkOnly (--comm=model) needs each node's GPUs inside one NVLink
+	// island.
+	NVLinkOnly bool
 
 	// stamp marks the nodes this request excludes or requires in
 	// NodeState (>= 1, unique per job in a pass), so membership checks

@@ -197,6 +197,7 @@ func (p *pass) fillRequest(spec *api.JobSpec) {
 	r := &p.req
 	r.Slots = fillSlots(r.Slots, spec, r.Nodes, p.cfg.DefMemPerCPUMB)
 	r.AnyReserved = p.anyReserved
+	r.NVLinkOnly = spec.Comm == "model" && len(r.Slots) > 0 && r.Slots[0].GPUs > 1
 	p.chain.prepare(r)
 }
 
@@ -359,8 +360,10 @@ func (p *pass) commit(r *Request) Start {
 		}
 		var idx []int
 		switch {
+		case gpus > 1 && r.NVLinkOnly && n.Info.Matrix != nil:
+			idx = p.takeLinked(n, gpus, n.bestIsland(gpus))
 		case gpus > 0 && n.Info.Matrix != nil:
-			idx = p.takeLinked(n, gpus)
+			idx = p.takeLinked(n, gpus, n.FreeGPUs)
 		case gpus > 0:
 			idx = slices.Clone(n.FreeGPUs[:gpus])
 			n.FreeGPUs = n.FreeGPUs[gpus:]

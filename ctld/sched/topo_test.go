@@ -281,3 +281,45 @@ func TestSwitchesLimit(t *testing.T) {
 		t.Fatalf("one free leaf: %+v", plan)
 	}
 }
+
+// TestCommModel covers --comm=model: a job's GPUs on a node stay inside
+// one NVLink island, and a node without such a set is NoNVLinkSet.
+func TestCommModel(t *testing.T) {
+	islands := topotest.TwoIslands().Matrix
+	pcie := topotest.PCIeOnly(8).Matrix
+	job := func(comm string) *api.Job {
+		j := st.MakeJob().ID(1).Partition("p").GPUs(3).Obj()
+		j.Comm = comm
+		return j
+	}
+	// Islands 0-3 and 4-7; two GPUs used in each island: no island has 3 free.
+	busy := st.MakeNode("n1").CPUs(64).GPUs(8).UsedGPUs(0, 1, 4, 5).Matrix(islands).Obj()
+	snap := st.MakeSnapshot().Nodes(busy).Partitions(st.MakePartition("p", "n1").Obj()).Jobs(job("model")).Obj()
+	plan := sched.Schedule(snap, time.Unix(0, 0), sched.Config{})
+	if len(plan.Starts) != 0 || !strings.Contains(plan.Pending[0].Detail, api.DetailNoNVLinkSet) {
+		t.Fatalf("model job on split islands: %+v", plan)
+	}
+	// A data-parallel job takes the free GPUs wherever they are.
+	snap = st.MakeSnapshot().Nodes(busy).Partitions(st.MakePartition("p", "n1").Obj()).Jobs(job("data")).Obj()
+	if plan := sched.Schedule(snap, time.Unix(0, 0), sched.Config{}); len(plan.Starts) != 1 {
+		t.Fatalf("data job: %+v", plan.Pending)
+	}
+	// With one island free enough, the model job stays inside it.
+	one := st.MakeNode("n1").CPUs(64).GPUs(8).UsedGPUs(0).Matrix(islands).Obj()
+	snap = st.MakeSnapshot().Nodes(one).Partitions(st.MakePartition("p", "n1").Obj()).Jobs(job("model")).Obj()
+	plan = sched.Schedule(snap, time.Unix(0, 0), sched.Config{})
+	if len(plan.Starts) != 1 {
+		t.Fatalf("model job: %+v", plan.Pending)
+	}
+	for _, g := range plan.Starts[0].Alloc[0].GPUs {
+		if g/4 != plan.Starts[0].Alloc[0].GPUs[0]/4 {
+			t.Fatalf("model job got %v across islands", plan.Starts[0].Alloc[0].GPUs)
+		}
+	}
+	// PCIe-only nodes have no NVLink island of 3.
+	flat := st.MakeNode("n1").CPUs(64).GPUs(8).Matrix(pcie).Obj()
+	snap = st.MakeSnapshot().Nodes(flat).Partitions(st.MakePartition("p", "n1").Obj()).Jobs(job("model")).Obj()
+	if plan := sched.Schedule(snap, time.Unix(0, 0), sched.Config{}); len(plan.Starts) != 0 {
+		t.Fatalf("model job on a PCIe-only node: %+v", plan.Starts)
+	}
+}

@@ -570,3 +570,13 @@ func checkGPUFreq(v string, _ bool) error {
 	}
 	return nil
 }
+
+// setComm is Tide's --comm=model|data.
+func setComm(st *state, v string, _ bool) error {
+	c, err := oneOf("comm", v, "model", "data")
+	if err != nil {
+		return err
+	}
+	st.spec.Comm = c
+	return nil
+}

@@ -123,6 +123,7 @@ func buildTable() []option {
 		{Spec: Spec{Long: "bb", Arg: RequiredArg}, argName: "<spec>", help: "burst buffer specifications", set: ignore("bb", nonEmpty("bb"))},
 		{Spec: Spec{Long: "bbf", Arg: RequiredArg}, argName: "<file_name>", help: "burst buffer specification file", set: ignore("bbf", nonEmpty("bbf"))},
 		{Spec: Spec{Long: "begin", Short: 'b', Arg: RequiredArg}, argName: "time", help: "defer job until HH:MM MM/DD/YY", set: setBegin},
+		{Spec: Spec{Long: "comm", Arg: RequiredArg}, env: []string{"SBATCH_COMM"}, argName: "model|data", help: "parallelism (Tide): model keeps each node's GPUs in one NVLink domain", set: setComm},
 		{Spec: Spec{Long: "comment", Arg: RequiredArg}, argName: "name", help: "arbitrary comment", set: str(func(s *api.JobSpec) *string { return &s.Comment })},
 		{Spec: Spec{Long: "container", Arg: RequiredArg}, env: []string{"SBATCH_CONTAINER"}, argName: "path", help: "path to OCI container bundle", set: ignore("container", nonEmpty("container"))},
 		{Spec: Spec{Long: "cpu-freq", Arg: RequiredArg}, env: []string{"SBATCH_CPU_FREQ_REQ"}, argName: "min[-max[:gov]]", help: "requested cpu frequency (and governor)", set: ignore("cpu-freq", checkCPUFreq)},
