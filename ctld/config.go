@@ -106,8 +106,11 @@ type PartitionConfig struct {
 	DefCPUsPerGPU int    `mapstructure:"def_cpus_per_gpu" json:"def_cpus_per_gpu"`
 	DefMemPerGPU  string `mapstructure:"def_mem_per_gpu" json:"def_mem_per_gpu"`
 	// Comm is the default --comm of the partition's jobs (model or data).
-	Comm  string `mapstructure:"comm" json:"comm,omitempty"`
-	State string `mapstructure:"state" json:"state"`
+	Comm string `mapstructure:"comm" json:"comm,omitempty"`
+	// Policy places jobs: pack (default: fullest nodes and leaves first)
+	// or spread (emptiest first).
+	Policy string `mapstructure:"policy" json:"policy,omitempty"`
+	State  string `mapstructure:"state" json:"state"`
 }
 
 // NodeConfig declares nodes and, optionally, what they must have. A node
@@ -314,6 +317,13 @@ func (c Config) Validate() (*Cluster, error) {
 		case "", "model", "data":
 		default:
 			bad("partition %s comm: %q is not model or data", p.Name, p.Comm)
+		}
+		switch p.Policy {
+		case "", "pack":
+		case "spread":
+			part.Spread = true
+		default:
+			bad("partition %s policy: %q is not pack or spread", p.Name, p.Policy)
 		}
 		if p.DefCPUsPerGPU < 0 {
 			bad("partition %s def_cpus_per_gpu: must not be negative", p.Name)

@@ -189,7 +189,7 @@ func (s *Server) validateSpec(spec *api.JobSpec, c caller, warn *[]string) error
 // partInfo converts a partition for the scheduler.
 func (s *Server) partInfo(p *api.Partition) *sched.PartitionInfo {
 	return &sched.PartitionInfo{Name: p.Name, Nodes: p.Nodes, Up: p.State == "UP", DefaultTime: p.DefaultTime,
-		MaxTime: p.MaxTime, MaxNodes: p.MaxNodes}
+		MaxTime: p.MaxTime, MaxNodes: p.MaxNodes, Spread: p.Spread}
 }
 
 // nodeInfos describes nodes by their declared (or, once registered,

@@ -115,8 +115,10 @@ type Partition struct {
 	DefCPUsPerGPU  int   `json:"def_cpus_per_gpu,omitempty"`
 	DefMemPerGPUMB int64 `json:"def_mem_per_gpu_mb,omitempty"`
 	// Comm is the default --comm of the partition's jobs.
-	Comm  string `json:"comm,omitempty"`
-	State string `json:"state"`
+	Comm string `json:"comm,omitempty"`
+	// Spread places jobs on the emptiest nodes first (policy spread).
+	Spread bool   `json:"spread,omitempty"`
+	State  string `json:"state"`
 	// Priority is the partition's priority tier (Slurm's PriorityTier).
 	Priority int `json:"priority_tier,omitempty"`
 }

@@ -235,22 +235,34 @@ func (p *pass) emptyView(i int) *NodeState {
 // stay free, then name.
 func (p *pass) betterFit(a, b int) int {
 	na, nb := &p.nodes[a], &p.nodes[b]
+	// Pack (the default) fills the fullest nodes and leaves first, so
+	// whole nodes and leaves stay free for big jobs; spread does the
+	// opposite, for jobs that want headroom.
+	sign := 1
+	if p.spread() {
+		sign = -1
+	}
 	if c := cmp.Compare(len(na.FreeGPUs), len(nb.FreeGPUs)); c != 0 {
-		return c
+		return sign * c
 	}
 	if c := cmp.Compare(na.FreeCPUs, nb.FreeCPUs); c != 0 {
-		return c
+		return sign * c
 	}
 	if p.topo != nil {
 		ua, ub := p.topo.leafUntouched(a), p.topo.leafUntouched(b)
 		if ua != ub {
 			if ua {
-				return 1
+				return sign
 			}
-			return -1
+			return -sign
 		}
 	}
 	return cmp.Compare(p.rank[a], p.rank[b])
+}
+
+// spread reports whether the current job's partition spreads jobs.
+func (p *pass) spread() bool {
+	return p.req.Job != nil && p.parts[p.req.Part].info.Spread
 }
 
 // compareNames orders host names naturally: runs of digits compare by

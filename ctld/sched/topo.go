@@ -133,8 +133,12 @@ func (p *pass) chooseUnderSwitch(r *Request) int {
 				t.order = append(t.order, sw)
 			}
 		}
+		sign := int64(1)
+		if p.spread() {
+			sign = -1
+		}
 		slices.SortFunc(t.order, func(a, b int) int {
-			if c := cmp.Compare(t.free[a], t.free[b]); c != 0 {
+			if c := cmp.Compare(sign*t.free[a], sign*t.free[b]); c != 0 {
 				return c
 			}
 			return cmp.Compare(a, b)

@@ -323,3 +323,20 @@ func TestCommModel(t *testing.T) {
 		t.Fatalf("model job on a PCIe-only node: %+v", plan.Starts)
 	}
 }
+
+func TestSpreadPolicy(t *testing.T) {
+	for _, tt := range []struct {
+		spread bool
+		want   string
+	}{{false, "gpu02"}, {true, "gpu01"}} {
+		part := st.MakePartition("p", "gpu01", "gpu02").Obj()
+		part.Spread = tt.spread
+		free := st.MakeNode("gpu01").CPUs(64).GPUs(8).Obj()
+		used := st.MakeNode("gpu02").CPUs(64).GPUs(8).UsedGPUs(0, 1).UsedCPUs(4).Obj()
+		snap := st.MakeSnapshot().Nodes(free, used).Partitions(part).Jobs(st.MakeJob().ID(1).Partition("p").GPUs(1).Obj()).Obj()
+		plan := sched.Schedule(snap, time.Unix(0, 0), sched.Config{})
+		if len(plan.Starts) != 1 || plan.Starts[0].Alloc[0].Node != tt.want {
+			t.Fatalf("spread=%v: %+v, want %s", tt.spread, plan.Starts, tt.want)
+		}
+	}
+}

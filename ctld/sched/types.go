@@ -48,6 +48,9 @@ type PartitionInfo struct {
 	DefaultTime int64
 	MaxTime     int64
 	MaxNodes    int // 0 = unlimited
+	// Spread places jobs on the emptiest nodes and leaves first instead
+	// of packing them (the default).
+	Spread bool
 }
 
 // Snapshot is the immutable input of one scheduling pass.
