@@ -248,7 +248,9 @@ func (s *Server) applyGPUStatus(n *nodeRec, st []gres.Status) {
 			continue
 		}
 		for i := range n.GPUs {
-			if n.GPUs[i].Index == g.Index {
+			if n.GPUs[i].Index == g.Index && n.GPUs[i].Health != gres.Unhealthy {
+				// Copy on write: listings share the slice outside the lock.
+				n.GPUs = slices.Clone(n.GPUs)
 				n.GPUs[i].Health = gres.Unhealthy
 			}
 		}
