@@ -23,15 +23,8 @@ func run(t *testing.T, fake *clitest.FakeAPI, mk func(*cmdutil.Factory, *time.Lo
 	t.Helper()
 	f, buf := clitest.Factory(fake, nil)
 	cmd := mk(f, time.UTC)
-	if args == nil {
-		args = []string{} // nil would make cobra read os.Args
-	}
-	cmd.SetArgs(args)
-	cmd.SetOut(buf.Out)
-	cmd.SetErr(buf.Err)
-	err := cmd.Execute()
-	cmdutil.PrintError(buf.Err, "tide", err)
-	return result{out: buf.Out.String(), errOut: buf.Err.String(), code: cmdutil.ExitCode(err)}
+	out, errOut, code := clitest.Run(cmd, buf, "tide", args)
+	return result{out: out, errOut: errOut, code: code}
 }
 
 func golden(t testing.TB, name, got string) {

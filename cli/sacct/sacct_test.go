@@ -40,15 +40,8 @@ func run(t *testing.T, uid int, env map[string]string, args ...string) result {
 	f.API = func() (cmdutil.API, error) { return rec, nil }
 	f.UID = func() int { return uid }
 	cmd := newCmd(f, time.UTC)
-	if args == nil {
-		args = []string{} // nil would make cobra read os.Args
-	}
-	cmd.SetArgs(args)
-	cmd.SetOut(buf.Out)
-	cmd.SetErr(buf.Err)
-	err := cmd.Execute()
-	cmdutil.PrintError(buf.Err, "sacct", err)
-	return result{out: buf.Out.String(), errOut: buf.Err.String(), code: cmdutil.ExitCode(err), filters: rec.filters}
+	out, errOut, code := clitest.Run(cmd, buf, "sacct", args)
+	return result{out: out, errOut: errOut, code: code, filters: rec.filters}
 }
 
 func golden(t testing.TB, name, got string) {

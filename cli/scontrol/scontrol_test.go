@@ -10,7 +10,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/tide-hpc/tide/cli/clitest"
-	"github.com/tide-hpc/tide/cli/cmdutil"
 	"github.com/tide-hpc/tide/cli/scontrol/scontroltest"
 	"github.com/tide-hpc/tide/ctld/api"
 )
@@ -26,15 +25,8 @@ func run(t *testing.T, fake *clitest.FakeAPI, env map[string]string, loc *time.L
 	t.Helper()
 	f, buf := clitest.Factory(fake, env)
 	cmd := newCmd(f, loc)
-	if args == nil {
-		args = []string{} // nil would make cobra read os.Args
-	}
-	cmd.SetArgs(args)
-	cmd.SetOut(buf.Out)
-	cmd.SetErr(buf.Err)
-	err := cmd.Execute()
-	cmdutil.PrintError(buf.Err, "scontrol", err)
-	return result{out: buf.Out.String(), errOut: buf.Err.String(), code: cmdutil.ExitCode(err)}
+	out, errOut, code := clitest.Run(cmd, buf, "scontrol", args)
+	return result{out: out, errOut: errOut, code: code}
 }
 
 func golden(t testing.TB, name, got string) {
