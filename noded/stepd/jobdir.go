@@ -117,7 +117,7 @@ func WriteFileAtomic(path string, data []byte, perm fs.FileMode) error {
 }
 
 func WriteJSONAtomic(path string, v any, perm fs.FileMode) error {
-	data, err := json.MarshalIndent(v, "", "  ")
+	data, err := json.Marshal(v)
 	if err != nil {
 		return fmt.Errorf("encode %s: %w", filepath.Base(path), err)
 	}
@@ -131,7 +131,7 @@ func WriteJSONAtomic(path string, v any, perm fs.FileMode) error {
 // (tided writes launch.json and exec.json before starting the
 // supervisor), sparing the temporary file and rename of WriteJSONAtomic.
 func WriteJSONNew(path string, v any, perm fs.FileMode) error {
-	data, err := json.MarshalIndent(v, "", "  ")
+	data, err := json.Marshal(v)
 	if err != nil {
 		return fmt.Errorf("encode %s: %w", filepath.Base(path), err)
 	}
