@@ -193,9 +193,7 @@ func (s *Server) partInfo(p *api.Partition) *sched.PartitionInfo {
 }
 
 // nodeInfos describes nodes by their declared (or, once registered,
-// reported) capacity for feasibility checks. It reads node records under
-// no lock: capacity fields change only at registration, and a stale read
-// only makes a check more or less lenient for that one submission.
+// reported) capacity for feasibility checks at submit.
 func (s *Server) nodeInfos(names []string) []sched.NodeInfo {
 	s.mu.Lock()
 	defer s.mu.Unlock()

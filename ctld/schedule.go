@@ -1,6 +1,7 @@
 package ctld
 
 import (
+	"slices"
 	"time"
 
 	"github.com/tide-hpc/tide/ctld/api"
@@ -24,7 +25,7 @@ func (s *Server) snapshot() *sched.Snapshot {
 		ok, why := n.usable()
 		free := make([]int, 0, len(n.GPUs))
 		for _, g := range n.GPUs {
-			if !containsInt(n.AllocGPUs, g.Index) {
+			if !slices.Contains(n.AllocGPUs, g.Index) {
 				free = append(free, g.Index)
 			}
 		}
@@ -44,15 +45,6 @@ func (s *Server) snapshot() *sched.Snapshot {
 		}
 	}
 	return snap
-}
-
-func containsInt(xs []int, x int) bool {
-	for _, y := range xs {
-		if y == x {
-			return true
-		}
-	}
-	return false
 }
 
 // schedulePass runs the pure core once and applies its plan: starts
@@ -130,7 +122,7 @@ func (s *Server) allocOK(alloc []api.NodeAlloc) bool {
 			return false
 		}
 		for _, g := range a.GPUs {
-			if containsInt(n.AllocGPUs, g) || g < 0 || g >= len(n.GPUs) {
+			if slices.Contains(n.AllocGPUs, g) || g < 0 || g >= len(n.GPUs) {
 				return false
 			}
 		}

@@ -42,15 +42,6 @@ func Expand(expr string) ([]string, error) {
 	return out, nil
 }
 
-// MustExpand is Expand for constant expressions in tests and canned configs.
-func MustExpand(expr string) []string {
-	h, err := Expand(expr)
-	if err != nil {
-		panic(err)
-	}
-	return h
-}
-
 func splitTop(expr string) ([]string, error) {
 	var parts []string
 	depth, start := 0, 0

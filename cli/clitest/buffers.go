@@ -2,10 +2,7 @@ package clitest
 
 import "bytes"
 
-// cmdutilBuffers are a test factory's stream buffers.
-type cmdutilBuffers struct {
+// Buffers are a test factory's stream buffers.
+type Buffers struct {
 	In, Out, Err *bytes.Buffer
 }
-
-// Buffers is the exported name of a test factory's stream buffers.
-type Buffers = cmdutilBuffers

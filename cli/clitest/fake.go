@@ -212,7 +212,7 @@ func (f *FakeAPI) Cluster(_ context.Context) (api.ClusterInfo, error) {
 
 // Factory returns a factory whose API is fake, with a fixed clock and
 // environment, plus the output buffers.
-func Factory(fake *FakeAPI, env map[string]string) (*cmdutil.Factory, *cmdutilBuffers) {
+func Factory(fake *FakeAPI, env map[string]string) (*cmdutil.Factory, *Buffers) {
 	ios, in, out, errb := cmdutil.Test()
 	f := &cmdutil.Factory{
 		IO:  ios,
@@ -233,5 +233,5 @@ func Factory(fake *FakeAPI, env map[string]string) (*cmdutil.Factory, *cmdutilBu
 		Hostname: func() (string, error) { return "login1", nil },
 		UID:      func() int { return 1000 },
 	}
-	return f, &cmdutilBuffers{In: in, Out: out, Err: errb}
+	return f, &Buffers{In: in, Out: out, Err: errb}
 }

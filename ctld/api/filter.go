@@ -2,6 +2,7 @@ package api
 
 import (
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -90,19 +91,19 @@ func ParseJobFilter(v url.Values) (JobFilter, error) {
 // Match reports whether j passes the filter's id, user, name, partition,
 // account and state tests (not the time window).
 func (f *JobFilter) Match(j *Job) bool {
-	if len(f.IDs) > 0 && !containsID(f.IDs, j.ID) {
+	if len(f.IDs) > 0 && !slices.Contains(f.IDs, j.ID) {
 		return false
 	}
-	if len(f.Users) > 0 && !containsStr(f.Users, j.User) && !containsStr(f.Users, strconv.FormatUint(uint64(j.UserID), 10)) {
+	if len(f.Users) > 0 && !slices.Contains(f.Users, j.User) && !slices.Contains(f.Users, strconv.FormatUint(uint64(j.UserID), 10)) {
 		return false
 	}
-	if len(f.Names) > 0 && !containsStr(f.Names, j.Name) {
+	if len(f.Names) > 0 && !slices.Contains(f.Names, j.Name) {
 		return false
 	}
-	if len(f.Partitions) > 0 && !containsStr(f.Partitions, j.Partition) {
+	if len(f.Partitions) > 0 && !slices.Contains(f.Partitions, j.Partition) {
 		return false
 	}
-	if len(f.Accounts) > 0 && !containsStr(f.Accounts, j.Account) {
+	if len(f.Accounts) > 0 && !slices.Contains(f.Accounts, j.Account) {
 		return false
 	}
 	if len(f.States) > 0 {
@@ -118,22 +119,4 @@ func (f *JobFilter) Match(j *Job) bool {
 		}
 	}
 	return true
-}
-
-func containsID(xs []uint64, x uint64) bool {
-	for _, y := range xs {
-		if y == x {
-			return true
-		}
-	}
-	return false
-}
-
-func containsStr(xs []string, x string) bool {
-	for _, y := range xs {
-		if y == x {
-			return true
-		}
-	}
-	return false
 }

@@ -2,6 +2,7 @@ package api
 
 import (
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -67,33 +68,14 @@ func (s JobState) Short() string {
 // as squeue -t and sacct -s do.
 func ParseJobState(s string) (JobState, error) {
 	for _, st := range AllJobStates {
-		if equalFold(s, string(st)) || equalFold(s, st.Short()) {
+		if strings.EqualFold(s, string(st)) || strings.EqualFold(s, st.Short()) {
 			return st, nil
 		}
 	}
-	if equalFold(s, "CANCELED") {
+	if strings.EqualFold(s, "CANCELED") {
 		return StateCancelled, nil
 	}
 	return "", Invalid("invalid job state specified: %s", s)
-}
-
-func equalFold(a, b string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := 0; i < len(a); i++ {
-		x, y := a[i], b[i]
-		if 'a' <= x && x <= 'z' {
-			x -= 'a' - 'A'
-		}
-		if 'a' <= y && y <= 'z' {
-			y -= 'a' - 'A'
-		}
-		if x != y {
-			return false
-		}
-	}
-	return true
 }
 
 // Hold says who holds a pending job, if anyone.
