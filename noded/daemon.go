@@ -59,6 +59,7 @@ type Daemon struct {
 	jobsDir  string
 	memMB    int64
 	gpus     []gres.Device
+	groups   groupCache
 	gpuSrc   gres.Source
 	// nvml is set for the NVML source: it is closed at stop and its XID
 	// events wake the sync loop.

@@ -157,7 +157,7 @@ func (d *Daemon) writeJobDir(j *job) error {
 		GID:     j.spec.GroupID,
 	}
 	if plan.SetUser && (plan.UID != uint32(os.Geteuid()) || plan.GID != uint32(os.Getegid())) {
-		plan.Groups = userGroups(plan.UID, plan.GID, d.log)
+		plan.Groups = d.groups.get(plan.UID, plan.GID, d.log)
 	}
 	return writeJSONNew(filepath.Join(j.dir, fileExec), &plan, 0o600)
 }
