@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tide-hpc/tide/accounting"
 	"github.com/tide-hpc/tide/ctld/api"
 	"github.com/tide-hpc/tide/ctld/sched"
 )
@@ -66,18 +65,15 @@ func (s *Server) submit(ctx context.Context, c caller, req api.SubmitRequest) (a
 		Detail: fmt.Sprintf("name=%s partition=%s", j.Name, j.Partition)}
 	// Pending trail entries and dirty jobs go in the same transaction, so
 	// the submission never waits behind a failed earlier write.
-	b := &accounting.Batch{NewJobs: []*api.Job{j}, Events: append(s.events, ev), Audit: append(s.audit, au), MaxJobID: j.ID}
-	for id := range s.dirty {
-		if d := s.jobs[id]; d != nil {
-			b.Jobs = append(b.Jobs, d)
-		}
-	}
+	b := s.pendingBatch()
+	b.NewJobs, b.MaxJobID = []*api.Job{j}, j.ID
+	b.Events = append(b.Events, ev)
+	b.Audit = append(b.Audit, au)
 	if err := s.store.Write(ctx, b); err != nil {
 		s.log.Error("submission not stored", "err", err)
 		return api.SubmitResponse{}, api.Errorf(api.ErrUnavailable, "Batch job submission failed: could not store the job: %v", err)
 	}
-	clear(s.dirty)
-	s.events, s.audit = s.events[:0], s.audit[:0]
+	s.stored()
 	// The script and environment stay in the spool only.
 	j.Script, j.Environment = "", nil
 	s.strings.job(j)

@@ -10,7 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -326,7 +326,19 @@ func (s *Server) flush() bool {
 	if len(s.dirty) == 0 && len(s.events) == 0 && len(s.audit) == 0 && len(s.dirtyNodes) == 0 {
 		return true
 	}
-	b := &accounting.Batch{Events: append(s.lazyEvents, s.events...), Audit: s.audit}
+	b := s.pendingBatch()
+	if err := s.store.Write(context.Background(), b); err != nil {
+		s.log.Error("write state", "err", err, "jobs", len(b.Jobs), "events", len(b.Events))
+		return false
+	}
+	s.stored()
+	return true
+}
+
+// pendingBatch gathers everything queued for the store: dirty and lazy
+// jobs, trail events, audit records and node state. Called with mu held.
+func (s *Server) pendingBatch() *accounting.Batch {
+	b := &accounting.Batch{Events: append(slices.Clip(s.lazyEvents), s.events...), Audit: slices.Clip(s.audit)}
 	ids := make([]uint64, 0, len(s.dirty)+len(s.lazy))
 	for id := range s.dirty {
 		ids = append(ids, id)
@@ -336,7 +348,7 @@ func (s *Server) flush() bool {
 			ids = append(ids, id)
 		}
 	}
-	sort.Slice(ids, func(a, c int) bool { return ids[a] < ids[c] })
+	slices.Sort(ids)
 	for _, id := range ids {
 		if j := s.jobs[id]; j != nil {
 			b.Jobs = append(b.Jobs, j)
@@ -347,17 +359,17 @@ func (s *Server) flush() bool {
 			b.Nodes = append(b.Nodes, n.saved())
 		}
 	}
-	if err := s.store.Write(context.Background(), b); err != nil {
-		s.log.Error("write state", "err", err, "jobs", len(b.Jobs), "events", len(b.Events))
-		return false
-	}
+	return b
+}
+
+// stored forgets the queue after a pendingBatch was written.
+func (s *Server) stored() {
 	clear(s.dirty)
 	clear(s.dirtyNodes)
 	clear(s.lazy)
 	s.events = s.events[:0]
 	s.lazyEvents = s.lazyEvents[:0]
 	s.audit = s.audit[:0]
-	return true
 }
 
 // flushAll writes also what waits in the lazy set (see markLazy).
