@@ -48,7 +48,8 @@ type Config struct {
 	Controller string `mapstructure:"controller"`
 	// KeyFile holds the cluster key; it must not be world-readable.
 	KeyFile string `mapstructure:"key_file"`
-	// StateDir holds one directory per job (jobs/<id>.<restart>).
+	// StateDir holds one directory per job (jobs/<id>.<restart>). It
+	// must outlive tided but not the machine: tmpfs (/run) by default.
 	StateDir string `mapstructure:"state_dir"`
 	CPUs     int    `mapstructure:"cpus"`
 	// Memory is the node's memory for jobs, e.g. 512G or 4096M (a bare
@@ -89,7 +90,7 @@ func DefaultConfig() Config {
 		Name:       name,
 		Controller: "127.0.0.1:6817",
 		KeyFile:    "/etc/tide/cluster.key",
-		StateDir:   "/var/spool/tided",
+		StateDir:   "/run/tided",
 		CPUs:       runtime.NumCPU(),
 		Memory:     mem,
 		GPUs:       GPUConfig{Source: GPUSourceNone},

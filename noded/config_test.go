@@ -47,7 +47,7 @@ func TestParseExampleConfig(t *testing.T) {
 	}
 	want := Config{
 		Version: 1, Name: "gpu01", Controller: "127.0.0.1:6817", KeyFile: "/etc/tide/cluster.key",
-		StateDir: "/var/spool/tided", CPUs: 64, Memory: "512G",
+		StateDir: "/run/tided", CPUs: 64, Memory: "512G",
 		GPUs:     GPUConfig{Source: "none", Fake: gres.FakeConfig{Count: 0, Model: "h100", MemoryMB: 81920, Topology: "dgx"}},
 		Features: []string{"nvlink", "ib"}, Heartbeat: 10 * time.Second, KillWait: 30 * time.Second,
 		LogLevel: "info",

@@ -36,4 +36,11 @@ for pf in "$RUN"/nodes/*.pid; do
   stop "$pf" "tided $(basename "$pf" .pid)"
 done
 stop "$RUN/tidectld.pid" tidectld
+# Job directories that up.sh put on tmpfs (only its own, by the name it
+# recorded; jobs of stopped nodes left their status there).
+if [ -f "$RUN/nodes/state-dir" ]; then
+  d=$(cat "$RUN/nodes/state-dir")
+  case $d in /dev/shm/tide-*) rm -rf "$d" ;; esac
+  rm -f "$RUN/nodes/state-dir"
+fi
 exit 0

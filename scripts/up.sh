@@ -64,15 +64,24 @@ YAML
 "$BIN/tidectld" --config "$RUN/tide.yaml" >"$RUN/tidectld.log" 2>&1 &
 echo $! > "$RUN/tidectld.pid"
 
+# Job directories go on tmpfs when there is one, as on a real node
+# (state_dir /run/tided): see etc/tided.yaml. down.sh removes them.
+NODESTATE=$RUN/nodes
+if [ -d /dev/shm ] && [ -w /dev/shm ] && [ "$(stat -f -c %T /dev/shm 2>/dev/null)" = tmpfs ]; then
+  NODESTATE=$(mktemp -d "/dev/shm/tide-$(id -u)-$PORT.XXXXXX")
+  chmod 755 "$NODESTATE"
+fi
+echo "$NODESTATE" > "$RUN/nodes/state-dir"
+
 for i in $(seq 1 "$NNODES"); do
   n=$(printf 'gpu%02d' "$i")
-  mkdir -p "$RUN/nodes/$n"
+  mkdir -p "$NODESTATE/$n"
   cat > "$RUN/nodes/$n.yaml" <<YAML
 version: 1
 name: $n
 controller: 127.0.0.1:$PORT
 key_file: $RUN/cluster.key
-state_dir: $RUN/nodes/$n
+state_dir: $NODESTATE/$n
 cpus: 64
 memory: 512G
 gpus:

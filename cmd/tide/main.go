@@ -4,11 +4,26 @@ package main
 
 import (
 	"os"
+	"runtime"
+	"runtime/debug"
 
 	"github.com/tide-hpc/tide/cli/cmdutil"
 	"github.com/tide-hpc/tide/cli/root"
 )
 
 func main() {
+	// Every command is a short-lived process that allocates a few
+	// megabytes at most (squeue over 100,000 jobs: tens), and scripts run
+	// sbatch and squeue in loops: collecting garbage that the exit frees
+	// anyway costs more than it saves. The memory limit still makes the
+	// collector run if a command ever grows large; one P keeps the
+	// runtime from starting idle GC workers and threads.
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(-1)
+		debug.SetMemoryLimit(512 << 20)
+	}
+	if os.Getenv("GOMAXPROCS") == "" {
+		runtime.GOMAXPROCS(1)
+	}
 	os.Exit(root.Main(os.Args, cmdutil.New()))
 }

@@ -11,10 +11,10 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"net/url"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/tide-hpc/tide/ctld/api"
@@ -30,23 +30,19 @@ const KeyHeader = "X-Tide-Cluster-Key"
 
 // Client talks to one controller.
 type Client struct {
-	http *http.Client
-	base string
-	key  string
+	tr  *transport
+	key string
 	// where names the endpoint in connection errors.
 	where string
 }
 
 // NewUnix returns a client for the controller's unix socket.
 func NewUnix(path string) *Client {
-	tr := &http.Transport{
-		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			var d net.Dialer
-			return d.DialContext(ctx, "unix", path)
-		},
-		MaxIdleConnsPerHost: 16,
+	dial := func(ctx context.Context) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "unix", path)
 	}
-	return &Client{http: &http.Client{Transport: tr}, base: "http://tidectld", where: path}
+	return &Client{tr: &transport{dial: dial, host: "tidectld"}, where: path}
 }
 
 // FromEnv returns a unix-socket client for TIDE_SOCKET or DefaultSocket.
@@ -61,66 +57,71 @@ func FromEnv() *Client {
 // NewTCP returns a client for a controller's node address (host:port),
 // authenticating with the cluster key.
 func NewTCP(addr, key string) *Client {
-	tr := &http.Transport{MaxIdleConnsPerHost: 4, IdleConnTimeout: 90 * time.Second}
-	return &Client{http: &http.Client{Transport: tr}, base: "http://" + addr, key: key, where: addr}
+	dial := func(ctx context.Context) (net.Conn, error) {
+		d := net.Dialer{KeepAlive: 30 * time.Second}
+		return d.DialContext(ctx, "tcp", addr)
+	}
+	return &Client{tr: &transport{dial: dial, host: addr}, key: key, where: addr}
 }
 
 // Close releases idle connections.
-func (c *Client) Close() { c.http.CloseIdleConnections() }
+func (c *Client) Close() { c.tr.closeIdle() }
+
+const (
+	methodGet  = "GET"
+	methodPost = "POST"
+)
 
 func (c *Client) do(ctx context.Context, method, path string, q url.Values, in, out any) error {
-	var body io.Reader
+	var body []byte
+	hdr := make([][2]string, 0, 3)
 	if in != nil {
 		b, err := json.Marshal(in)
 		if err != nil {
 			return fmt.Errorf("encode request: %w", err)
 		}
-		body = bytes.NewReader(b)
+		body = b
+		hdr = append(hdr, [2]string{"Content-Type", "application/json"})
 	}
-	u := c.base + path
+	target := path
 	if len(q) > 0 {
-		u += "?" + q.Encode()
-	}
-	req, err := http.NewRequestWithContext(ctx, method, u, body)
-	if err != nil {
-		return err
-	}
-	if in != nil {
-		req.Header.Set("Content-Type", "application/json")
+		target += "?" + q.Encode()
 	}
 	if c.key != "" {
-		req.Header.Set(KeyHeader, c.key)
+		hdr = append(hdr, [2]string{KeyHeader, c.key})
 	}
 	lr, isList := out.(*listReader)
 	if isList {
-		req.Header.Set("Accept", listing.MediaGob)
+		hdr = append(hdr, [2]string{"Accept", listing.MediaGob})
 	}
-	resp, err := c.http.Do(req)
+	// Reads and the node protocol (whose reports are resent until
+	// acknowledged) may be repeated on a fresh connection.
+	repeatable := method == methodGet || strings.HasPrefix(path, "/api/v1/node/")
+	resp, err := c.tr.roundTrip(ctx, method, target, hdr, body, repeatable)
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
 		return fmt.Errorf("cannot reach tidectld at %s: %w", c.where, errors.Join(api.ErrUnavailable, err))
 	}
-	defer resp.Body.Close()
-	if resp.StatusCode/100 != 2 {
+	defer resp.Close()
+	if resp.status/100 != 2 {
 		var eb api.ErrorBody
-		data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		data, _ := io.ReadAll(io.LimitReader(resp, 1<<20))
 		if json.Unmarshal(data, &eb) != nil || eb.Error.Code == "" {
-			eb.Error.Message = fmt.Sprintf("controller answered HTTP %d: %s", resp.StatusCode, bytes.TrimSpace(data))
+			eb.Error.Message = fmt.Sprintf("controller answered HTTP %d: %s", resp.status, bytes.TrimSpace(data))
 		}
-		return api.FromBody(resp.StatusCode, eb)
+		return api.FromBody(resp.status, eb)
 	}
 	if out == nil {
-		_, _ = io.Copy(io.Discard, resp.Body)
 		return nil
 	}
-	if isList && resp.Header.Get("Content-Type") == listing.MediaGob {
-		jobs, err := listing.ReadJobsGob(resp.Body)
+	if isList && resp.Header("Content-Type") == listing.MediaGob {
+		jobs, err := listing.ReadJobsGob(resp)
 		if err != nil {
 			return fmt.Errorf("decode answer of %s %s: %w", method, path, err)
 		}
-		now, err := time.Parse(time.RFC3339Nano, resp.Header.Get(listing.NowHeader))
+		now, err := time.Parse(time.RFC3339Nano, resp.Header(listing.NowHeader))
 		if err != nil {
 			return fmt.Errorf("answer of %s %s: bad %s header: %w", method, path, listing.NowHeader, err)
 		}
@@ -130,7 +131,7 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, in, 
 	if isList {
 		out = lr.l
 	}
-	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+	if err := json.NewDecoder(resp).Decode(out); err != nil {
 		return fmt.Errorf("decode answer of %s %s: %w", method, path, err)
 	}
 	return nil
@@ -139,7 +140,7 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, in, 
 // Submit submits a batch job (or tests it with req.TestOnly).
 func (c *Client) Submit(ctx context.Context, req api.SubmitRequest) (api.SubmitResponse, error) {
 	var r api.SubmitResponse
-	err := c.do(ctx, http.MethodPost, "/api/v1/jobs", nil, req, &r)
+	err := c.do(ctx, methodPost, "/api/v1/jobs", nil, req, &r)
 	return r, err
 }
 
@@ -152,7 +153,7 @@ func (c *Client) Jobs(ctx context.Context, f api.JobFilter) (api.JobList, error)
 // list fetches a job listing, asking for gob (see listing.MediaGob).
 func (c *Client) list(ctx context.Context, path string, f api.JobFilter) (api.JobList, error) {
 	var l api.JobList
-	err := c.do(ctx, http.MethodGet, path, f.Values(), nil, &listReader{l: &l})
+	err := c.do(ctx, methodGet, path, f.Values(), nil, &listReader{l: &l})
 	return l, err
 }
 
@@ -162,7 +163,7 @@ type listReader struct{ l *api.JobList }
 // Job returns one job, including its script when the caller may see it.
 func (c *Client) Job(ctx context.Context, id uint64) (api.Job, error) {
 	var r api.Job
-	err := c.do(ctx, http.MethodGet, "/api/v1/jobs/"+strconv.FormatUint(id, 10), nil, nil, &r)
+	err := c.do(ctx, methodGet, "/api/v1/jobs/"+strconv.FormatUint(id, 10), nil, nil, &r)
 	return r, err
 }
 
@@ -175,21 +176,21 @@ func (c *Client) Accounting(ctx context.Context, f api.JobFilter) (api.JobList, 
 // Cancel cancels or signals the jobs the request selects.
 func (c *Client) Cancel(ctx context.Context, req api.CancelRequest) (api.CancelResponse, error) {
 	var r api.CancelResponse
-	err := c.do(ctx, http.MethodPost, "/api/v1/jobs/cancel", nil, req, &r)
+	err := c.do(ctx, methodPost, "/api/v1/jobs/cancel", nil, req, &r)
 	return r, err
 }
 
 // UpdateJobs holds, releases, requeues or updates jobs.
 func (c *Client) UpdateJobs(ctx context.Context, u api.JobUpdate) (api.CancelResponse, error) {
 	var r api.CancelResponse
-	err := c.do(ctx, http.MethodPost, "/api/v1/jobs/update", nil, u, &r)
+	err := c.do(ctx, methodPost, "/api/v1/jobs/update", nil, u, &r)
 	return r, err
 }
 
 // Events returns a job's trail.
 func (c *Client) Events(ctx context.Context, id uint64) ([]api.Event, error) {
 	var r []api.Event
-	err := c.do(ctx, http.MethodGet, "/api/v1/jobs/"+strconv.FormatUint(id, 10)+"/events", nil, nil, &r)
+	err := c.do(ctx, methodGet, "/api/v1/jobs/"+strconv.FormatUint(id, 10)+"/events", nil, nil, &r)
 	return r, err
 }
 
@@ -197,26 +198,26 @@ func (c *Client) Events(ctx context.Context, id uint64) ([]api.Event, error) {
 func (c *Client) Audit(ctx context.Context, limit int) ([]api.AuditRecord, error) {
 	var r []api.AuditRecord
 	q := url.Values{"limit": {strconv.Itoa(limit)}}
-	err := c.do(ctx, http.MethodGet, "/api/v1/audit", q, nil, &r)
+	err := c.do(ctx, methodGet, "/api/v1/audit", q, nil, &r)
 	return r, err
 }
 
 // Nodes lists nodes and partitions.
 func (c *Client) Nodes(ctx context.Context) (api.NodeList, error) {
 	var r api.NodeList
-	err := c.do(ctx, http.MethodGet, "/api/v1/nodes", nil, nil, &r)
+	err := c.do(ctx, methodGet, "/api/v1/nodes", nil, nil, &r)
 	return r, err
 }
 
 // UpdateNodes drains, resumes or downs nodes (operators only).
 func (c *Client) UpdateNodes(ctx context.Context, u api.NodeUpdate) error {
-	return c.do(ctx, http.MethodPost, "/api/v1/nodes/update", nil, u, nil)
+	return c.do(ctx, methodPost, "/api/v1/nodes/update", nil, u, nil)
 }
 
 // Cluster returns the controller's identity and configuration summary.
 func (c *Client) Cluster(ctx context.Context) (api.ClusterInfo, error) {
 	var r api.ClusterInfo
-	err := c.do(ctx, http.MethodGet, "/api/v1/cluster", nil, nil, &r)
+	err := c.do(ctx, methodGet, "/api/v1/cluster", nil, nil, &r)
 	return r, err
 }
 
@@ -225,7 +226,7 @@ func (c *Client) Cluster(ctx context.Context) (api.ClusterInfo, error) {
 // kills, forgets), exactly as a sync's would.
 func (c *Client) Register(ctx context.Context, r api.NodeRegistration) (api.NodeSyncResponse, error) {
 	var resp api.NodeSyncResponse
-	err := c.do(ctx, http.MethodPost, "/api/v1/node/register", nil, r, &resp)
+	err := c.do(ctx, methodPost, "/api/v1/node/register", nil, r, &resp)
 	return resp, err
 }
 
@@ -233,6 +234,6 @@ func (c *Client) Register(ctx context.Context, r api.NodeRegistration) (api.Node
 // the controller may hold the call up to req.WaitMS.
 func (c *Client) Sync(ctx context.Context, req api.NodeSyncRequest) (api.NodeSyncResponse, error) {
 	var r api.NodeSyncResponse
-	err := c.do(ctx, http.MethodPost, "/api/v1/node/sync", nil, req, &r)
+	err := c.do(ctx, methodPost, "/api/v1/node/sync", nil, req, &r)
 	return r, err
 }

@@ -1,0 +1,415 @@
+package client
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// transport is the small HTTP/1.1 client under Client. net/http would do,
+// but every sbatch and squeue is a fresh process and net/http (with the
+// TLS and HTTP/2 stacks it pulls in) adds about half a millisecond of
+// start-up and a goroutine pair per connection to each of them. The
+// controller speaks plain HTTP/1.1 on a unix socket or loopback TCP, so
+// requests with a Content-Length and answers with a Content-Length or
+// chunked body are all that is needed.
+type transport struct {
+	dial func(ctx context.Context) (net.Conn, error)
+	host string // Host header
+
+	mu   sync.Mutex
+	idle []*wireConn // kept-alive connections, newest last
+}
+
+// maxIdle bounds the kept-alive connections (tided uses two at most: a
+// long-poll and a registration).
+const maxIdle = 4
+
+// maxHeaderBytes bounds an answer's status line and headers.
+const maxHeaderBytes = 1 << 20
+
+// errStale marks a kept-alive connection the controller closed before it
+// answered: the request can be sent again on a new one.
+var errStale = errors.New("connection closed before the answer")
+
+type wireConn struct {
+	c  net.Conn
+	br *bufio.Reader
+	bw *bufio.Writer
+}
+
+// wireResponse is an answer whose body must be read to the end or closed.
+type wireResponse struct {
+	status int
+	header map[string]string // lower-case names; the last value wins
+	body   io.Reader
+	conn   *wireConn
+	reuse  bool // the connection may carry another request after the body
+	t      *transport
+	stop   func() bool // detaches the context watcher
+}
+
+// Header returns the value of header name (any case).
+func (r *wireResponse) Header(name string) string { return r.header[strings.ToLower(name)] }
+
+// Read reads the body.
+func (r *wireResponse) Read(p []byte) (int, error) { return r.body.Read(p) }
+
+// Close drains what is left of a small body and gives the connection
+// back for the next request, or closes it.
+func (r *wireResponse) Close() error {
+	if r.conn == nil {
+		return nil
+	}
+	c := r.conn
+	r.conn = nil
+	ok := r.stop()
+	if ok && r.reuse {
+		if _, err := io.Copy(io.Discard, io.LimitReader(r.body, 64<<10)); err == nil && r.drained() {
+			r.t.putIdle(c)
+			return nil
+		}
+	}
+	return c.c.Close()
+}
+
+// drained reports whether the body was read to its end.
+func (r *wireResponse) drained() bool {
+	var one [1]byte
+	n, err := r.body.Read(one[:])
+	return n == 0 && err == io.EOF
+}
+
+func (t *transport) getIdle() *wireConn {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if n := len(t.idle); n > 0 {
+		c := t.idle[n-1]
+		t.idle = t.idle[:n-1]
+		return c
+	}
+	return nil
+}
+
+func (t *transport) putIdle(c *wireConn) {
+	t.mu.Lock()
+	if len(t.idle) < maxIdle {
+		t.idle = append(t.idle, c)
+		c = nil
+	}
+	t.mu.Unlock()
+	if c != nil {
+		c.c.Close()
+	}
+}
+
+// closeIdle closes the kept-alive connections.
+func (t *transport) closeIdle() {
+	t.mu.Lock()
+	idle := t.idle
+	t.idle = nil
+	t.mu.Unlock()
+	for _, c := range idle {
+		c.c.Close()
+	}
+}
+
+// roundTrip sends one request and reads the answer's head. retry allows
+// sending the request again when a kept-alive connection turns out to be
+// closed (only for requests that are safe to repeat).
+func (t *transport) roundTrip(ctx context.Context, method, target string, hdr [][2]string, body []byte, retry bool) (*wireResponse, error) {
+	for attempt := 0; ; attempt++ {
+		c := t.getIdle()
+		reused := c != nil
+		if c == nil {
+			nc, err := t.dial(ctx)
+			if err != nil {
+				return nil, err
+			}
+			c = &wireConn{c: nc, br: bufio.NewReaderSize(nc, 16<<10), bw: bufio.NewWriterSize(nc, 4<<10)}
+		}
+		resp, err := t.exchange(ctx, c, method, target, hdr, body)
+		if err == nil {
+			return resp, nil
+		}
+		c.c.Close()
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		// A request written to a socket may have been read by the
+		// controller even if no answer came, so only requests that are
+		// safe to repeat are sent again.
+		if reused && retry && errors.Is(err, errStale) && attempt < 2 {
+			continue
+		}
+		return nil, err
+	}
+}
+
+func (t *transport) exchange(ctx context.Context, c *wireConn, method, target string, hdr [][2]string, body []byte) (*wireResponse, error) {
+	// The watcher turns a cancelled context into an I/O error on the
+	// connection; stop() tells whether it fired (the connection is then
+	// unusable).
+	stop := context.AfterFunc(ctx, func() { _ = c.c.SetDeadline(time.Unix(1, 0)) })
+	fail := func(err error) (*wireResponse, error) {
+		stop()
+		return nil, err
+	}
+	if dl, ok := ctx.Deadline(); ok {
+		_ = c.c.SetDeadline(dl)
+	} else {
+		_ = c.c.SetDeadline(time.Time{})
+	}
+	w := c.bw
+	w.WriteString(method)
+	w.WriteByte(' ')
+	w.WriteString(target)
+	w.WriteString(" HTTP/1.1\r\nHost: ")
+	w.WriteString(t.host)
+	w.WriteString("\r\nUser-Agent: tide\r\n")
+	for _, h := range hdr {
+		w.WriteString(h[0])
+		w.WriteString(": ")
+		w.WriteString(h[1])
+		w.WriteString("\r\n")
+	}
+	if body != nil || method == "POST" || method == "PUT" {
+		w.WriteString("Content-Length: ")
+		w.WriteString(strconv.Itoa(len(body)))
+		w.WriteString("\r\n")
+	}
+	w.WriteString("\r\n")
+	w.Write(body)
+	if err := w.Flush(); err != nil {
+		return fail(fmt.Errorf("send request: %w", staleIf(err)))
+	}
+	for {
+		r, err := readHead(c.br)
+		if err != nil {
+			return fail(err)
+		}
+		if r.status >= 100 && r.status < 200 { // informational: the real answer follows
+			continue
+		}
+		r.conn, r.t, r.stop = c, t, stop
+		if err := r.setBody(c.br, method); err != nil {
+			return fail(err)
+		}
+		return r, nil
+	}
+}
+
+// staleIf marks errors that mean the peer had closed the connection.
+func staleIf(err error) error {
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || isReset(err) {
+		return fmt.Errorf("%w: %w", errStale, err)
+	}
+	return err
+}
+
+func isReset(err error) bool {
+	s := err.Error()
+	return strings.Contains(s, "connection reset") || strings.Contains(s, "broken pipe")
+}
+
+// readHead reads a status line and the headers.
+func readHead(br *bufio.Reader) (*wireResponse, error) {
+	budget := maxHeaderBytes
+	line, err := readLine(br, &budget)
+	if err != nil {
+		if err == io.EOF {
+			return nil, fmt.Errorf("read answer: %w", staleIf(err))
+		}
+		return nil, fmt.Errorf("read answer: %w", err)
+	}
+	// "HTTP/1.1 200 OK"
+	proto, rest, ok := strings.Cut(line, " ")
+	if !ok || !strings.HasPrefix(proto, "HTTP/1.") {
+		return nil, fmt.Errorf("malformed answer status line %q", line)
+	}
+	code, _, _ := strings.Cut(rest, " ")
+	status, err := strconv.Atoi(code)
+	if err != nil || len(code) != 3 {
+		return nil, fmt.Errorf("malformed answer status line %q", line)
+	}
+	r := &wireResponse{status: status, header: make(map[string]string, 8), reuse: proto == "HTTP/1.1"}
+	for {
+		line, err := readLine(br, &budget)
+		if err != nil {
+			return nil, fmt.Errorf("read answer headers: %w", err)
+		}
+		if line == "" {
+			return r, nil
+		}
+		k, v, ok := strings.Cut(line, ":")
+		if !ok {
+			return nil, fmt.Errorf("malformed answer header %q", line)
+		}
+		r.header[strings.ToLower(strings.TrimSpace(k))] = strings.TrimSpace(v)
+	}
+}
+
+// readLine reads one CRLF (or LF) terminated line within budget bytes.
+func readLine(br *bufio.Reader, budget *int) (string, error) {
+	var buf []byte
+	for {
+		frag, err := br.ReadSlice('\n')
+		*budget -= len(frag)
+		if *budget < 0 {
+			return "", errors.New("answer headers too large")
+		}
+		buf = append(buf, frag...)
+		if err == bufio.ErrBufferFull {
+			continue
+		}
+		if err != nil {
+			if err == io.EOF && len(buf) > 0 {
+				err = io.ErrUnexpectedEOF
+			}
+			return "", err
+		}
+		return string(bytes.TrimRight(buf, "\r\n")), nil
+	}
+}
+
+// setBody frames the body by Transfer-Encoding or Content-Length.
+func (r *wireResponse) setBody(br *bufio.Reader, method string) error {
+	if strings.EqualFold(r.header["connection"], "close") {
+		r.reuse = false
+	}
+	switch {
+	case method == "HEAD" || r.status == 204 || r.status == 304:
+		r.body = bytes.NewReader(nil)
+	case r.header["transfer-encoding"] != "":
+		if !strings.EqualFold(r.header["transfer-encoding"], "chunked") {
+			return fmt.Errorf("unsupported Transfer-Encoding %q in answer", r.header["transfer-encoding"])
+		}
+		r.body = &chunkedReader{br: br}
+	case r.header["content-length"] != "":
+		n, err := strconv.ParseInt(r.header["content-length"], 10, 64)
+		if err != nil || n < 0 {
+			return fmt.Errorf("malformed Content-Length %q in answer", r.header["content-length"])
+		}
+		r.body = &lengthReader{br: br, n: n}
+	default:
+		r.reuse = false
+		r.body = br // until the controller closes the connection
+	}
+	return nil
+}
+
+// lengthReader reads exactly n bytes and reports a short body.
+type lengthReader struct {
+	br *bufio.Reader
+	n  int64
+}
+
+func (l *lengthReader) Read(p []byte) (int, error) {
+	if l.n <= 0 {
+		return 0, io.EOF
+	}
+	if int64(len(p)) > l.n {
+		p = p[:l.n]
+	}
+	n, err := l.br.Read(p)
+	l.n -= int64(n)
+	if err == io.EOF && l.n > 0 {
+		err = io.ErrUnexpectedEOF
+	}
+	return n, err
+}
+
+// chunkedReader decodes a chunked body (RFC 9112 §7.1); extensions and
+// trailers are read and ignored.
+type chunkedReader struct {
+	br   *bufio.Reader
+	left int64 // bytes left in the current chunk
+	done bool
+	err  error
+}
+
+func (c *chunkedReader) Read(p []byte) (int, error) {
+	for c.err == nil && !c.done && c.left == 0 {
+		c.err = c.nextChunk()
+	}
+	if c.err != nil {
+		return 0, c.err
+	}
+	if c.done {
+		return 0, io.EOF
+	}
+	if int64(len(p)) > c.left {
+		p = p[:c.left]
+	}
+	n, err := c.br.Read(p)
+	c.left -= int64(n)
+	if err != nil {
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		c.err = err
+	} else if c.left == 0 {
+		c.err = c.crlf()
+	}
+	if n > 0 {
+		return n, nil
+	}
+	return 0, c.err
+}
+
+func (c *chunkedReader) nextChunk() error {
+	budget := 4096
+	line, err := readLine(c.br, &budget)
+	if err != nil {
+		return unexpected(err)
+	}
+	size, _, _ := strings.Cut(line, ";")
+	n, err := strconv.ParseInt(strings.TrimSpace(size), 16, 64)
+	if err != nil || n < 0 {
+		return fmt.Errorf("malformed chunk size %q", line)
+	}
+	if n > 0 {
+		c.left = n
+		return nil
+	}
+	budget = maxHeaderBytes
+	for { // trailers up to the blank line
+		line, err := readLine(c.br, &budget)
+		if err != nil {
+			return unexpected(err)
+		}
+		if line == "" {
+			c.done = true
+			return nil
+		}
+	}
+}
+
+func (c *chunkedReader) crlf() error {
+	b, err := c.br.ReadByte()
+	if err == nil && b == '\r' {
+		b, err = c.br.ReadByte()
+	}
+	if err != nil {
+		return unexpected(err)
+	}
+	if b != '\n' {
+		return errors.New("malformed chunked body: no line end after a chunk")
+	}
+	return nil
+}
+
+func unexpected(err error) error {
+	if err == io.EOF {
+		return io.ErrUnexpectedEOF
+	}
+	return err
+}
