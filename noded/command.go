@@ -3,15 +3,17 @@ package noded
 import (
 	"errors"
 	"fmt"
-	"github.com/tide-hpc/tide/noded/stepd"
 	"log/slog"
 	"os"
+	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/tide-hpc/tide/noded/stepd"
 )
 
 // NewCommand returns the root "tided" command: the daemon itself, "config
-// default|dump", and the hidden "stepd"/"stepd-exec" the daemon re-execs
+// default|dump", and the hidden "stepd"/"stepd-exec"/"stepd-serve" the daemon re-execs
 // for every job. Cancelling the command's context stops the daemon and
 // leaves jobs running.
 func NewCommand() *cobra.Command {
@@ -41,7 +43,7 @@ func NewCommand() *cobra.Command {
 		},
 	}
 	addConfigFlags(root.PersistentFlags())
-	root.AddCommand(newConfigCommand(), newStepdCommand(), newStepdExecCommand())
+	root.AddCommand(newConfigCommand(), newStepdCommand(), newStepdExecCommand(), newStepdServeCommand())
 	return root
 }
 
@@ -90,6 +92,27 @@ func newStepdCommand() *cobra.Command {
 		},
 	}
 	c.Flags().StringVar(&dir, "job-dir", "", "job directory")
+	return c
+}
+
+func newStepdServeCommand() *cobra.Command {
+	var sock string
+	var idle time.Duration
+	c := &cobra.Command{
+		Use:    "stepd-serve --socket PATH",
+		Short:  "Supervise the node's jobs (started by tided)",
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if sock == "" {
+				return errors.New("--socket is required")
+			}
+			log := slog.New(slog.NewTextHandler(os.Stderr, nil)).With("component", "tided", "role", "stepd")
+			return stepd.Serve(sock, idle, log)
+		},
+	}
+	c.Flags().StringVar(&sock, "socket", "", "socket to serve")
+	c.Flags().DurationVar(&idle, "idle", stepd.DefaultIdle, "exit after this long without jobs")
 	return c
 }
 

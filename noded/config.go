@@ -51,7 +51,10 @@ type Config struct {
 	// StateDir holds one directory per job (jobs/<id>.<restart>). It
 	// must outlive tided but not the machine: tmpfs (/run) by default.
 	StateDir string `mapstructure:"state_dir"`
-	CPUs     int    `mapstructure:"cpus"`
+	// Supervisor is "shared" (one supervisor process serves all of the
+	// node's jobs) or "per-job" (one per job, like slurmstepd).
+	Supervisor string `mapstructure:"supervisor"`
+	CPUs       int    `mapstructure:"cpus"`
 	// Memory is the node's memory for jobs, e.g. 512G or 4096M (a bare
 	// number is MiB, as Slurm's RealMemory).
 	Memory string    `mapstructure:"memory"`
@@ -67,6 +70,18 @@ type Config struct {
 	AllowRootJobs bool          `mapstructure:"allow_root_jobs"`
 	LogLevel      string        `mapstructure:"log_level"`
 }
+
+// Supervisor modes (Config.Supervisor).
+const (
+	// SupervisorShared runs one long-lived supervisor process for all of
+	// the node's jobs: a job start costs no process start besides the
+	// job's own. It outlives tided like a per-job one, and exits when the
+	// node has been idle for a while.
+	SupervisorShared = "shared"
+	// SupervisorPerJob starts a supervisor process per job (Slurm's
+	// slurmstepd model): a supervisor crash touches one job only.
+	SupervisorPerJob = "per-job"
+)
 
 // GPUConfig says where the GPU inventory comes from.
 type GPUConfig struct {
@@ -91,6 +106,7 @@ func DefaultConfig() Config {
 		Controller: "127.0.0.1:6817",
 		KeyFile:    "/etc/tide/cluster.key",
 		StateDir:   "/run/tided",
+		Supervisor: SupervisorShared,
 		CPUs:       runtime.NumCPU(),
 		Memory:     mem,
 		GPUs:       GPUConfig{Source: GPUSourceNone},
@@ -115,6 +131,7 @@ func configKeys(c Config) []struct {
 		{"controller", c.Controller},
 		{"key_file", c.KeyFile},
 		{"state_dir", c.StateDir},
+		{"supervisor", c.Supervisor},
 		{"cpus", c.CPUs},
 		{"memory", c.Memory},
 		{"gpus.source", c.GPUs.Source},
@@ -187,6 +204,7 @@ var flagKeys = map[string]string{
 	"controller":      "controller",
 	"key-file":        "key_file",
 	"state-dir":       "state_dir",
+	"supervisor":      "supervisor",
 	"cpus":            "cpus",
 	"memory":          "memory",
 	"features":        "features",
@@ -205,6 +223,7 @@ func addConfigFlags(fs *pflag.FlagSet) {
 	fs.String("controller", "", "controller node address, host:port")
 	fs.String("key-file", "", "file holding the cluster key")
 	fs.String("state-dir", "", "directory for job state")
+	fs.String("supervisor", "", "job supervisor: shared or per-job")
 	fs.Int("cpus", 0, "CPUs offered to jobs")
 	fs.String("memory", "", "memory offered to jobs, e.g. 512G")
 	fs.StringSlice("features", nil, "node features (comma-separated)")
@@ -275,6 +294,11 @@ func (c *Config) Validate() error {
 	}
 	if c.StateDir == "" || !filepath.IsAbs(c.StateDir) {
 		bad("state_dir: %q must be an absolute path", c.StateDir)
+	}
+	switch c.Supervisor {
+	case SupervisorShared, SupervisorPerJob:
+	default:
+		bad("supervisor: %q must be %s or %s", c.Supervisor, SupervisorShared, SupervisorPerJob)
 	}
 	if c.CPUs < 1 {
 		bad("cpus: %d must be at least 1", c.CPUs)

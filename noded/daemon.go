@@ -41,6 +41,9 @@ type Options struct {
 	// API talks to the controller (default: client.NewTCP with the
 	// cluster key).
 	API NodeAPI
+	// StepdIdle is how long the shared supervisor lingers without jobs
+	// (default stepd.DefaultIdle; tests shorten it).
+	StepdIdle time.Duration
 }
 
 // Backoff bounds while the controller cannot be reached.
@@ -57,6 +60,7 @@ type Daemon struct {
 	closeAPI func()
 	exe      string
 	jobsDir  string
+	stepd    sharedStepd
 	memMB    int64
 	gpus     []gres.Device
 	groups   groupCache
@@ -106,6 +110,7 @@ func Setup(ctx context.Context, cfg Config, opts Options) (*Daemon, error) {
 		log:     log.With("node", cfg.Name),
 		api:     opts.API,
 		exe:     opts.Executable,
+		stepd:   sharedStepd{idle: opts.StepdIdle},
 		jobsDir: filepath.Join(cfg.StateDir, "jobs"),
 		asRoot:  os.Geteuid() == 0,
 		jobs:    make(map[api.JobRef]*job),

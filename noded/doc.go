@@ -5,10 +5,14 @@
 // knows, and every answer carries the controller's commands (launch,
 // signal, kill, new time limits, acknowledgements of finished reports).
 //
-// Jobs run under a supervisor, "tided stepd", in a session of its own,
-// so that restarting tided never touches running jobs. The supervisor
-// starts the batch script through "tided stepd-exec", which drops to the
-// job's user, opens the output files as that user and execs the script.
+// Jobs run under a supervisor in a session of its own, so that
+// restarting tided never touches running jobs: by default one shared
+// supervisor per node ("tide-stepd stepd-serve", see shared.go and
+// noded/stepd/serve.go), or one per job ("stepd --job-dir DIR") with
+// supervisor: per-job. The supervisor starts the batch script through
+// "stepd-exec", which drops to the job's user, opens the output files
+// as that user and execs the script (for jobs of its own user it does
+// that itself).
 // Everything a job needs is written to its directory under
 // <state_dir>/jobs/<jobid>.<restart>/ before anything starts, and the
 // final status is written there atomically, so that neither a tided
@@ -17,7 +21,7 @@
 //	launch.json  the LaunchSpec as received (time limit updated in place)
 //	exec.json    what the supervisor runs: script, env, files, user
 //	script       the batch script, owned by the job's user, mode 0700
-//	stepd.pid    the supervisor's pid and /proc start time
+//	stepd.pid    the supervisor's pid and /proc start time (shared or not)
 //	pid          the job's pid (= process group) and start time
 //	stepd.log    the supervisor's own log
 //	killed       marker: the controller cancelled the job

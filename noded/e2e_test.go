@@ -17,6 +17,7 @@ import (
 
 	"github.com/tide-hpc/tide/ctld/api"
 	"github.com/tide-hpc/tide/ctld/client"
+	"github.com/tide-hpc/tide/noded/stepd"
 )
 
 // waitLimit bounds every wait of these tests. It only turns a hang into
@@ -47,7 +48,11 @@ type fakeCtld struct {
 	acks          map[api.JobRef]bool
 	forgets       map[api.JobRef]bool
 	once          api.NodeSyncResponse
-	down          bool
+	// syncs numbers sync requests: one-shot commands go only to the
+	// newest, because tided abandons a long poll when it wakes and an
+	// answer to the abandoned one is lost.
+	syncs int
+	down  bool
 	// kick is closed (and replaced) when commands are queued or the
 	// controller goes down; changed when reports change.
 	kick    chan struct{}
@@ -110,13 +115,16 @@ func (f *fakeCtld) recordLocked(jobs []api.NodeJobReport) {
 
 // commandsLocked computes the answer to a sync that reported jobs, and
 // retires the commands the reports show done.
-func (f *fakeCtld) commandsLocked(jobs []api.NodeJobReport) api.NodeSyncResponse {
+func (f *fakeCtld) commandsLocked(jobs []api.NodeJobReport, seq int) api.NodeSyncResponse {
 	reported := map[api.JobRef]api.NodeJobReport{}
 	for _, j := range jobs {
 		reported[api.JobRef{JobID: j.JobID, Restart: j.Restart}] = j
 	}
-	resp := f.once
-	f.once = api.NodeSyncResponse{}
+	var resp api.NodeSyncResponse
+	if seq == f.syncs {
+		resp = f.once
+		f.once = api.NodeSyncResponse{}
+	}
 	for ref, l := range f.launches {
 		if _, ok := reported[ref]; ok {
 			delete(f.launches, ref)
@@ -184,7 +192,9 @@ func (f *fakeCtld) sync(w http.ResponseWriter, r *http.Request) {
 		json.NewEncoder(w).Encode(api.NodeSyncResponse{Unregistered: true})
 		return
 	}
-	resp := f.commandsLocked(req.Jobs)
+	f.syncs++
+	seq := f.syncs
+	resp := f.commandsLocked(req.Jobs, seq)
 	if isEmpty(resp) {
 		kick := f.kick
 		f.mu.Unlock()
@@ -200,7 +210,7 @@ func (f *fakeCtld) sync(w http.ResponseWriter, r *http.Request) {
 			f.mu.Unlock()
 			return
 		}
-		resp = f.commandsLocked(req.Jobs)
+		resp = f.commandsLocked(req.Jobs, seq)
 	}
 	f.mu.Unlock()
 	json.NewEncoder(w).Encode(resp)
@@ -314,6 +324,8 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 type testNode struct {
 	cfg  Config
 	fake *fakeCtld
+	// stepdIdle shortens the shared supervisor's idle exit.
+	stepdIdle time.Duration
 }
 
 func newTestNode(t testing.TB, stateDir string) *testNode {
@@ -331,14 +343,34 @@ func newTestNode(t testing.TB, stateDir string) *testNode {
 	cfg.AllowRootJobs = true
 	cfg.GPUs = GPUConfig{Source: GPUSourceFake}
 	cfg.GPUs.Fake.Count = 4
+	// The shared supervisor outlives every tided of the test: stop it
+	// (by the pid it recorded) before the state directory goes.
+	t.Cleanup(func() { stopSharedStepd(t, stateDir) })
 	return &testNode{cfg: cfg, fake: f}
+}
+
+// stopSharedStepd kills the shared supervisor of a state directory, if
+// one runs, and waits until it is gone.
+func stopSharedStepd(t testing.TB, stateDir string) {
+	id, err := readIdentity(stepd.ServePIDFile(stepd.ServeSocket(stateDir)))
+	if err != nil || !id.Alive() {
+		return
+	}
+	_ = syscall.Kill(id.PID, syscall.SIGKILL)
+	deadline := time.Now().Add(waitLimit)
+	for id.Alive() && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if id.Alive() {
+		t.Errorf("shared supervisor %d did not stop", id.PID)
+	}
 }
 
 // start runs a tided instance; the returned function stops it (jobs go
 // on running) and is also registered as a cleanup.
 func (n *testNode) start(t testing.TB) (stop func()) {
 	t.Helper()
-	d, err := Setup(context.Background(), n.cfg, Options{Logger: testLogger(), Executable: testExe})
+	d, err := Setup(context.Background(), n.cfg, Options{Logger: testLogger(), Executable: testExe, StepdIdle: n.stepdIdle})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -734,4 +766,74 @@ func TestDaemonRestartDuringKillWait(t *testing.T) {
 	if !r.Killed || r.Exit != (api.ExitStatus{Signal: 9}) {
 		t.Errorf("report = %+v, want killed with 0:9", r)
 	}
+}
+
+// TestDaemonSupervisors runs jobs under both supervisor modes and checks
+// the shared one's umask handling, idle exit and replacement.
+func TestDaemonSupervisors(t *testing.T) {
+	for _, mode := range []string{SupervisorShared, SupervisorPerJob} {
+		t.Run(mode, func(t *testing.T) {
+			state := t.TempDir()
+			n := newTestNode(t, state)
+			n.cfg.Supervisor = mode
+			n.stepdIdle = 300 * time.Millisecond
+			n.start(t)
+			wd := t.TempDir()
+			for i, umask := range []string{"0077", "0022"} {
+				spec := n.spec(t, uint64(200+i), "#!/bin/sh\necho out; umask\n", wd)
+				spec.Env = append(spec.Env, "SLURM_UMASK="+umask)
+				spec.Stdout = filepath.Join(wd, "out-"+umask)
+				n.launch(spec)
+				r := n.fake.waitReport(t, spec.JobRef, api.NodeJobFinished)
+				if r.Exit != (api.ExitStatus{}) || r.Error != "" {
+					t.Fatalf("umask %s: report = %+v", umask, r)
+				}
+				data, err := os.ReadFile(spec.Stdout)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if want := "out\n" + umask + "\n"; string(data) != want {
+					t.Errorf("output = %q, want %q", data, want)
+				}
+				fi, err := os.Stat(spec.Stdout)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if want := os.FileMode(0o666) &^ os.FileMode(parseOctal(t, umask)); fi.Mode().Perm() != want {
+					t.Errorf("umask %s: output mode %v, want %v", umask, fi.Mode().Perm(), want)
+				}
+			}
+			pidFile := stepd.ServePIDFile(stepd.ServeSocket(state))
+			if mode == SupervisorPerJob {
+				if exists(pidFile) {
+					t.Error("a per-job node started a shared supervisor")
+				}
+				return
+			}
+			first, err := readIdentity(pidFile)
+			if err != nil || !first.Alive() {
+				t.Fatalf("no shared supervisor recorded: %+v, %v", first, err)
+			}
+			// Idle, it exits and removes its socket; the next job starts
+			// a new one.
+			waitUntil(t, "the idle supervisor to exit", func() bool { return !first.Alive() })
+			spec := n.spec(t, 210, "#!/bin/sh\nexit 4\n", wd)
+			n.launch(spec)
+			if r := n.fake.waitReport(t, spec.JobRef, api.NodeJobFinished); r.Exit != (api.ExitStatus{Code: 4}) {
+				t.Errorf("after the idle exit: report = %+v, want exit 4", r)
+			}
+			second, err := readIdentity(pidFile)
+			if err != nil || second == first {
+				t.Errorf("no new supervisor after the idle exit: %+v, %v", second, err)
+			}
+		})
+	}
+}
+
+func parseOctal(t *testing.T, s string) int {
+	v, err := strconv.ParseInt(s, 8, 32)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return int(v)
 }

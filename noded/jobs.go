@@ -105,20 +105,26 @@ func (d *Daemon) launch(j *job) {
 			Error: fmt.Sprintf("root jobs are not allowed on node %s", d.cfg.Name)})
 		return
 	}
-	cmd, err := d.startSupervisor(j.dir)
+	var wait func()
+	var err error
+	if d.cfg.Supervisor == SupervisorPerJob {
+		wait, err = d.startSupervisor(j.dir)
+	} else {
+		wait, err = d.superviseShared(j.dir)
+	}
 	if err != nil {
 		log.Error("cannot start supervisor", "err", err)
 		d.finishNow(j, jobStatus{Exit: api.ExitStatus{Code: 1}, EndTime: time.Now(), Error: "start supervisor: " + err.Error()})
 		return
 	}
-	log.Info("job launched", "user", j.spec.User, "supervisor_pid", cmd.Process.Pid)
+	log.Info("job launched", "user", j.spec.User)
 	d.mu.Lock()
 	if !j.finished() && !d.stopped {
 		d.armLocked(j)
 	}
 	d.mu.Unlock()
 	go func() {
-		_ = cmd.Wait() // the job's exit is in status.json, not in the supervisor's
+		wait() // the job's exit is in status.json
 		d.supervisorDone(j)
 	}()
 }
@@ -190,7 +196,7 @@ func (d *Daemon) writeScript(path string, j *job) error {
 // startSupervisor re-execs tided as "stepd" in a session of its own, so
 // that neither a signal to tided's process group nor tided's exit
 // reaches it.
-func (d *Daemon) startSupervisor(dir string) (*exec.Cmd, error) {
+func (d *Daemon) startSupervisor(dir string) (wait func(), err error) {
 	logf, err := os.OpenFile(filepath.Join(dir, fileStepdLog), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, err
@@ -208,7 +214,7 @@ func (d *Daemon) startSupervisor(dir string) (*exec.Cmd, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	return cmd, nil
+	return func() { _ = cmd.Wait() }, nil
 }
 
 // finishNow records a job that ended without a supervisor (refused or
@@ -565,7 +571,9 @@ func (d *Daemon) watchReattached(ctx context.Context) {
 		var gone []*job
 		d.mu.Lock()
 		for _, j := range d.jobs {
-			if j.reattached && !j.finished() && !j.stepd.Alive() {
+			// A shared supervisor outlives its jobs: status.json says
+			// that this one is over.
+			if j.reattached && !j.finished() && (!j.stepd.Alive() || exists(filepath.Join(j.dir, fileStatus))) {
 				gone = append(gone, j)
 			}
 		}

@@ -36,6 +36,17 @@ for pf in "$RUN"/nodes/*.pid; do
   stop "$pf" "tided $(basename "$pf" .pid)"
 done
 stop "$RUN/tidectld.pid" tidectld
+# The nodes' shared job supervisors (tide-stepd stepd-serve) outlive
+# tided by design; with the jobs cancelled above, stop them too, each by
+# the pid it recorded and only if that pid still runs stepd-serve.
+if [ -f "$RUN/nodes/state-dir" ]; then
+  for pf in "$(cat "$RUN/nodes/state-dir")"/*/stepd-serve.pid "$RUN"/nodes/*/stepd-serve.pid; do
+    [ -f "$pf" ] || continue
+    pid=$(sed -n 's/.*"pid":\([0-9]*\).*/\1/p' "$pf")
+    [ -n "$pid" ] && tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null | grep -q "stepd-serve --socket $(dirname "$pf")/" || continue
+    kill -TERM "$pid" 2>/dev/null && echo "down: stopped shared supervisor (pid $pid)"
+  done
+fi
 # Job directories that up.sh put on tmpfs (only its own, by the name it
 # recorded; jobs of stopped nodes left their status there).
 if [ -f "$RUN/nodes/state-dir" ]; then

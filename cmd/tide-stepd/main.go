@@ -1,6 +1,7 @@
-// Command tide-stepd supervises one job for tided (like slurmstepd):
-// tided starts "tide-stepd stepd --job-dir DIR" per job, and the
-// supervisor re-runs itself as "stepd-exec" to become the job's user.
+// Command tide-stepd supervises jobs for tided (like slurmstepd): by
+// default one "tide-stepd stepd-serve" serves all of a node's jobs, or
+// (supervisor: per-job) tided starts "tide-stepd stepd --job-dir DIR"
+// per job; either re-runs itself as "stepd-exec" to become a job's user.
 package main
 
 import (

@@ -35,24 +35,38 @@ func RunSupervisor(dir string, log *slog.Logger) error {
 	if err := WriteJSONAtomic(filepath.Join(dir, FileStepdPID), self, 0o644); err != nil {
 		return err
 	}
-	var plan Plan
-	if err := ReadJSON(filepath.Join(dir, FileExec), &plan); err != nil {
-		st := Status{Exit: api.ExitStatus{Code: 1}, EndTime: time.Now(), Error: "read launch plan: " + err.Error()}
-		return WriteJSONAtomic(filepath.Join(dir, FileStatus), st, 0o644)
-	}
-	log = log.With("job_id", plan.JobID, "node", plan.Node)
-	st := supervise(dir, &plan, log)
-	log.Info("job finished", "exit", st.Exit.String(), "error", st.Error)
+	st := runPlan(dir, log, -1)
 	return WriteJSONAtomic(filepath.Join(dir, FileStatus), st, 0o644)
 }
 
+// runPlan reads a job directory's exec.json, runs the job and returns
+// its status. baseUmask >= 0 means a shared supervisor: its own umask is
+// 0 (umask is per process and its jobs start concurrently), so the job's
+// umask (the plan's, else baseUmask) is applied to each file it creates
+// for the job and set in the job itself; -1 means a supervisor of this
+// job alone, which simply sets the process umask.
+func runPlan(dir string, log *slog.Logger, baseUmask int) Status {
+	var plan Plan
+	if err := ReadJSON(filepath.Join(dir, FileExec), &plan); err != nil {
+		return Status{Exit: api.ExitStatus{Code: 1}, EndTime: time.Now(), Error: "read launch plan: " + err.Error()}
+	}
+	shared := baseUmask >= 0
+	if shared && plan.Umask < 0 {
+		plan.Umask = baseUmask
+	}
+	log = log.With("job_id", plan.JobID, "node", plan.Node)
+	st := supervise(dir, &plan, shared, log)
+	log.Info("job finished", "exit", st.Exit.String(), "error", st.Error)
+	return st
+}
+
 // supervise starts the exec child and waits for the job.
-func supervise(dir string, plan *Plan, log *slog.Logger) Status {
+func supervise(dir string, plan *Plan, shared bool, log *slog.Logger) Status {
 	fail := func(start time.Time, msg string) Status {
 		return Status{Exit: api.ExitStatus{Code: 1}, StartTime: start, EndTime: time.Now(), Error: msg}
 	}
 	if !plan.SetUser || (plan.UID == uint32(os.Geteuid()) && plan.GID == uint32(os.Getegid())) {
-		return superviseDirect(dir, plan, log)
+		return superviseDirect(dir, plan, shared, log)
 	}
 	exe, err := os.Executable()
 	if err != nil {
@@ -84,16 +98,18 @@ func supervise(dir string, plan *Plan, log *slog.Logger) Status {
 		return fail(start, "start job: "+err.Error())
 	}
 	msg, _ := io.ReadAll(errR)
-	return waitJob(dir, cmd.Process, start, string(msg), log)
+	// cmd.Wait, not the process's: it also closes the stdin pipe, which
+	// a shared supervisor would otherwise leak once per job.
+	return waitJob(dir, cmd.Process.Pid, cmd.Wait, func() *os.ProcessState { return cmd.ProcessState }, start, string(msg), log)
 }
 
 // superviseDirect starts a job that runs as the supervisor's own user
 // without the exec child: the supervisor opens the files itself (with
 // the same rights the child would have) and execs the script, which
 // saves a process start per job.
-func superviseDirect(dir string, plan *Plan, log *slog.Logger) Status {
+func superviseDirect(dir string, plan *Plan, shared bool, log *slog.Logger) Status {
 	start := time.Now()
-	files, err := openJobFiles(plan)
+	files, err := openJobFiles(plan, shared)
 	if err != nil {
 		return Status{Exit: api.ExitStatus{Code: 1}, StartTime: start, EndTime: time.Now(), Error: err.Error()}
 	}
@@ -107,7 +123,11 @@ func superviseDirect(dir string, plan *Plan, log *slog.Logger) Status {
 	// SLURM_TASK_PID is the script's pid, known only after the fork: a
 	// one-line sh trampoline (a fraction of a Go process start) exports
 	// its own pid and execs the script in its place.
-	argv := append([]string{"/bin/sh", "-c", taskPIDTrampoline, plan.Script}, plan.Args...)
+	tramp := taskPIDTrampoline
+	if shared {
+		tramp = fmt.Sprintf("umask %04o; %s", plan.Umask, tramp)
+	}
+	argv := append([]string{"/bin/sh", "-c", tramp, plan.Script}, plan.Args...)
 	proc, err := os.StartProcess("/bin/sh", argv, &os.ProcAttr{
 		Dir: files.dir, Env: plan.Env, Files: files.std[:],
 		Sys: &syscall.SysProcAttr{Setsid: true},
@@ -117,7 +137,9 @@ func superviseDirect(dir string, plan *Plan, log *slog.Logger) Status {
 		return Status{Exit: api.ExitStatus{Code: 1}, StartTime: start, EndTime: time.Now(),
 			Error: fmt.Sprintf("execve %s: %v", plan.Script, unwrapPath(err))}
 	}
-	return waitJob(dir, proc, start, "", log)
+	var ps *os.ProcessState
+	wait := func() (err error) { ps, err = proc.Wait(); return err }
+	return waitJob(dir, proc.Pid, wait, func() *os.ProcessState { return ps }, start, "", log)
 }
 
 // checkExecutable reports what execve would say about path: not
@@ -143,11 +165,11 @@ func checkExecutable(path string) error {
 const taskPIDTrampoline = `export SLURM_TASK_PID=$$ TIDE_TASK_PID=$$; exec "$0" "$@"`
 
 // waitJob records the job's pid, honours kill Markers that raced the
-// start, waits for the job, kills what is left of its process group and
-// turns the wait status into the job's status. failMsg is an error the
-// exec child reported before the script ran.
-func waitJob(dir string, proc *os.Process, start time.Time, failMsg string, log *slog.Logger) Status {
-	pid := proc.Pid
+// start, waits for the job (wait, then state gives its exit), kills what
+// is left of its process group and turns the wait status into the job's
+// status. failMsg is an error the exec child reported before the script
+// ran.
+func waitJob(dir string, pid int, wait func() error, state func() *os.ProcessState, start time.Time, failMsg string, log *slog.Logger) Status {
 	if id, err := IdentityOf(pid); err != nil {
 		log.Error("record job pid", "pid", pid, "err", err)
 	} else if err := WriteJSONAtomic(filepath.Join(dir, FilePID), id, 0o644); err != nil {
@@ -168,7 +190,8 @@ func waitJob(dir string, proc *os.Process, start time.Time, failMsg string, log 
 			}
 		}
 	}
-	ps, _ := proc.Wait()
+	_ = wait() // a non-zero exit is an error here; the state tells
+	ps := state()
 	end := time.Now()
 	if err := SignalGroup(pid, syscall.SIGKILL); err != nil {
 		log.Error("kill leftover processes", "err", err)
@@ -217,7 +240,7 @@ func RunExec() error {
 	if err := json.Unmarshal(data, &plan); err != nil {
 		return fail(fmt.Errorf("decode launch plan: %w", err))
 	}
-	files, err := openJobFiles(&plan)
+	files, err := openJobFiles(&plan, false)
 	if err != nil {
 		return fail(err)
 	}
@@ -254,9 +277,15 @@ func (f *jobFiles) close() {
 // openJobFiles applies the job's umask, opens stdin, stdout and stderr
 // (creating the outputs with the caller's rights, so run it as the job's
 // user) and picks the work directory, falling back to /tmp with Slurm's
-// message in the output when the work directory cannot be entered.
-func openJobFiles(plan *Plan) (*jobFiles, error) {
-	if plan.Umask >= 0 {
+// message in the output when the work directory cannot be entered. A
+// shared supervisor (umask 0) applies the umask to the files' mode
+// instead of to itself.
+func openJobFiles(plan *Plan, shared bool) (*jobFiles, error) {
+	perm := os.FileMode(0o666)
+	switch {
+	case shared:
+		perm &^= os.FileMode(plan.Umask)
+	case plan.Umask >= 0:
 		syscall.Umask(plan.Umask)
 	}
 	in, err := os.Open(plan.Stdin)
@@ -267,14 +296,14 @@ func openJobFiles(plan *Plan) (*jobFiles, error) {
 	if plan.Append {
 		flags = os.O_WRONLY | os.O_CREATE | os.O_APPEND
 	}
-	out, err := os.OpenFile(plan.Stdout, flags, 0o666)
+	out, err := os.OpenFile(plan.Stdout, flags, perm)
 	if err != nil {
 		in.Close()
 		return nil, fmt.Errorf("could not open stdout file %s: %w", plan.Stdout, unwrapPath(err))
 	}
 	errf := out
 	if plan.Stderr != "" {
-		if errf, err = os.OpenFile(plan.Stderr, flags, 0o666); err != nil {
+		if errf, err = os.OpenFile(plan.Stderr, flags, perm); err != nil {
 			in.Close()
 			out.Close()
 			return nil, fmt.Errorf("could not open stderr file %s: %w", plan.Stderr, unwrapPath(err))

@@ -18,6 +18,7 @@ import (
 
 	"github.com/tide-hpc/tide/ctld/api"
 	"github.com/tide-hpc/tide/ctld/client"
+	"github.com/tide-hpc/tide/noded/stepd"
 )
 
 // binDir holds tide, tidectld, tided and the Slurm-named links, built
@@ -210,6 +211,11 @@ func (c *cluster) stop() {
 		kill(cmd, syscall.SIGTERM)
 	}
 	kill(c.ctld, syscall.SIGTERM)
+	// The nodes' shared job supervisors outlive tided by design; stop
+	// each by the pid it recorded.
+	for _, name := range c.nodes {
+		stopSupervisor(c.t, stepd.ServePIDFile(stepd.ServeSocket(filepath.Join(c.dir, "nodes", name))))
+	}
 	if c.t.Failed() {
 		for _, f := range append([]string{"tidectld"}, c.nodes...) {
 			b, _ := os.ReadFile(filepath.Join(c.dir, f+".log"))
@@ -367,4 +373,20 @@ func pidAlive(pid int) bool {
 	// A zombie is as good as gone.
 	f := strings.Fields(string(b))
 	return len(f) > 2 && f[2] != "Z"
+}
+
+// stopSupervisor kills the shared supervisor that recorded its identity
+// in pidFile, if it still runs, and waits until it is gone.
+func stopSupervisor(t *testing.T, pidFile string) {
+	id, err := stepd.ReadIdentity(pidFile)
+	if err != nil || !id.Alive() {
+		return
+	}
+	_ = syscall.Kill(id.PID, syscall.SIGKILL)
+	for deadline := time.Now().Add(10 * time.Second); id.Alive() && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if id.Alive() {
+		t.Errorf("shared supervisor %d did not stop", id.PID)
+	}
 }
