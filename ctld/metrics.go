@@ -79,7 +79,7 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, n := range s.nodes {
 		nodes[n.SinfoState()]++
 		gpus += len(n.GPUs)
-		gpuAlloc += len(n.AllocGPUs)
+		gpuAlloc += n.GPUsInUse()
 		cpuAlloc += n.AllocCPUs
 	}
 	s.mu.Unlock()

@@ -84,7 +84,7 @@ func (n *nodeRec) updateState() {
 		n.State = api.NodeDown
 	case n.AllocCPUs == 0 && len(n.AllocGPUs) == 0:
 		n.State = api.NodeIdle
-	case n.AllocCPUs >= n.CPUs || (len(n.GPUs) > 0 && len(n.AllocGPUs) >= len(n.GPUs)):
+	case n.AllocCPUs >= n.CPUs || (len(n.GPUs) > 0 && n.GPUsInUse() >= len(n.GPUs)):
 		n.State = api.NodeAllocated
 	default:
 		n.State = api.NodeMixed

@@ -217,7 +217,7 @@ func gresUsed(_ *env, n *api.Node) string {
 // gpuCounts returns a node's allocated, idle and total GPUs. GPUs of a
 // drained, down or silent node, and unhealthy GPUs, are not idle.
 func gpuCounts(n *api.Node) (alloc, idle, total int) {
-	total, alloc = len(n.GPUs), len(n.AllocGPUs)
+	total, alloc = len(n.GPUs), n.GPUsInUse()
 	if unavailable(n) {
 		return alloc, 0, total
 	}

@@ -61,6 +61,18 @@ func (n *Node) GPUModel() string {
 	return n.GPUs[0].ModelShort()
 }
 
+// GPUsInUse counts the distinct GPUs that jobs hold, whole or by
+// slices. AllocGPUs lists a shared GPU once per slice on it, so its
+// length overcounts; node state (ALLOCATED only when every GPU is in
+// use) and GPU metrics should use this count.
+func (n *Node) GPUsInUse() int {
+	seen := make(map[int]struct{}, len(n.AllocGPUs))
+	for _, g := range n.AllocGPUs {
+		seen[g] = struct{}{}
+	}
+	return len(seen)
+}
+
 // SinfoState is sinfo's short state: idle, mix, alloc, drain, drng, down,
 // unk, with a '*' when the node does not respond (Slurm's marker).
 func (n *Node) SinfoState() string {
@@ -117,8 +129,17 @@ type Partition struct {
 	// Comm is the default --comm of the partition's jobs.
 	Comm string `json:"comm,omitempty"`
 	// Spread places jobs on the emptiest nodes first (policy spread).
-	Spread bool   `json:"spread,omitempty"`
-	State  string `json:"state"`
+	Spread bool `json:"spread,omitempty"`
+	// GPUSlicing lets jobs take slices of shared GPUs (--gpu-mem,
+	// --gpu-compute, --gres=shard/mps). GPUMemOversubscribe and
+	// GPUComputeOversubscribe are the ratios a shared GPU's committed
+	// memory and compute may reach (1.0 = exactly its capacity); 0 reads
+	// as 1.0. ShardsPerGPU divides a GPU's memory into --gres=shard units.
+	GPUSlicing              bool    `json:"gpu_slicing"`
+	GPUMemOversubscribe     float64 `json:"gpu_mem_oversubscribe,omitempty"`
+	GPUComputeOversubscribe float64 `json:"gpu_compute_oversubscribe,omitempty"`
+	ShardsPerGPU            int     `json:"shards_per_gpu,omitempty"`
+	State                   string  `json:"state"`
 	// Priority is the partition's priority tier (Slurm's PriorityTier).
 	Priority int `json:"priority_tier,omitempty"`
 }

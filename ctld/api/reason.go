@@ -34,11 +34,17 @@ const (
 	DetailInsufficientCPU    = "InsufficientCPU"
 	DetailInsufficientMemory = "InsufficientMemory"
 	DetailInsufficientGPU    = "InsufficientGPU"
-	DetailGPUType            = "NoMatchingGPUModel"
-	DetailNodeDrained        = "NodeDrained"
-	DetailNodeDown           = "NodeDown"
-	DetailNodeExcluded       = "NodeExcluded"
-	DetailNodeNotRequested   = "NodeNotRequested"
-	DetailNodeBusy           = "NodeNotIdle"
-	DetailNoNVLinkSet        = "NoNVLinkSet"
+	// DetailInsufficientGPUMem: the node has GPUs a slice may use, but
+	// too few with the slice's memory left under their cap (GPU memory
+	// × the partition's gpu_mem_oversubscribe).
+	DetailInsufficientGPUMem = "InsufficientGPUMem"
+	// DetailInsufficientGPUCompute: as above for compute percent.
+	DetailInsufficientGPUCompute = "InsufficientGPUCompute"
+	DetailGPUType                = "NoMatchingGPUModel"
+	DetailNodeDrained            = "NodeDrained"
+	DetailNodeDown               = "NodeDown"
+	DetailNodeExcluded           = "NodeExcluded"
+	DetailNodeNotRequested       = "NodeNotRequested"
+	DetailNodeBusy               = "NodeNotIdle"
+	DetailNoNVLinkSet            = "NoNVLinkSet"
 )
