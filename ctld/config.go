@@ -93,6 +93,10 @@ type SchedulerConfig struct {
 	// and gpu_compute_oversubscribe, so that no partition can promise
 	// shared GPUs far more than they have by a typo.
 	MaxGPUOversubscribe float64 `mapstructure:"max_gpu_oversubscribe" json:"max_gpu_oversubscribe"`
+	// GPUMemHighWatermark is the default fraction of a shared GPU's
+	// physical memory whose real use triggers reclaim (partitions may
+	// override it); see docs/operations.md.
+	GPUMemHighWatermark float64 `mapstructure:"gpu_mem_high_watermark" json:"gpu_mem_high_watermark"`
 }
 
 // Defaults and bounds of the GPU slicing settings.
@@ -106,6 +110,13 @@ const (
 	// maxShardsPerGPU bounds shards_per_gpu (a shard under 1% of a GPU
 	// is no unit anyone asks for).
 	maxShardsPerGPU = 128
+	// DefaultGPUMemHighWatermark is scheduler.gpu_mem_high_watermark's
+	// default: reclaim when a shared GPU's memory is 95% used, early
+	// enough that the next allocation does not fail first.
+	DefaultGPUMemHighWatermark = 0.95
+	// minGPUMemHighWatermark bounds the watermark from below: under half
+	// the card, reclaim would preempt slices that are within their promise.
+	minGPUMemHighWatermark = 0.5
 )
 
 // PartitionConfig is one partition as written.
@@ -137,6 +148,10 @@ type PartitionConfig struct {
 	GPUMemOversubscribe     float64 `mapstructure:"gpu_mem_oversubscribe" json:"gpu_mem_oversubscribe,omitempty"`
 	GPUComputeOversubscribe float64 `mapstructure:"gpu_compute_oversubscribe" json:"gpu_compute_oversubscribe,omitempty"`
 	ShardsPerGPU            int     `mapstructure:"shards_per_gpu" json:"shards_per_gpu,omitempty"`
+	// GPUMemHighWatermark overrides scheduler.gpu_mem_high_watermark for
+	// the GPUs this partition's slices share (0 = the scheduler's). A
+	// GPU shared by jobs of several partitions uses the lowest.
+	GPUMemHighWatermark float64 `mapstructure:"gpu_mem_high_watermark" json:"gpu_mem_high_watermark,omitempty"`
 }
 
 // NodeConfig declares nodes and, optionally, what they must have. A node
@@ -173,7 +188,8 @@ func DefaultConfig() Config {
 			MinJobAge: 300 * time.Second,
 			SpoolKeep: 7 * 24 * time.Hour,
 		},
-		Scheduler: SchedulerConfig{Interval: time.Second, MaxGPUOversubscribe: DefaultMaxGPUOversubscribe},
+		Scheduler: SchedulerConfig{Interval: time.Second, MaxGPUOversubscribe: DefaultMaxGPUOversubscribe,
+			GPUMemHighWatermark: DefaultGPUMemHighWatermark},
 	}
 }
 
@@ -217,6 +233,7 @@ func ParseConfig(r io.Reader) (Config, error) {
 		"timeouts.min_job_age": def.Timeouts.MinJobAge, "timeouts.spool_keep": def.Timeouts.SpoolKeep,
 		"scheduler.interval": def.Scheduler.Interval, "scheduler.max_starts": 0,
 		"scheduler.def_mem_per_cpu_mb": 0, "scheduler.max_gpu_oversubscribe": def.Scheduler.MaxGPUOversubscribe,
+		"scheduler.gpu_mem_high_watermark": def.Scheduler.GPUMemHighWatermark,
 	} {
 		v.SetDefault(k, val)
 	}
@@ -290,6 +307,9 @@ func (c Config) Validate() (*Cluster, error) {
 	}
 	if c.Scheduler.MaxGPUOversubscribe < 1 {
 		bad("scheduler.max_gpu_oversubscribe: %g is below 1.0", c.Scheduler.MaxGPUOversubscribe)
+	}
+	if w := c.Scheduler.GPUMemHighWatermark; !watermarkOK(w) {
+		bad("scheduler.gpu_mem_high_watermark: %g is not between %g and 1.0", w, minGPUMemHighWatermark)
 	}
 	cl := &Cluster{Config: c, NodeDecl: map[string]NodeConfig{}, NodeMemoryMB: map[string]int64{}}
 	for i, n := range c.Nodes {
@@ -383,6 +403,13 @@ func (c Config) Validate() (*Cluster, error) {
 			bad("partition %s max_nodes: must not be negative", p.Name)
 		}
 		errs = append(errs, setSlicing(&part, p, c.Scheduler.MaxGPUOversubscribe)...)
+		part.GPUMemHighWatermark = c.Scheduler.GPUMemHighWatermark
+		if w := p.GPUMemHighWatermark; w != 0 {
+			part.GPUMemHighWatermark = w
+			if !watermarkOK(w) {
+				bad("partition %s gpu_mem_high_watermark: %g is not between %g and 1.0", p.Name, w, minGPUMemHighWatermark)
+			}
+		}
 		if p.Default {
 			if cl.DefaultPart != "" {
 				bad("partitions: both %s and %s are marked default", cl.DefaultPart, p.Name)
@@ -454,4 +481,9 @@ func setSlicing(part *api.Partition, p PartitionConfig, maxRatio float64) []erro
 		}
 	}
 	return errs
+}
+
+// watermarkOK reports whether w is a usable high watermark.
+func watermarkOK(w float64) bool {
+	return w >= minGPUMemHighWatermark && w <= 1
 }

@@ -181,3 +181,50 @@ func TestPartitionSlicingConfig(t *testing.T) {
 		})
 	}
 }
+
+func TestGPUMemHighWatermarkConfig(t *testing.T) {
+	const head = "version: 1\nnodes: [{names: \"n[1-2]\"}]\n"
+	tests := []struct {
+		name string
+		yaml string
+		// want is each partition's watermark, or err a piece of the error.
+		want []float64
+		err  string
+	}{
+		{name: "default", yaml: "partitions: [{name: a, nodes: n1}]", want: []float64{0.95}},
+		{name: "controller-wide", yaml: "scheduler: {gpu_mem_high_watermark: 0.9}\npartitions: [{name: a, nodes: n1}, {name: b, nodes: n2}]",
+			want: []float64{0.9, 0.9}},
+		{name: "partition-override", yaml: "partitions: [{name: a, nodes: n1, gpu_mem_high_watermark: 0.8}, {name: b, nodes: n2}]",
+			want: []float64{0.8, 0.95}},
+		{name: "full-card", yaml: "scheduler: {gpu_mem_high_watermark: 1}\npartitions: [{name: a, nodes: n1}]", want: []float64{1}},
+		{name: "controller-too-high", yaml: "scheduler: {gpu_mem_high_watermark: 1.1}\npartitions: [{name: a, nodes: n1}]",
+			err: "scheduler.gpu_mem_high_watermark: 1.1 is not between 0.5 and 1.0"},
+		{name: "partition-too-low", yaml: "partitions: [{name: a, nodes: n1, gpu_mem_high_watermark: 0.2}]",
+			err: "partition a gpu_mem_high_watermark: 0.2 is not between 0.5 and 1.0"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, err := ParseConfig(strings.NewReader(head + tt.yaml + "\n"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			cl, err := cfg.Validate()
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("error %v, want one containing %q", err, tt.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []float64
+			for _, p := range cl.Partitions {
+				got = append(got, p.GPUMemHighWatermark)
+			}
+			if fmt.Sprint(got) != fmt.Sprint(tt.want) {
+				t.Errorf("watermarks %v, want %v", got, tt.want)
+			}
+		})
+	}
+}

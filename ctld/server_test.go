@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/tide-hpc/tide/accounting"
 	"github.com/tide-hpc/tide/ctld/api"
 	"github.com/tide-hpc/tide/ctld/api/listing"
@@ -627,5 +629,125 @@ func TestGPUSliceSubmit(t *testing.T) {
 				t.Errorf("stored slice %d MB, want %d", got, tt.wantMB)
 			}
 		})
+	}
+}
+
+// gpuSync sends a heartbeat with GPU gpu of node showing the given use
+// per job (one process per job, pid 100+job id) and reports every job of
+// running as running.
+func (h *harness) gpuSync(node string, gpu int, use map[uint64]int64, running ...api.NodeJobReport) api.NodeSyncResponse {
+	h.t.Helper()
+	st := gres.Status{Index: gpu, Health: gres.Healthy}
+	pids := map[int]uint64{}
+	for id, mb := range use {
+		pid := 100 + int(id)
+		st.Processes = append(st.Processes, gres.ProcUsage{PID: pid, MemMB: mb})
+		st.MemUsedMB += mb
+		pids[pid] = id
+	}
+	slices.SortFunc(st.Processes, func(a, b gres.ProcUsage) int { return a.PID - b.PID })
+	resp, err := h.s.sync(context.Background(), api.NodeSyncRequest{Name: node, Jobs: running,
+		GPUStatus: []gres.Status{st}, GPUProcJobs: pids})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return resp
+}
+
+// trail lists a job's events as "kind/reason".
+func (h *harness) trail(id uint64) []string {
+	h.t.Helper()
+	ev, err := h.s.store.Events(context.Background(), id)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	var out []string
+	for _, e := range ev {
+		out = append(out, e.Kind+"/"+e.Reason)
+	}
+	return out
+}
+
+func TestGPUMemReclaim(t *testing.T) {
+	h := newHarness(t)
+	h.registerBig("gpu01")
+	on := []string{"gpu01"}
+	whole := h.submit(api.JobSpec{GPUs: 4, NodeList: on})
+	hi := h.submit(api.JobSpec{GPUMemMB: 8 * 1024, NodeList: on})
+	lo1 := h.submit(api.JobSpec{GPUMemMB: 8 * 1024, NodeList: on, Nice: 100})
+	h.s.schedulePass()
+	h.clock.add(time.Minute)
+	lo2 := h.submit(api.JobSpec{GPUMemMB: 8 * 1024, NodeList: on, Nice: 100})
+	h.s.schedulePass()
+	g := h.job(hi).Alloc[0].GPUs[0]
+	for _, id := range []uint64{lo1, lo2} {
+		if a := h.job(id).Alloc; h.job(id).State != api.StateRunning || a[0].GPUs[0] != g {
+			t.Fatalf("job %d: %s on %v, want RUNNING on shared GPU %d", id, h.job(id).State, a, g)
+		}
+	}
+	all := []api.NodeJobReport{running(whole, 0), running(hi, 0), running(lo1, 0), running(lo2, 0)}
+	h.sync("gpu01", all...)
+
+	// Job hi overruns its 8G slice to 62G: 78G of 80G in use, above the
+	// 76G watermark, with 56G uncommitted: hi grows, nobody is
+	// preempted.
+	resp := h.gpuSync("gpu01", g, map[uint64]int64{hi: 62 * 1024, lo1: 8 * 1024, lo2: 8 * 1024}, all...)
+	if got := h.job(hi).Alloc[0].GPUMemMB; got != 62*1024 {
+		t.Fatalf("hi's slice is %d MB after the overrun, want grown to %d", got, 62*1024)
+	}
+	for _, id := range []uint64{lo1, lo2, whole} {
+		if j := h.job(id); j.State != api.StateRunning || j.RequeueRequested {
+			t.Fatalf("job %d %s (requeue %v) after a grow", id, j.State, j.RequeueRequested)
+		}
+	}
+	if len(resp.Signals) != 0 {
+		t.Fatalf("signals after a grow: %+v", resp.Signals)
+	}
+	if sh := h.s.nodeList().Nodes[0].SharedGPUs; len(sh) != 1 || sh[0].Index != g || sh[0].MemMB != 78*1024 || sh[0].Slices != 3 {
+		t.Fatalf("shared GPUs %+v, want GPU %d with 3 slices committing 78G", sh, g)
+	}
+	if tr := h.trail(hi); !slices.Contains(tr, "reclaim/GPUMemReclaim") {
+		t.Fatalf("hi's trail %v has no reclaim event", tr)
+	}
+
+	// hi grows on to 66G: only 2G are uncommitted, so the
+	// lowest-priority slice goes, the newer of the two at nice 100.
+	resp = h.gpuSync("gpu01", g, map[uint64]int64{hi: 66 * 1024, lo1: 6 * 1024, lo2: 6 * 1024}, all...)
+	j := h.job(lo2)
+	if j.State != api.StateCompleting || !j.RequeueRequested || j.Reason != api.ReasonGPUMemReclaim {
+		t.Fatalf("lo2 %s requeue=%v reason %s, want COMPLETING on its way to a requeue for GPUMemReclaim", j.State, j.RequeueRequested, j.Reason)
+	}
+	if len(resp.Signals) != 1 || resp.Signals[0].JobID != lo2 || !resp.Signals[0].Kill {
+		t.Fatalf("signals %+v, want a kill of job %d in the same answer", resp.Signals, lo2)
+	}
+	for _, id := range []uint64{hi, lo1, whole} {
+		if j := h.job(id); j.State != api.StateRunning {
+			t.Fatalf("job %d %s, only lo2 should be preempted", id, j.State)
+		}
+	}
+	if got := h.job(hi).Alloc[0].GPUMemMB; got != 62*1024 {
+		t.Errorf("hi's slice %d MB: it must not grow past the GPU", got)
+	}
+
+	// The same readings while lo2 is being killed change nothing more.
+	h.gpuSync("gpu01", g, map[uint64]int64{hi: 66 * 1024, lo1: 6 * 1024, lo2: 6 * 1024}, all...)
+	if j := h.job(lo1); j.State != api.StateRunning {
+		t.Fatalf("lo1 %s while lo2 is already leaving", j.State)
+	}
+
+	// lo2 ends: it is back to PENDING for another run, and its trail
+	// says why at each step.
+	h.gpuSync("gpu01", g, map[uint64]int64{hi: 66 * 1024, lo1: 6 * 1024},
+		running(whole, 0), running(hi, 0), running(lo1, 0), api.NodeJobReport{JobID: lo2, State: api.NodeJobFinished, Exit: api.ExitStatus{Signal: 15}})
+	j = h.job(lo2)
+	if j.State != api.StatePending || j.Restarts != 1 || j.Reason != api.ReasonGPUMemReclaim {
+		t.Fatalf("lo2 after its end: %s restarts=%d reason %s", j.State, j.Restarts, j.Reason)
+	}
+	want := []string{"submit/None", "start/", "launch/", "reclaim/GPUMemReclaim", "requeue/GPUMemReclaim"}
+	if diff := cmp.Diff(want, h.trail(lo2)); diff != "" {
+		t.Errorf("lo2's trail (-want +got):\n%s", diff)
+	}
+	if tr := h.trail(lo1); slices.ContainsFunc(tr, func(e string) bool { return strings.HasPrefix(e, "reclaim") }) {
+		t.Errorf("lo1 was touched: %v", tr)
 	}
 }

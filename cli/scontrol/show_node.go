@@ -96,6 +96,13 @@ func (o *Options) nodeRecord(n *api.Node, now time.Time) *record {
 		used := slices.Compact(slices.Sorted(slices.Values(n.AllocGPUs)))
 		r.add("GresUsed=%s(IDX:%s)", gresString(model, len(used)), jobfmt.IdxRanges(used))
 	}
+	if len(n.GPUs) > 0 {
+		whole, shared, free := n.GPUCounts()
+		r.add("GPUTot=%d GPUWhole=%d GPUShared=%d GPUFree=%d", len(n.GPUs), whole, shared, free)
+		if len(n.SharedGPUs) > 0 {
+			r.add("SharedGPUs=%s", jobfmt.SharedGPUs(n))
+		}
+	}
 	addr := n.Addr
 	if h, _, err := net.SplitHostPort(addr); err == nil {
 		addr = h

@@ -457,6 +457,10 @@ const (
 	EventUpdate   = "update"
 	EventNodeFail = "node_fail"
 	EventLaunch   = "launch"
+	// EventReclaim records a GPU memory reclaim step that changed a
+	// running job without ending it (a slice grown into free memory), or
+	// why reclaim could not act.
+	EventReclaim = "reclaim"
 )
 
 // AuditRecord records who did what to which object.

@@ -27,6 +27,10 @@ const (
 	// ReasonTopology: the job waits for a placement within its
 	// --switches limit (until its wait runs out).
 	ReasonTopology ReasonCode = "Topology"
+	// ReasonGPUMemReclaim: the job's GPU slice was preempted (requeued)
+	// or grown because a shared GPU's memory use crossed its high
+	// watermark.
+	ReasonGPUMemReclaim ReasonCode = "GPUMemReclaim"
 )
 
 // Detail codes used in per-node diagnosis histograms.

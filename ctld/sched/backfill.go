@@ -272,3 +272,17 @@ func release(n *NodeState, e *relEvent) {
 	}
 	n.Idle = n.FreeCPUs >= info.CPUs && n.FreeMemMB >= info.MemoryMB && len(n.FreeGPUs) >= info.GPUs
 }
+
+// closed lists the partitions where a job ordered after every job of the
+// pass would be pending whatever its shape (see Plan.Closed).
+func (pol *policy) closed(p *pass, plan *Plan) []string {
+	all := pol.fifoBlocked || p.cfg.MaxStarts > 0 && len(plan.Starts) >= p.cfg.MaxStarts
+	var out []string
+	for pi := range p.parts {
+		// Under a timed backfill reservation a short job may still pass.
+		if all || p.blockedByPriority(pi) && !(pol.kind == PolicyBackfill && pol.bf == bfTimed) {
+			out = append(out, p.parts[pi].info.Name)
+		}
+	}
+	return out
+}

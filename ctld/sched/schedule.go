@@ -40,6 +40,7 @@ func Schedule(snap *Snapshot, now time.Time, cfg Config) Plan {
 			pol.onStart(p, &start)
 		}
 	}
+	plan.Closed = pol.closed(p, &plan)
 	return plan
 }
 

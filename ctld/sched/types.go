@@ -134,4 +134,11 @@ type Plan struct {
 	Pending []Decision
 	// Now is the time the pass was computed for.
 	Now time.Time
+	// Closed lists, sorted, the partitions in which a job ordered after
+	// every job of the pass could not have started (every node reserved
+	// or unusable, a strict-FIFO block, or MaxStarts reached). Callers
+	// may then decide such jobs without a pass: the simulator schedules
+	// a deep queue in growing prefixes and stops at the first prefix
+	// that closes every partition.
+	Closed []string
 }
