@@ -89,7 +89,35 @@ type SchedulerConfig struct {
 	Interval       time.Duration `mapstructure:"interval" json:"interval"`
 	MaxStarts      int           `mapstructure:"max_starts" json:"max_starts"`
 	DefMemPerCPUMB int64         `mapstructure:"def_mem_per_cpu_mb" json:"def_mem_per_cpu_mb"`
+	// MaxGPUOversubscribe caps every partition's gpu_mem_oversubscribe
+	// and gpu_compute_oversubscribe, so that no partition can promise
+	// shared GPUs far more than they have by a typo.
+	MaxGPUOversubscribe float64 `mapstructure:"max_gpu_oversubscribe" json:"max_gpu_oversubscribe"`
+	// GPUMemHighWatermark is the default fraction of a shared GPU's
+	// physical memory whose real use triggers reclaim (partitions may
+	// override it); see docs/operations.md.
+	GPUMemHighWatermark float64 `mapstructure:"gpu_mem_high_watermark" json:"gpu_mem_high_watermark"`
 }
+
+// Defaults and bounds of the GPU slicing settings.
+const (
+	// DefaultMaxGPUOversubscribe is scheduler.max_gpu_oversubscribe's
+	// default: shared GPUs may be promised 20% more than they have.
+	DefaultMaxGPUOversubscribe = 1.2
+	// DefaultShardsPerGPU is a partition's shards_per_gpu default: a
+	// --gres=shard is 1/8 of a GPU's memory.
+	DefaultShardsPerGPU = 8
+	// maxShardsPerGPU bounds shards_per_gpu (a shard under 1% of a GPU
+	// is no unit anyone asks for).
+	maxShardsPerGPU = 128
+	// DefaultGPUMemHighWatermark is scheduler.gpu_mem_high_watermark's
+	// default: reclaim when a shared GPU's memory is 95% used, early
+	// enough that the next allocation does not fail first.
+	DefaultGPUMemHighWatermark = 0.95
+	// minGPUMemHighWatermark bounds the watermark from below: under half
+	// the card, reclaim would preempt slices that are within their promise.
+	minGPUMemHighWatermark = 0.5
+)
 
 // PartitionConfig is one partition as written.
 type PartitionConfig struct {
@@ -111,6 +139,19 @@ type PartitionConfig struct {
 	// or spread (emptiest first).
 	Policy string `mapstructure:"policy" json:"policy,omitempty"`
 	State  string `mapstructure:"state" json:"state"`
+	// GPUSlicing (default true) lets jobs take slices of shared GPUs.
+	// GPUMemOversubscribe and GPUComputeOversubscribe (default 1.0, at
+	// most scheduler.max_gpu_oversubscribe) are how far the slices of
+	// one GPU may overcommit its memory and compute. ShardsPerGPU
+	// (default 8) sizes --gres=shard: GPU memory / shards_per_gpu.
+	GPUSlicing              *bool   `mapstructure:"gpu_slicing" json:"gpu_slicing,omitempty"`
+	GPUMemOversubscribe     float64 `mapstructure:"gpu_mem_oversubscribe" json:"gpu_mem_oversubscribe,omitempty"`
+	GPUComputeOversubscribe float64 `mapstructure:"gpu_compute_oversubscribe" json:"gpu_compute_oversubscribe,omitempty"`
+	ShardsPerGPU            int     `mapstructure:"shards_per_gpu" json:"shards_per_gpu,omitempty"`
+	// GPUMemHighWatermark overrides scheduler.gpu_mem_high_watermark for
+	// the GPUs this partition's slices share (0 = the scheduler's). A
+	// GPU shared by jobs of several partitions uses the lowest.
+	GPUMemHighWatermark float64 `mapstructure:"gpu_mem_high_watermark" json:"gpu_mem_high_watermark,omitempty"`
 }
 
 // NodeConfig declares nodes and, optionally, what they must have. A node
@@ -147,7 +188,8 @@ func DefaultConfig() Config {
 			MinJobAge: 300 * time.Second,
 			SpoolKeep: 7 * 24 * time.Hour,
 		},
-		Scheduler: SchedulerConfig{Interval: time.Second},
+		Scheduler: SchedulerConfig{Interval: time.Second, MaxGPUOversubscribe: DefaultMaxGPUOversubscribe,
+			GPUMemHighWatermark: DefaultGPUMemHighWatermark},
 	}
 }
 
@@ -190,7 +232,8 @@ func ParseConfig(r io.Reader) (Config, error) {
 		"timeouts.node": def.Timeouts.Node, "timeouts.kill_wait": def.Timeouts.KillWait,
 		"timeouts.min_job_age": def.Timeouts.MinJobAge, "timeouts.spool_keep": def.Timeouts.SpoolKeep,
 		"scheduler.interval": def.Scheduler.Interval, "scheduler.max_starts": 0,
-		"scheduler.def_mem_per_cpu_mb": 0,
+		"scheduler.def_mem_per_cpu_mb": 0, "scheduler.max_gpu_oversubscribe": def.Scheduler.MaxGPUOversubscribe,
+		"scheduler.gpu_mem_high_watermark": def.Scheduler.GPUMemHighWatermark,
 	} {
 		v.SetDefault(k, val)
 	}
@@ -261,6 +304,12 @@ func (c Config) Validate() (*Cluster, error) {
 	}
 	if c.Scheduler.Interval <= 0 {
 		bad("scheduler.interval: must be positive")
+	}
+	if c.Scheduler.MaxGPUOversubscribe < 1 {
+		bad("scheduler.max_gpu_oversubscribe: %g is below 1.0", c.Scheduler.MaxGPUOversubscribe)
+	}
+	if w := c.Scheduler.GPUMemHighWatermark; !watermarkOK(w) {
+		bad("scheduler.gpu_mem_high_watermark: %g is not between %g and 1.0", w, minGPUMemHighWatermark)
 	}
 	cl := &Cluster{Config: c, NodeDecl: map[string]NodeConfig{}, NodeMemoryMB: map[string]int64{}}
 	for i, n := range c.Nodes {
@@ -353,6 +402,14 @@ func (c Config) Validate() (*Cluster, error) {
 		if p.MaxNodes < 0 {
 			bad("partition %s max_nodes: must not be negative", p.Name)
 		}
+		errs = append(errs, setSlicing(&part, p, c.Scheduler.MaxGPUOversubscribe)...)
+		part.GPUMemHighWatermark = c.Scheduler.GPUMemHighWatermark
+		if w := p.GPUMemHighWatermark; w != 0 {
+			part.GPUMemHighWatermark = w
+			if !watermarkOK(w) {
+				bad("partition %s gpu_mem_high_watermark: %g is not between %g and 1.0", p.Name, w, minGPUMemHighWatermark)
+			}
+		}
 		if p.Default {
 			if cl.DefaultPart != "" {
 				bad("partitions: both %s and %s are marked default", cl.DefaultPart, p.Name)
@@ -388,4 +445,45 @@ func (c Config) Validate() (*Cluster, error) {
 		return nil, errors.Join(errs...)
 	}
 	return cl, nil
+}
+
+// setSlicing fills part's GPU slicing settings from its config, with
+// defaults, and returns what is wrong with them: ratios must be positive
+// and at most the controller's cap, shards_per_gpu between 1 and 128.
+func setSlicing(part *api.Partition, p PartitionConfig, maxRatio float64) []error {
+	var errs []error
+	part.GPUSlicing = p.GPUSlicing == nil || *p.GPUSlicing
+	part.ShardsPerGPU = p.ShardsPerGPU
+	if part.ShardsPerGPU == 0 {
+		part.ShardsPerGPU = DefaultShardsPerGPU
+	}
+	if part.ShardsPerGPU < 1 || part.ShardsPerGPU > maxShardsPerGPU {
+		errs = append(errs, fmt.Errorf("partition %s shards_per_gpu: %d is not between 1 and %d", p.Name, p.ShardsPerGPU, maxShardsPerGPU))
+	}
+	for _, r := range []struct {
+		key string
+		in  float64
+		out *float64
+	}{
+		{"gpu_mem_oversubscribe", p.GPUMemOversubscribe, &part.GPUMemOversubscribe},
+		{"gpu_compute_oversubscribe", p.GPUComputeOversubscribe, &part.GPUComputeOversubscribe},
+	} {
+		switch {
+		case r.in == 0:
+			*r.out = 1
+		case r.in < 0:
+			errs = append(errs, fmt.Errorf("partition %s %s: %g must be positive", p.Name, r.key, r.in))
+		case r.in > maxRatio:
+			errs = append(errs, fmt.Errorf("partition %s %s: %g is above scheduler.max_gpu_oversubscribe (%g); raise that cap first if you mean it",
+				p.Name, r.key, r.in, maxRatio))
+		default:
+			*r.out = r.in
+		}
+	}
+	return errs
+}
+
+// watermarkOK reports whether w is a usable high watermark.
+func watermarkOK(w float64) bool {
+	return w >= minGPUMemHighWatermark && w <= 1
 }

@@ -1,9 +1,12 @@
 package ctld
 
 import (
+	"fmt"
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/tide-hpc/tide/ctld/api"
 )
 
 func TestSampleConfigValidates(t *testing.T) {
@@ -122,5 +125,106 @@ topology: {file: topology.conf}
 	os.WriteFile(dir+"/topology.conf", []byte("SwitchName=s1 Nodes=n[1-9]\n"), 0o644)
 	if _, err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "unknown node") {
 		t.Fatalf("unknown nodes in topology.conf accepted: %v", err)
+	}
+}
+
+func TestPartitionSlicingConfig(t *testing.T) {
+	const head = "version: 1\nnodes: [{names: \"n[1-2]\"}]\n"
+	tests := []struct {
+		name string
+		yaml string
+		// want is the partition's settings, or err a piece of the error.
+		want api.Partition
+		err  string
+	}{
+		{name: "defaults", yaml: "partitions: [{name: a, nodes: n1}]",
+			want: api.Partition{GPUSlicing: true, GPUMemOversubscribe: 1, GPUComputeOversubscribe: 1, ShardsPerGPU: 8}},
+		{name: "slicing-off", yaml: "partitions: [{name: a, nodes: n1, gpu_slicing: false}]",
+			want: api.Partition{GPUSlicing: false, GPUMemOversubscribe: 1, GPUComputeOversubscribe: 1, ShardsPerGPU: 8}},
+		{name: "ratios-at-the-cap", yaml: "partitions: [{name: a, nodes: n1, gpu_mem_oversubscribe: 1.2, gpu_compute_oversubscribe: 1.1, shards_per_gpu: 10}]",
+			want: api.Partition{GPUSlicing: true, GPUMemOversubscribe: 1.2, GPUComputeOversubscribe: 1.1, ShardsPerGPU: 10}},
+		{name: "raised-cap", yaml: "scheduler: {max_gpu_oversubscribe: 2}\npartitions: [{name: a, nodes: n1, gpu_mem_oversubscribe: 1.5}]",
+			want: api.Partition{GPUSlicing: true, GPUMemOversubscribe: 1.5, GPUComputeOversubscribe: 1, ShardsPerGPU: 8}},
+		{name: "over-the-cap", yaml: "partitions: [{name: a, nodes: n1, gpu_mem_oversubscribe: 1.5}]",
+			err: "partition a gpu_mem_oversubscribe: 1.5 is above scheduler.max_gpu_oversubscribe (1.2)"},
+		{name: "compute-over-the-cap", yaml: "partitions: [{name: a, nodes: n1, gpu_compute_oversubscribe: 3}]",
+			err: "gpu_compute_oversubscribe: 3 is above"},
+		{name: "negative", yaml: "partitions: [{name: a, nodes: n1, gpu_mem_oversubscribe: -1}]",
+			err: "must be positive"},
+		{name: "cap-below-one", yaml: "scheduler: {max_gpu_oversubscribe: 0.5}\npartitions: [{name: a, nodes: n1}]",
+			err: "scheduler.max_gpu_oversubscribe: 0.5 is below 1.0"},
+		{name: "too-many-shards", yaml: "partitions: [{name: a, nodes: n1, shards_per_gpu: 500}]",
+			err: "shards_per_gpu: 500 is not between 1 and 128"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, err := ParseConfig(strings.NewReader(head + tt.yaml + "\n"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			cl, err := cfg.Validate()
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("error %v, want one containing %q", err, tt.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := cl.Partitions[0]
+			got := api.Partition{GPUSlicing: p.GPUSlicing, GPUMemOversubscribe: p.GPUMemOversubscribe,
+				GPUComputeOversubscribe: p.GPUComputeOversubscribe, ShardsPerGPU: p.ShardsPerGPU}
+			if fmt.Sprintf("%+v", got) != fmt.Sprintf("%+v", tt.want) {
+				t.Errorf("slicing settings %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestGPUMemHighWatermarkConfig(t *testing.T) {
+	const head = "version: 1\nnodes: [{names: \"n[1-2]\"}]\n"
+	tests := []struct {
+		name string
+		yaml string
+		// want is each partition's watermark, or err a piece of the error.
+		want []float64
+		err  string
+	}{
+		{name: "default", yaml: "partitions: [{name: a, nodes: n1}]", want: []float64{0.95}},
+		{name: "controller-wide", yaml: "scheduler: {gpu_mem_high_watermark: 0.9}\npartitions: [{name: a, nodes: n1}, {name: b, nodes: n2}]",
+			want: []float64{0.9, 0.9}},
+		{name: "partition-override", yaml: "partitions: [{name: a, nodes: n1, gpu_mem_high_watermark: 0.8}, {name: b, nodes: n2}]",
+			want: []float64{0.8, 0.95}},
+		{name: "full-card", yaml: "scheduler: {gpu_mem_high_watermark: 1}\npartitions: [{name: a, nodes: n1}]", want: []float64{1}},
+		{name: "controller-too-high", yaml: "scheduler: {gpu_mem_high_watermark: 1.1}\npartitions: [{name: a, nodes: n1}]",
+			err: "scheduler.gpu_mem_high_watermark: 1.1 is not between 0.5 and 1.0"},
+		{name: "partition-too-low", yaml: "partitions: [{name: a, nodes: n1, gpu_mem_high_watermark: 0.2}]",
+			err: "partition a gpu_mem_high_watermark: 0.2 is not between 0.5 and 1.0"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, err := ParseConfig(strings.NewReader(head + tt.yaml + "\n"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			cl, err := cfg.Validate()
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("error %v, want one containing %q", err, tt.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []float64
+			for _, p := range cl.Partitions {
+				got = append(got, p.GPUMemHighWatermark)
+			}
+			if fmt.Sprint(got) != fmt.Sprint(tt.want) {
+				t.Errorf("watermarks %v, want %v", got, tt.want)
+			}
+		})
 	}
 }

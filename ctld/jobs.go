@@ -11,6 +11,7 @@ import (
 
 	"github.com/tide-hpc/tide/ctld/api"
 	"github.com/tide-hpc/tide/ctld/sched"
+	"github.com/tide-hpc/tide/gres"
 )
 
 // Limits on what one submission may carry.
@@ -165,7 +166,13 @@ func (s *Server) validateSpec(spec *api.JobSpec, c caller, warn *[]string) error
 	if spec.Comm != "" && spec.Comm != "model" && spec.Comm != "data" {
 		return api.Invalid("Batch job submission failed: --comm must be model or data, not %q", spec.Comm)
 	}
-	if spec.ReqGPUs() > 0 {
+	nodes := s.nodeInfos(part.Nodes)
+	if err := sliceSpec(spec, part, nodes); err != nil {
+		return err
+	}
+	// A slice brings no per-GPU CPU or memory defaults: a 10% slice is
+	// not a GPU's worth of host resources.
+	if spec.ReqGPUs() > 0 && !spec.Sliced() {
 		if spec.CPUsPerGPU == 0 && spec.CPUsPerTask == 0 && part.DefCPUsPerGPU > 0 {
 			spec.CPUsPerGPU = part.DefCPUsPerGPU
 		}
@@ -176,7 +183,7 @@ func (s *Server) validateSpec(spec *api.JobSpec, c caller, warn *[]string) error
 	if spec.TimeLimit == api.NoValue && part.DefaultTime != api.Infinite {
 		spec.TimeLimit = part.DefaultTime
 	}
-	if ok, why := sched.CheckFeasible(spec, s.partInfo(part), s.nodeInfos(part.Nodes), s.schedConfig()); !ok {
+	if ok, why := sched.CheckFeasible(spec, s.partInfo(part), nodes, s.schedConfig()); !ok {
 		return api.Invalid("Batch job submission failed: Requested node configuration is not available (%s)", why)
 	}
 	return nil
@@ -185,7 +192,44 @@ func (s *Server) validateSpec(spec *api.JobSpec, c caller, warn *[]string) error
 // partInfo converts a partition for the scheduler.
 func (s *Server) partInfo(p *api.Partition) *sched.PartitionInfo {
 	return &sched.PartitionInfo{Name: p.Name, Nodes: p.Nodes, Up: p.State == "UP", DefaultTime: p.DefaultTime,
-		MaxTime: p.MaxTime, MaxNodes: p.MaxNodes, Spread: p.Spread}
+		MaxTime: p.MaxTime, MaxNodes: p.MaxNodes, Spread: p.Spread,
+		NoGPUSlicing: !p.GPUSlicing, GPUMemRatio: p.GPUMemOversubscribe, GPUComputeRatio: p.GPUComputeOversubscribe}
+}
+
+// sliceSpec checks a slice request against its partition and turns
+// --gres=shard:N into GPU memory: N × the smallest GPU memory that the
+// partition's nodes report / shards_per_gpu. Whether the slice fits a GPU
+// at all is CheckFeasible's to say.
+func sliceSpec(spec *api.JobSpec, part *api.Partition, nodes []sched.NodeInfo) error {
+	switch {
+	case spec.GPUMemMB < 0 || spec.GPUShards < 0:
+		return api.Invalid("Batch job submission failed: --gpu-mem and --gres=shard must not be negative")
+	case spec.GPUComputePct < 0 || spec.GPUComputePct > 100:
+		return api.Invalid("Batch job submission failed: --gpu-compute must be a percentage from 1 to 100, not %d", spec.GPUComputePct)
+	case !spec.Sliced():
+		return nil
+	case !part.GPUSlicing:
+		return api.Invalid("Batch job submission failed: partition %s does not allow GPU slices (gpu_slicing: false); ask for whole GPUs with --gpus", part.Name)
+	case spec.GPUShards == 0:
+		return nil
+	}
+	var shardOf int64
+	per := int64(max(part.ShardsPerGPU, 1))
+	for _, n := range nodes {
+		if n.GPUs > 0 && n.GPUMemMB > 0 && (shardOf == 0 || n.GPUMemMB/per < shardOf) {
+			shardOf = n.GPUMemMB / per
+		}
+	}
+	if shardOf == 0 {
+		return api.Invalid("Batch job submission failed: --gres=shard cannot be sized yet: no node of partition %s has reported its GPU memory", part.Name)
+	}
+	mem := shardOf * int64(spec.GPUShards)
+	if spec.GPUMemMB > 0 && spec.GPUMemMB != mem {
+		return api.Invalid("Batch job submission failed: --gres=shard:%d (%s) and --gpu-mem=%s disagree; give one of them",
+			spec.GPUShards, api.FormatMemMB(mem), api.FormatMemMB(spec.GPUMemMB))
+	}
+	spec.GPUMemMB = mem
+	return nil
 }
 
 // nodeInfos describes nodes by their declared (or, once registered,
@@ -215,8 +259,24 @@ func (s *Server) capacity(n *nodeRec) sched.NodeInfo {
 	for i := range free {
 		free[i] = i
 	}
+	gpuMem := gpuMemMB(n.GPUs)
+	if !n.registered && gpus > 0 {
+		gpuMem = sched.GPUMemUnknown
+	}
 	return sched.NodeInfo{Name: n.Name, Usable: true, CPUs: cpus, FreeCPUs: cpus, MemoryMB: mem, FreeMemMB: mem,
-		GPUModel: model, GPUs: gpus, FreeGPUs: free, Idle: true, Switch: n.Switch}
+		GPUModel: model, GPUs: gpus, FreeGPUs: free, Idle: true, Switch: n.Switch, GPUMemMB: gpuMem}
+}
+
+// gpuMemMB is the memory of the node's smallest GPU (0 when unknown or
+// the node has none): the size every slice cap on the node is based on.
+func gpuMemMB(gpus []gres.Device) int64 {
+	var m int64
+	for i, g := range gpus {
+		if i == 0 || g.MemoryMB < m {
+			m = g.MemoryMB
+		}
+	}
+	return max(m, 0)
 }
 
 // testOnly answers sbatch --test-only: where the job would start if it

@@ -2,12 +2,15 @@ package ctld
 
 import (
 	"net/http"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/tide-hpc/tide/ctld/api"
+	"github.com/tide-hpc/tide/gres"
 )
 
 // metrics are tidectld's Prometheus metrics. Gauges of current state are
@@ -18,6 +21,7 @@ type metrics struct {
 	ends        *prometheus.CounterVec
 	cycle       prometheus.Histogram
 	startDelay  prometheus.Histogram
+	reclaims    *prometheus.CounterVec
 }
 
 func newMetrics(s *Server) *metrics {
@@ -33,8 +37,11 @@ func newMetrics(s *Server) *metrics {
 		startDelay: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "tide_job_queue_wait_seconds", Help: "Time from submission to start.",
 			Buckets: prometheus.ExponentialBuckets(0.01, 2, 20)}),
+		reclaims: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "tide_gpu_reclaims_total",
+			Help: "GPU memory reclaim steps on shared GPUs over their watermark: grow, preempt, stuck."}, []string{"action"}),
 	}
-	m.reg.MustRegister(m.submissions, m.ends, m.cycle, m.startDelay, &stateCollector{s: s})
+	m.reg.MustRegister(m.submissions, m.ends, m.cycle, m.startDelay, m.reclaims, &stateCollector{s: s})
 	return m
 }
 
@@ -42,6 +49,7 @@ func (m *metrics) submitted()                 { m.submissions.Inc() }
 func (m *metrics) ended(st api.JobState)      { m.ends.WithLabelValues(string(st)).Inc() }
 func (m *metrics) pass(d time.Duration)       { m.cycle.Observe(d.Seconds()) }
 func (m *metrics) started(wait time.Duration) { m.startDelay.Observe(wait.Seconds()) }
+func (m *metrics) reclaimed(k reclaimKind)    { m.reclaims.WithLabelValues(string(k)).Inc() }
 
 func (m *metrics) handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
@@ -53,13 +61,21 @@ var (
 	descGPUs     = prometheus.NewDesc("tide_gpus", "GPUs of registered nodes.", nil, nil)
 	descGPUAlloc = prometheus.NewDesc("tide_gpus_allocated", "GPUs allocated to jobs.", nil, nil)
 	descCPUAlloc = prometheus.NewDesc("tide_cpus_allocated", "CPUs allocated to jobs.", nil, nil)
+	descGPUWhole = prometheus.NewDesc("tide_gpus_allocated_whole", "GPUs allocated whole to one job.", nil, nil)
+	descGPUShare = prometheus.NewDesc("tide_gpus_shared", "GPUs shared by GPU slices.", nil, nil)
+	descGPUMemC  = prometheus.NewDesc("tide_gpu_mem_committed_bytes",
+		"GPU memory the slices of shared GPUs commit (may pass the GPUs' memory where partitions oversubscribe).", nil, nil)
+	descGPUMemS = prometheus.NewDesc("tide_gpu_mem_shared_bytes", "Physical memory of the shared GPUs.", nil, nil)
+	descGPUFrag = prometheus.NewDesc("tide_gpus_stranded",
+		"Fragmentation: free GPUs on usable nodes where no pending GPU job's per-node request fits (0 without pending GPU jobs).", nil, nil)
 )
 
 // stateCollector reads live state at scrape time.
 type stateCollector struct{ s *Server }
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descJobs, descNodes, descGPUs, descGPUAlloc, descCPUAlloc} {
+	for _, d := range []*prometheus.Desc{descJobs, descNodes, descGPUs, descGPUAlloc, descCPUAlloc,
+		descGPUWhole, descGPUShare, descGPUMemC, descGPUMemS, descGPUFrag} {
 		ch <- d
 	}
 }
@@ -75,13 +91,21 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		jobs[j.State]++
 	}
 	nodes := map[string]int{}
-	gpus, gpuAlloc, cpuAlloc := 0, 0, 0
+	gpus, gpuAlloc, cpuAlloc, whole, shared := 0, 0, 0, 0, 0
+	var committedMB, sharedMB int64
 	for _, n := range s.nodes {
 		nodes[n.SinfoState()]++
 		gpus += len(n.GPUs)
-		gpuAlloc += len(n.AllocGPUs)
+		gpuAlloc += n.GPUsInUse()
 		cpuAlloc += n.AllocCPUs
+		w, sh, _ := n.GPUCounts()
+		whole, shared = whole+w, shared+sh
+		for _, g := range n.SharedGPUs {
+			committedMB += g.MemMB
+			sharedMB += n.GPUMemoryMB(g.Index)
+		}
 	}
+	stranded := s.strandedGPUs()
 	s.mu.Unlock()
 	for st, n := range jobs {
 		ch <- prometheus.MustNewConstMetric(descJobs, prometheus.GaugeValue, float64(n), string(st))
@@ -92,4 +116,163 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descGPUs, prometheus.GaugeValue, float64(gpus))
 	ch <- prometheus.MustNewConstMetric(descGPUAlloc, prometheus.GaugeValue, float64(gpuAlloc))
 	ch <- prometheus.MustNewConstMetric(descCPUAlloc, prometheus.GaugeValue, float64(cpuAlloc))
+	ch <- prometheus.MustNewConstMetric(descGPUWhole, prometheus.GaugeValue, float64(whole))
+	ch <- prometheus.MustNewConstMetric(descGPUShare, prometheus.GaugeValue, float64(shared))
+	ch <- prometheus.MustNewConstMetric(descGPUMemC, prometheus.GaugeValue, float64(committedMB)*mib)
+	ch <- prometheus.MustNewConstMetric(descGPUMemS, prometheus.GaugeValue, float64(sharedMB)*mib)
+	ch <- prometheus.MustNewConstMetric(descGPUFrag, prometheus.GaugeValue, float64(stranded))
+}
+
+const mib = 1 << 20
+
+// maxShapes bounds the distinct pending request shapes strandedGPUs
+// tries per node, so that a scrape stays cheap with a queue of many odd
+// jobs; shapes past it are not tried (the figure can then only be
+// higher than the truth).
+const maxShapes = 256
+
+// gpuShape is what a pending GPU job needs on one node, at least: the
+// smallest per-node share of its GPUs, with its CPUs and memory.
+type gpuShape struct {
+	part     string
+	gpuType  string
+	gpus     int
+	cpus     int
+	memMB    int64
+	wholeMem bool
+	sliceMB  int64
+	slicePct int
+}
+
+// shapeOf is job j's smallest per-node GPU need (ok false for a job
+// that wants no GPU). It mirrors the scheduler's per-node slots: tasks
+// and GPUs spread evenly over the nodes, CPUs per task or per GPU,
+// memory per node, CPU or GPU.
+func shapeOf(j *api.Job, defMemPerCPU int64) (gpuShape, bool) {
+	n := j.ReqNodes()
+	tasks := j.TasksPerNode
+	if tasks == 0 {
+		tasks = max(j.ReqTasks()/n, 1)
+	}
+	var gpus int
+	switch {
+	case j.GPUsPerNode > 0:
+		gpus = j.GPUsPerNode
+	case j.GPUs > 0:
+		gpus = max(j.GPUs/n, 1)
+	case j.GPUsPerTask > 0:
+		gpus = j.GPUsPerTask * tasks
+	case j.Sliced():
+		gpus = 1
+	default:
+		return gpuShape{}, false
+	}
+	sh := gpuShape{part: j.Partition, gpuType: j.GPUType, gpus: gpus, cpus: max(tasks*j.ReqCPUsPerTask(), 1)}
+	if j.CPUsPerGPU > 0 {
+		sh.cpus = max(sh.cpus, gpus*j.CPUsPerGPU)
+	}
+	switch {
+	case j.MemPerNodeMB == api.MemWholeNode:
+		sh.wholeMem = true
+	case j.MemPerNodeMB > 0:
+		sh.memMB = j.MemPerNodeMB
+	case j.MemPerCPUMB > 0:
+		sh.memMB = j.MemPerCPUMB * int64(sh.cpus)
+	case j.MemPerGPUMB > 0:
+		sh.memMB = j.MemPerGPUMB * int64(gpus)
+	default:
+		sh.memMB = defMemPerCPU * int64(sh.cpus)
+	}
+	if j.GPUMemMB > 0 || j.GPUComputePct > 0 {
+		sh.sliceMB, sh.slicePct = j.GPUMemMB, j.GPUComputePct
+	}
+	return sh, true
+}
+
+// strandedGPUs is the fragmentation figure: free GPUs on usable nodes
+// where no pending GPU job's smallest per-node need fits now. It is 0
+// when no GPU job is pending: idle GPUs nobody asks for are not
+// fragmented. Computed at scrape time from live state, in O(shapes ×
+// nodes). Called with mu held.
+func (s *Server) strandedGPUs() int {
+	shapes := map[gpuShape]struct{}{}
+	for _, j := range s.jobs {
+		if j.State != api.StatePending || j.HoldKind != api.HoldNone || j.Hold {
+			continue
+		}
+		if sh, ok := shapeOf(j, s.cl.Scheduler.DefMemPerCPUMB); ok && len(shapes) < maxShapes {
+			shapes[sh] = struct{}{}
+		}
+	}
+	if len(shapes) == 0 {
+		return 0
+	}
+	stranded := 0
+	for _, n := range s.nodes {
+		if ok, _ := n.usable(); !ok {
+			continue
+		}
+		free := freeGPUs(n)
+		if free == 0 {
+			continue
+		}
+		fits := false
+		for sh := range shapes {
+			if s.shapeFits(n, sh, free) {
+				fits = true
+				break
+			}
+		}
+		if !fits {
+			stranded += free
+		}
+	}
+	return stranded
+}
+
+// freeGPUs counts n's healthy GPUs that no job holds.
+func freeGPUs(n *nodeRec) int {
+	free := 0
+	for _, d := range n.GPUs {
+		if (d.Health == "" || d.Health == gres.Healthy) && !slices.Contains(n.AllocGPUs, d.Index) {
+			free++
+		}
+	}
+	return free
+}
+
+// shapeFits reports whether sh fits n's free resources now; free is n's
+// free GPU count.
+func (s *Server) shapeFits(n *nodeRec, sh gpuShape, free int) bool {
+	if !slices.Contains(n.Partitions, sh.part) || n.CPUs-n.AllocCPUs < sh.cpus {
+		return false
+	}
+	if sh.gpuType != "" && !strings.EqualFold(sh.gpuType, n.GPUModel()) {
+		return false
+	}
+	if sh.wholeMem && n.AllocMemMB > 0 || n.MemoryMB-n.AllocMemMB < sh.memMB {
+		return false
+	}
+	if sh.sliceMB == 0 && sh.slicePct == 0 {
+		return free >= sh.gpus
+	}
+	p := s.partitions[sh.part]
+	if p == nil || !p.GPUSlicing {
+		return false
+	}
+	ratio := func(r float64) float64 {
+		if r <= 0 {
+			return 1
+		}
+		return r
+	}
+	memRatio, pctRatio := ratio(p.GPUMemOversubscribe), ratio(p.GPUComputeOversubscribe)
+	room := free
+	for _, g := range n.SharedGPUs {
+		if float64(g.MemMB+sh.sliceMB) <= float64(n.GPUMemoryMB(g.Index))*memRatio &&
+			float64(g.ComputePct+sh.slicePct) <= 100*pctRatio {
+			room++
+		}
+	}
+	return room >= sh.gpus
 }

@@ -34,11 +34,20 @@ type nodeRec struct {
 	// killSent remembers when a kill went out, to resend it only if the
 	// job outlives the kill wait.
 	killSent map[uint64]time.Time
+	// reclaimStuck remembers, per GPU index, the last "cannot reclaim"
+	// message, so that a GPU stuck over its watermark logs once, not on
+	// every heartbeat.
+	reclaimStuck map[int]string
+	// reclaimHold is, per GPU index, when reclaim may preempt there
+	// again: heartbeats repeat the node's last GPU reading for a few
+	// seconds, and a preempted slice takes a kill wait to leave.
+	reclaimHold map[int]time.Time
 }
 
 func newNodeRec(name string, cl *Cluster) *nodeRec {
 	n := &nodeRec{Node: api.Node{Name: name, State: api.NodeUnknown}, wake: make(chan struct{}), decl: cl.NodeDecl[name],
-		batch: map[uint64]*api.Job{}, killSent: map[uint64]time.Time{}}
+		batch: map[uint64]*api.Job{}, killSent: map[uint64]time.Time{},
+		reclaimStuck: map[int]string{}, reclaimHold: map[int]time.Time{}}
 	n.Switch = cl.Tree.LeafOf(name)
 	n.Features = n.decl.Features
 	for _, p := range cl.Partitions {
@@ -55,6 +64,9 @@ func (n *nodeRec) allocate(a api.NodeAlloc) {
 	n.AllocMemMB += a.MemoryMB
 	n.AllocGPUs = append(n.AllocGPUs, a.GPUs...)
 	sort.Ints(n.AllocGPUs)
+	if a.Sliced() {
+		n.shareGPUs(a.GPUs, 1, a.GPUMemMB, a.GPUComputePct)
+	}
 	n.updateState()
 }
 
@@ -67,7 +79,44 @@ func (n *nodeRec) release(a api.NodeAlloc) {
 			n.AllocGPUs = slices.Delete(n.AllocGPUs, i, i+1)
 		}
 	}
+	if a.Sliced() {
+		n.shareGPUs(a.GPUs, -1, -a.GPUMemMB, -a.GPUComputePct)
+	}
 	n.updateState()
+}
+
+// shareGPUs adds slices (or removes them, with negative amounts) to the
+// node's SharedGPUs: count slices and what each commits, on every GPU of
+// gpus. A GPU left with no slice is no longer shared. The list is
+// replaced, not edited, because listings share it outside the lock.
+func (n *nodeRec) shareGPUs(gpus []int, count int, memMB int64, pct int) {
+	out := slices.Clone(n.SharedGPUs)
+	for _, g := range gpus {
+		k := slices.IndexFunc(out, func(x api.GPUShare) bool { return x.Index == g })
+		if k < 0 {
+			out = append(out, api.GPUShare{Index: g})
+			k = len(out) - 1
+		}
+		out[k].Slices += count
+		out[k].MemMB += memMB
+		out[k].ComputePct += pct
+	}
+	out = slices.DeleteFunc(out, func(x api.GPUShare) bool { return x.Slices <= 0 })
+	slices.SortFunc(out, func(a, b api.GPUShare) int { return a.Index - b.Index })
+	if len(out) == 0 {
+		out = nil
+	}
+	n.SharedGPUs = out
+}
+
+// gpuShare returns what slices commit on GPU g (zero when not shared).
+func (n *nodeRec) gpuShare(g int) api.GPUShare {
+	for _, x := range n.SharedGPUs {
+		if x.Index == g {
+			return x
+		}
+	}
+	return api.GPUShare{Index: g}
 }
 
 // updateState derives the base state from registration, liveness and
@@ -84,7 +133,7 @@ func (n *nodeRec) updateState() {
 		n.State = api.NodeDown
 	case n.AllocCPUs == 0 && len(n.AllocGPUs) == 0:
 		n.State = api.NodeIdle
-	case n.AllocCPUs >= n.CPUs || (len(n.GPUs) > 0 && len(n.AllocGPUs) >= len(n.GPUs)):
+	case n.AllocCPUs >= n.CPUs || (len(n.GPUs) > 0 && n.GPUsInUse() >= len(n.GPUs)):
 		n.State = api.NodeAllocated
 	default:
 		n.State = api.NodeMixed
@@ -199,6 +248,7 @@ func (s *Server) sync(ctx context.Context, r api.NodeSyncRequest) (api.NodeSyncR
 	n.CPULoad, n.FreeMemMB = r.CPULoad, r.FreeMemMB
 	if r.GPUStatus != nil {
 		s.applyGPUStatus(n, r.GPUStatus)
+		s.reclaimGPUs(n, r.GPUStatus, r.GPUProcJobs)
 	}
 	if !n.Responding {
 		n.Responding = true

@@ -181,15 +181,30 @@ func (s *Server) releaseJob(j *api.Job) {
 // requeue returns an active or finished job to PENDING as a new
 // incarnation.
 func (s *Server) requeue(j *api.Job, now time.Time, msg string) {
+	// An active job carries the reason its requeue was asked for (GPU
+	// reclaim); a finished one carries how it ended, which is no reason
+	// to wait.
+	reason := api.ReasonNone
+	if j.State.Active() && j.Reason != "" {
+		reason = j.Reason
+	}
 	s.releaseJob(j)
-	j.State, j.Reason, j.ReasonDetail = api.StatePending, api.ReasonNone, ""
+	j.State, j.Reason, j.ReasonDetail = api.StatePending, reason, ""
 	j.Restarts++
 	j.Alloc, j.Launched, j.CancelRequested, j.RequeueRequested, j.TimedOut = nil, false, false, false, false
 	j.StartTime, j.EndTime, j.EligibleTime = time.Time{}, time.Time{}, now
 	j.Exit = api.ExitStatus{}
 	s.markDirty(j)
-	s.event(j, api.EventRequeue, "", msg, "")
+	s.event(j, api.EventRequeue, reasonWord(reason), msg, "")
 	s.Kick()
+}
+
+// reasonWord is an event's reason: "" for ReasonNone.
+func reasonWord(r api.ReasonCode) string {
+	if r == api.ReasonNone {
+		return ""
+	}
+	return string(r)
 }
 
 // checkNodes marks nodes that stopped syncing as not responding, and

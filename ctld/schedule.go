@@ -20,6 +20,7 @@ func (s *Server) snapshot() *sched.Snapshot {
 		snap.Partitions[name] = s.partInfo(p)
 	}
 	snap.Nodes = make([]sched.NodeInfo, 0, len(s.nodes))
+	shared := s.sharedGPUs()
 	for _, name := range s.cl.NodeOrder {
 		n := s.nodes[name]
 		ok, why := n.usable()
@@ -34,7 +35,7 @@ func (s *Server) snapshot() *sched.Snapshot {
 			CPUs: n.CPUs, FreeCPUs: n.CPUs - n.AllocCPUs, MemoryMB: n.MemoryMB, FreeMemMB: n.MemoryMB - n.AllocMemMB,
 			GPUModel: n.GPUModel(), GPUs: len(n.GPUs), FreeGPUs: free,
 			Idle: n.AllocCPUs == 0 && len(n.AllocGPUs) == 0 && n.AllocMemMB == 0, Switch: n.Switch,
-			Matrix: n.matrix,
+			Matrix: n.matrix, Shared: shared[name], GPUMemMB: gpuMemMB(n.GPUs),
 		})
 	}
 	for _, j := range s.jobs {
@@ -64,12 +65,16 @@ func (s *Server) schedulePass() {
 	s.metrics.pass(s.lastPass)
 
 	touched := map[string]bool{}
+	var shared map[string][]sched.SharedGPU
 	for _, st := range plan.Starts {
 		j := s.jobs[st.JobID]
 		if j == nil || j.State != api.StatePending {
 			continue
 		}
-		if !s.allocOK(st.Alloc) {
+		if shared == nil {
+			shared = s.sharedGPUs()
+		}
+		if !s.allocOK(st.Alloc, shared) {
 			// The plan no longer matches the nodes (should not happen
 			// under one lock); leave the job for the next pass.
 			s.log.Error("plan does not fit current state", "job_id", j.ID)
@@ -80,6 +85,9 @@ func (s *Server) schedulePass() {
 		j.Launched = false
 		for _, a := range st.Alloc {
 			s.nodes[a.Node].allocate(a)
+			if a.Sliced() {
+				shared[a.Node] = addSlices(shared[a.Node], a)
+			}
 		}
 		host := s.nodes[j.BatchHost()]
 		host.batch[j.ID] = j
@@ -113,19 +121,89 @@ func (s *Server) schedulePass() {
 	}
 }
 
+// sharedGPUs lists, per node, the GPUs that running slices hold and what
+// they commit, from the active jobs' allocations (the node records keep
+// only the GPU indices, a shared GPU once per slice). Called with mu
+// held.
+func (s *Server) sharedGPUs() map[string][]sched.SharedGPU {
+	out := map[string][]sched.SharedGPU{}
+	for _, j := range s.jobs {
+		if !j.State.Active() {
+			continue
+		}
+		for _, a := range j.Alloc {
+			if a.Sliced() {
+				out[a.Node] = addSlices(out[a.Node], a)
+			}
+		}
+	}
+	for _, sh := range out {
+		slices.SortFunc(sh, func(a, b sched.SharedGPU) int { return a.Index - b.Index })
+	}
+	return out
+}
+
+// addSlices adds the slices of a to a node's shared list.
+func addSlices(sh []sched.SharedGPU, a api.NodeAlloc) []sched.SharedGPU {
+	for _, g := range a.GPUs {
+		k := slices.IndexFunc(sh, func(x sched.SharedGPU) bool { return x.Index == g })
+		if k < 0 {
+			sh = append(sh, sched.SharedGPU{Index: g})
+			k = len(sh) - 1
+		}
+		sh[k].MemMB += a.GPUMemMB
+		sh[k].ComputePct += a.GPUComputePct
+		sh[k].Slices++
+	}
+	return sh
+}
+
 // allocOK re-verifies a plan's allocation against current node state
-// (Nomad's plan apply check): nothing is given twice.
-func (s *Server) allocOK(alloc []api.NodeAlloc) bool {
+// (Nomad's plan apply check): nothing is given twice. A whole GPU must
+// be in no allocation; a slice's GPU must be held by slices only (shared
+// is what they commit, updated by the caller as starts apply) and stay
+// within the GPU's memory and compute × the controller's highest ratio.
+func (s *Server) allocOK(alloc []api.NodeAlloc, shared map[string][]sched.SharedGPU) bool {
+	maxRatio := s.cl.Scheduler.MaxGPUOversubscribe
 	for _, a := range alloc {
 		n := s.nodes[a.Node]
 		if n == nil || n.CPUs-n.AllocCPUs < a.CPUs || n.MemoryMB-n.AllocMemMB < a.MemoryMB {
 			return false
 		}
 		for _, g := range a.GPUs {
-			if slices.Contains(n.AllocGPUs, g) || g < 0 || g >= len(n.GPUs) {
+			if g < 0 || g >= len(n.GPUs) {
+				return false
+			}
+			k := slices.IndexFunc(shared[a.Node], func(x sched.SharedGPU) bool { return x.Index == g })
+			if !a.Sliced() {
+				if slices.Contains(n.AllocGPUs, g) {
+					return false
+				}
+				continue
+			}
+			var mem int64
+			var pct, held int
+			if k >= 0 {
+				mem, pct, held = shared[a.Node][k].MemMB, shared[a.Node][k].ComputePct, shared[a.Node][k].Slices
+			}
+			if inUse := countOf(n.AllocGPUs, g); inUse != held ||
+				float64(mem+a.GPUMemMB) > float64(gpuMemMB(n.GPUs))*maxRatio ||
+				float64(pct+a.GPUComputePct) > 100*maxRatio {
+				// Held whole, or the slices would overflow the GPU.
 				return false
 			}
 		}
 	}
 	return true
+}
+
+// countOf counts x in xs.
+func countOf(xs []int, x int) int {
+	c := 0
+	for _, v := range xs {
+		if v == x {
+			c++
+		}
+	}
+	return c
 }

@@ -2,15 +2,19 @@ package ctld
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http/httptest"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/tide-hpc/tide/accounting"
 	"github.com/tide-hpc/tide/ctld/api"
@@ -487,5 +491,263 @@ func TestPlacementFollowsNVLinkIslands(t *testing.T) {
 	}
 	if island(a[0]) == island(b[0]) {
 		t.Fatalf("1-GPU job (%v) broke the island the 4-GPU job (%v) needed", a, b)
+	}
+}
+
+// registerBig registers node with 64 CPUs and eight 80 GB fake GPUs, so
+// that CPUs do not limit how many slices fit.
+func (h *harness) registerBig(node string) {
+	h.t.Helper()
+	gpus, _ := gres.Fake(node, gres.FakeConfig{Count: 8})
+	if _, err := h.s.register(api.NodeRegistration{Name: node, CPUs: 64, MemoryMB: 256 * 1024, GPUs: gpus}); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+// slicesPerGPU counts the running slices per GPU of node.
+func (h *harness) slicesPerGPU(node string, ids []uint64) map[int]int {
+	out := map[int]int{}
+	for _, id := range ids {
+		j := h.job(id)
+		if j.State != api.StateRunning {
+			continue
+		}
+		for _, a := range j.Alloc {
+			if a.Node == node && a.Sliced() {
+				for _, g := range a.GPUs {
+					out[g]++
+				}
+			}
+		}
+	}
+	return out
+}
+
+func TestGPUSlicesEndToEnd(t *testing.T) {
+	h := newHarness(t)
+	h.registerBig("gpu01")
+	whole := h.submit(api.JobSpec{GPUs: 4, NodeList: []string{"gpu01"}})
+	slice := h.submit(api.JobSpec{GPUMemMB: 8192, GPUComputePct: 10, NodeList: []string{"gpu01"}})
+	h.s.schedulePass()
+	w, s := h.job(whole), h.job(slice)
+	if w.State != api.StateRunning || s.State != api.StateRunning {
+		t.Fatalf("whole %s, slice %s; want both RUNNING (slice reason %s %s)", w.State, s.State, s.Reason, s.ReasonDetail)
+	}
+	sa := s.Alloc[0]
+	if len(sa.GPUs) != 1 || sa.GPUMemMB != 8192 || sa.GPUComputePct != 10 || slices.Contains(w.Alloc[0].GPUs, sa.GPUs[0]) {
+		t.Fatalf("slice alloc %+v next to whole GPUs %v", sa, w.Alloc[0].GPUs)
+	}
+
+	// Eleven more 8 GB slices: the shared GPU fills to 10 before a
+	// second GPU is touched, whole GPUs are never shared.
+	ids := []uint64{slice}
+	for range 11 {
+		ids = append(ids, h.submit(api.JobSpec{GPUMemMB: 8192, NodeList: []string{"gpu01"}}))
+	}
+	h.s.schedulePass()
+	per := h.slicesPerGPU("gpu01", ids)
+	if per[sa.GPUs[0]] != 10 || len(per) != 2 {
+		t.Fatalf("slices per GPU %v, want 10 on GPU %d and 2 on another", per, sa.GPUs[0])
+	}
+	for g := range per {
+		if slices.Contains(w.Alloc[0].GPUs, g) {
+			t.Fatalf("slice on GPU %d of the whole-GPU job %v", g, w.Alloc[0].GPUs)
+		}
+	}
+	// A restart rebuilds the shared GPUs from the running jobs: the
+	// next slice goes onto the partly filled second GPU, a whole-GPU
+	// job of 2 finds the 2 GPUs left.
+	h.restart()
+	h.registerBig("gpu01")
+	next := h.submit(api.JobSpec{GPUMemMB: 8192, NodeList: []string{"gpu01"}})
+	two := h.submit(api.JobSpec{GPUs: 2, NodeList: []string{"gpu01"}})
+	three := h.submit(api.JobSpec{GPUs: 3, NodeList: []string{"gpu01"}})
+	h.s.schedulePass()
+	per = h.slicesPerGPU("gpu01", append(ids, next))
+	if len(per) != 2 || h.job(next).State != api.StateRunning {
+		t.Fatalf("after restart slices per GPU %v, next %s", per, h.job(next).State)
+	}
+	if h.job(two).State != api.StateRunning || h.job(three).State != api.StatePending {
+		t.Fatalf("whole jobs: 2 GPUs %s, 3 GPUs %s %s", h.job(two).State, h.job(three).State, h.job(three).ReasonDetail)
+	}
+	if d := h.job(three).ReasonDetail; !strings.Contains(d, "InsufficientGPU") {
+		t.Errorf("3-GPU job detail %q", d)
+	}
+}
+
+func TestGPUSliceSubmit(t *testing.T) {
+	offConfig := strings.Replace(testConfig, `max_time: "1:00:00"}`, `max_time: "1:00:00", gpu_slicing: false}`, 1)
+	ratioConfig := strings.Replace(testConfig, `max_time: "1:00:00"}`, `max_time: "1:00:00", gpu_mem_oversubscribe: 1.2, shards_per_gpu: 4}`, 1)
+	tests := []struct {
+		name     string
+		config   string
+		register bool
+		spec     api.JobSpec
+		err      string
+		// wantMB is the slice memory the stored job asks for.
+		wantMB int64
+	}{
+		{name: "fits", register: true, spec: api.JobSpec{GPUMemMB: 8192}, wantMB: 8192},
+		{name: "oversized", register: true, spec: api.JobSpec{GPUMemMB: 96 * 1024},
+			err: "Requested node configuration is not available (GPU slice of 96G memory requested, GPUs of partition gpu take at most 80G"},
+		{name: "oversized-fits-ratio", config: ratioConfig, register: true, spec: api.JobSpec{GPUMemMB: 96 * 1024}, wantMB: 96 * 1024},
+		{name: "before-registration", spec: api.JobSpec{GPUMemMB: 96 * 1024}, wantMB: 96 * 1024},
+		{name: "slicing-off", config: offConfig, register: true, spec: api.JobSpec{GPUMemMB: 8192},
+			err: "partition gpu does not allow GPU slices (gpu_slicing: false)"},
+		{name: "whole-gpus-slicing-off", config: offConfig, register: true, spec: api.JobSpec{GPUs: 2}},
+		{name: "compute-over-100", register: true, spec: api.JobSpec{GPUComputePct: 150}, err: "--gpu-compute must be a percentage"},
+		{name: "shards", register: true, spec: api.JobSpec{GPUShards: 2}, wantMB: 20 * 1024},
+		{name: "shards-per-gpu-4", config: ratioConfig, register: true, spec: api.JobSpec{GPUShards: 1}, wantMB: 20 * 1024},
+		{name: "too-many-shards", register: true, spec: api.JobSpec{GPUShards: 9}, err: "GPU slice of 90G memory requested"},
+		{name: "shards-before-registration", spec: api.JobSpec{GPUShards: 1}, err: "--gres=shard cannot be sized yet"},
+		{name: "shards-and-mem-disagree", register: true, spec: api.JobSpec{GPUShards: 1, GPUMemMB: 1024}, err: "disagree"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			config := tt.config
+			if config == "" {
+				config = testConfig
+			}
+			h := newHarnessWith(t, config)
+			if tt.register {
+				h.register("gpu01")
+				h.register("gpu02")
+			}
+			spec := tt.spec
+			spec.Script, spec.WorkDir = "#!/bin/sh\n", "/tmp"
+			resp, err := h.s.submit(context.Background(), h.alice, api.SubmitRequest{Spec: spec})
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) || !errors.Is(err, api.ErrInvalidArgument) {
+					t.Fatalf("submit error %v, want an invalid-argument error containing %q", err, tt.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := h.job(resp.JobID).GPUMemMB; got != tt.wantMB {
+				t.Errorf("stored slice %d MB, want %d", got, tt.wantMB)
+			}
+		})
+	}
+}
+
+// gpuSync sends a heartbeat with GPU gpu of node showing the given use
+// per job (one process per job, pid 100+job id) and reports every job of
+// running as running.
+func (h *harness) gpuSync(node string, gpu int, use map[uint64]int64, running ...api.NodeJobReport) api.NodeSyncResponse {
+	h.t.Helper()
+	st := gres.Status{Index: gpu, Health: gres.Healthy}
+	pids := map[int]uint64{}
+	for id, mb := range use {
+		pid := 100 + int(id)
+		st.Processes = append(st.Processes, gres.ProcUsage{PID: pid, MemMB: mb})
+		st.MemUsedMB += mb
+		pids[pid] = id
+	}
+	slices.SortFunc(st.Processes, func(a, b gres.ProcUsage) int { return a.PID - b.PID })
+	resp, err := h.s.sync(context.Background(), api.NodeSyncRequest{Name: node, Jobs: running,
+		GPUStatus: []gres.Status{st}, GPUProcJobs: pids})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return resp
+}
+
+// trail lists a job's events as "kind/reason".
+func (h *harness) trail(id uint64) []string {
+	h.t.Helper()
+	ev, err := h.s.store.Events(context.Background(), id)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	var out []string
+	for _, e := range ev {
+		out = append(out, e.Kind+"/"+e.Reason)
+	}
+	return out
+}
+
+func TestGPUMemReclaim(t *testing.T) {
+	h := newHarness(t)
+	h.registerBig("gpu01")
+	on := []string{"gpu01"}
+	whole := h.submit(api.JobSpec{GPUs: 4, NodeList: on})
+	hi := h.submit(api.JobSpec{GPUMemMB: 8 * 1024, NodeList: on})
+	lo1 := h.submit(api.JobSpec{GPUMemMB: 8 * 1024, NodeList: on, Nice: 100})
+	h.s.schedulePass()
+	h.clock.add(time.Minute)
+	lo2 := h.submit(api.JobSpec{GPUMemMB: 8 * 1024, NodeList: on, Nice: 100})
+	h.s.schedulePass()
+	g := h.job(hi).Alloc[0].GPUs[0]
+	for _, id := range []uint64{lo1, lo2} {
+		if a := h.job(id).Alloc; h.job(id).State != api.StateRunning || a[0].GPUs[0] != g {
+			t.Fatalf("job %d: %s on %v, want RUNNING on shared GPU %d", id, h.job(id).State, a, g)
+		}
+	}
+	all := []api.NodeJobReport{running(whole, 0), running(hi, 0), running(lo1, 0), running(lo2, 0)}
+	h.sync("gpu01", all...)
+
+	// Job hi overruns its 8G slice to 62G: 78G of 80G in use, above the
+	// 76G watermark, with 56G uncommitted: hi grows, nobody is
+	// preempted.
+	resp := h.gpuSync("gpu01", g, map[uint64]int64{hi: 62 * 1024, lo1: 8 * 1024, lo2: 8 * 1024}, all...)
+	if got := h.job(hi).Alloc[0].GPUMemMB; got != 62*1024 {
+		t.Fatalf("hi's slice is %d MB after the overrun, want grown to %d", got, 62*1024)
+	}
+	for _, id := range []uint64{lo1, lo2, whole} {
+		if j := h.job(id); j.State != api.StateRunning || j.RequeueRequested {
+			t.Fatalf("job %d %s (requeue %v) after a grow", id, j.State, j.RequeueRequested)
+		}
+	}
+	if len(resp.Signals) != 0 {
+		t.Fatalf("signals after a grow: %+v", resp.Signals)
+	}
+	if sh := h.s.nodeList().Nodes[0].SharedGPUs; len(sh) != 1 || sh[0].Index != g || sh[0].MemMB != 78*1024 || sh[0].Slices != 3 {
+		t.Fatalf("shared GPUs %+v, want GPU %d with 3 slices committing 78G", sh, g)
+	}
+	if tr := h.trail(hi); !slices.Contains(tr, "reclaim/GPUMemReclaim") {
+		t.Fatalf("hi's trail %v has no reclaim event", tr)
+	}
+
+	// hi grows on to 66G: only 2G are uncommitted, so the
+	// lowest-priority slice goes, the newer of the two at nice 100.
+	resp = h.gpuSync("gpu01", g, map[uint64]int64{hi: 66 * 1024, lo1: 6 * 1024, lo2: 6 * 1024}, all...)
+	j := h.job(lo2)
+	if j.State != api.StateCompleting || !j.RequeueRequested || j.Reason != api.ReasonGPUMemReclaim {
+		t.Fatalf("lo2 %s requeue=%v reason %s, want COMPLETING on its way to a requeue for GPUMemReclaim", j.State, j.RequeueRequested, j.Reason)
+	}
+	if len(resp.Signals) != 1 || resp.Signals[0].JobID != lo2 || !resp.Signals[0].Kill {
+		t.Fatalf("signals %+v, want a kill of job %d in the same answer", resp.Signals, lo2)
+	}
+	for _, id := range []uint64{hi, lo1, whole} {
+		if j := h.job(id); j.State != api.StateRunning {
+			t.Fatalf("job %d %s, only lo2 should be preempted", id, j.State)
+		}
+	}
+	if got := h.job(hi).Alloc[0].GPUMemMB; got != 62*1024 {
+		t.Errorf("hi's slice %d MB: it must not grow past the GPU", got)
+	}
+
+	// The same readings while lo2 is being killed change nothing more.
+	h.gpuSync("gpu01", g, map[uint64]int64{hi: 66 * 1024, lo1: 6 * 1024, lo2: 6 * 1024}, all...)
+	if j := h.job(lo1); j.State != api.StateRunning {
+		t.Fatalf("lo1 %s while lo2 is already leaving", j.State)
+	}
+
+	// lo2 ends: it is back to PENDING for another run, and its trail
+	// says why at each step.
+	h.gpuSync("gpu01", g, map[uint64]int64{hi: 66 * 1024, lo1: 6 * 1024},
+		running(whole, 0), running(hi, 0), running(lo1, 0), api.NodeJobReport{JobID: lo2, State: api.NodeJobFinished, Exit: api.ExitStatus{Signal: 15}})
+	j = h.job(lo2)
+	if j.State != api.StatePending || j.Restarts != 1 || j.Reason != api.ReasonGPUMemReclaim {
+		t.Fatalf("lo2 after its end: %s restarts=%d reason %s", j.State, j.Restarts, j.Reason)
+	}
+	want := []string{"submit/None", "start/", "launch/", "reclaim/GPUMemReclaim", "requeue/GPUMemReclaim"}
+	if diff := cmp.Diff(want, h.trail(lo2)); diff != "" {
+		t.Errorf("lo2's trail (-want +got):\n%s", diff)
+	}
+	if tr := h.trail(lo1); slices.ContainsFunc(tr, func(e string) bool { return strings.HasPrefix(e, "reclaim") }) {
+		t.Errorf("lo1 was touched: %v", tr)
 	}
 }

@@ -82,14 +82,7 @@ func (s *Server) updateJob(c caller, j *api.Job, u api.JobUpdate) error {
 			if j.CancelRequested {
 				return fmt.Errorf("Job is being cancelled for job %d", j.ID)
 			}
-			j.RequeueRequested = true
-			j.State = api.StateCompleting
-			if n := s.nodes[j.BatchHost()]; n != nil {
-				n.notify()
-			}
-			if !j.Launched {
-				s.requeue(j, s.now(), "requeued by "+c.user+" before launch")
-			}
+			s.requeueActive(j, api.ReasonNone, "requeued by "+c.user+" before launch")
 		default:
 			s.requeue(j, s.now(), "requeued by "+c.user)
 		}
@@ -101,6 +94,27 @@ func (s *Server) updateJob(c caller, j *api.Job, u api.JobUpdate) error {
 	}
 	s.markDirty(j)
 	return nil
+}
+
+// requeueActive ends the running incarnation of active job j and
+// requeues it: the batch host is told to kill it, and the job returns to
+// PENDING when the node reports the end (at once, with unlaunched as the
+// trail message, when no node has started it yet). A reason other than
+// ReasonNone stays on the job until then and goes with the requeue event,
+// so that a preempted job says why. Called with mu held.
+func (s *Server) requeueActive(j *api.Job, reason api.ReasonCode, unlaunched string) {
+	j.RequeueRequested = true
+	j.State = api.StateCompleting
+	if reason != api.ReasonNone {
+		j.Reason = reason
+	}
+	s.markDirty(j)
+	if n := s.nodes[j.BatchHost()]; n != nil {
+		n.notify()
+	}
+	if !j.Launched {
+		s.requeue(j, s.now(), unlaunched)
+	}
 }
 
 // updateFields handles scontrol update JobId=… Key=Value.

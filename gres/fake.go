@@ -1,7 +1,11 @@
 package gres
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"strings"
 	"sync"
 )
@@ -146,12 +150,48 @@ func fakeUUID(node string, idx int) string {
 
 // FakeSource is the Source of development clusters and tests: Fake's
 // inventory, healthy and idle unless a test says otherwise with
-// MarkUnhealthy or SetUsage.
+// MarkUnhealthy or SetUsage, or a usage file (SetUsageFile) says so.
 type FakeSource struct {
 	cfg FakeConfig
 
 	mu     sync.Mutex
 	status []Status // nil until first needed
+	// usageFile, when set, is read on every Status call.
+	usageFile string
+	procJobs  map[int]uint64
+}
+
+// FakeUsageFile is the name of the usage file tided's fake source reads
+// in the node's state directory: writing it drives a fake GPU's memory
+// use, for the local cluster and tests of reclaim.
+const FakeUsageFile = "gpu-usage.json"
+
+// FakeUsage is the content of a fake usage file:
+//
+//	{"gpus": [{"index": 2, "mem_used_mb": 78000, "util_pct": 90,
+//	           "processes": [{"pid": 4242, "mem_mb": 70000, "job_id": 17}]}]}
+//
+// GPUs it does not list keep their readings. MemUsedMB 0 with processes
+// means the sum of their memory.
+type FakeUsage struct {
+	GPUs []FakeGPUUsage `json:"gpus"`
+}
+
+// FakeGPUUsage is one GPU's readings in a fake usage file.
+type FakeGPUUsage struct {
+	Index     int        `json:"index"`
+	MemUsedMB int64      `json:"mem_used_mb,omitempty"`
+	UtilPct   int        `json:"util_pct,omitempty"`
+	Processes []FakeProc `json:"processes,omitempty"`
+}
+
+// FakeProc is one process of a fake usage file. JobID, when set, tells
+// which job the process belongs to: fake pids need not exist, so the
+// node could not find out from /proc.
+type FakeProc struct {
+	PID   int    `json:"pid"`
+	MemMB int64  `json:"mem_mb"`
+	JobID uint64 `json:"job_id,omitempty"`
 }
 
 var _ Source = (*FakeSource)(nil)
@@ -179,7 +219,33 @@ func (f *FakeSource) Inventory(node string) ([]Device, error) {
 	return devs, nil
 }
 
-// Status returns a copy of every GPU's current fake status.
+// SetUsageFile makes every later Status call read path (a FakeUsage) and
+// apply it over the current readings; a missing file changes nothing.
+// An empty path stops reading.
+func (f *FakeSource) SetUsageFile(path string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.usageFile = path
+}
+
+// ProcJobs returns the pid → job map of the usage file as last read
+// (nil when it names no job), so that the node can report which job a
+// fake process belongs to.
+func (f *FakeSource) ProcJobs() map[int]uint64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.procJobs) == 0 {
+		return nil
+	}
+	out := make(map[int]uint64, len(f.procJobs))
+	for pid, id := range f.procJobs {
+		out[pid] = id
+	}
+	return out
+}
+
+// Status returns a copy of every GPU's current fake status, after
+// applying the usage file when one is set.
 func (f *FakeSource) Status() ([]Status, error) {
 	if f.cfg.Count < 0 || f.cfg.Count > 64 {
 		return nil, fmt.Errorf("fake gpu count %d: must be between 0 and 64", f.cfg.Count)
@@ -187,6 +253,9 @@ func (f *FakeSource) Status() ([]Status, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	st := f.statusLocked()
+	if err := f.readUsageLocked(st); err != nil {
+		return nil, err
+	}
 	out := make([]Status, len(st))
 	for i, s := range st {
 		out[i] = s
@@ -232,4 +301,44 @@ func (f *FakeSource) statusLocked() []Status {
 		}
 	}
 	return f.status
+}
+
+// readUsageLocked applies the usage file, if any, to st and records its
+// pid → job map.
+func (f *FakeSource) readUsageLocked(st []Status) error {
+	if f.usageFile == "" {
+		return nil
+	}
+	data, err := os.ReadFile(f.usageFile)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("fake gpu usage: %w", err)
+	}
+	var u FakeUsage
+	if err := json.Unmarshal(data, &u); err != nil {
+		return fmt.Errorf("fake gpu usage %s: %w", f.usageFile, err)
+	}
+	jobs := map[int]uint64{}
+	for _, g := range u.GPUs {
+		if g.Index < 0 || g.Index >= len(st) {
+			return fmt.Errorf("fake gpu usage %s: no gpu %d (have %d)", f.usageFile, g.Index, len(st))
+		}
+		cur := &st[g.Index]
+		cur.MemUsedMB, cur.UtilPct, cur.Processes = g.MemUsedMB, g.UtilPct, nil
+		var sum int64
+		for _, p := range g.Processes {
+			cur.Processes = append(cur.Processes, ProcUsage{PID: p.PID, MemMB: p.MemMB})
+			sum += max(p.MemMB, 0)
+			if p.JobID != 0 {
+				jobs[p.PID] = p.JobID
+			}
+		}
+		if cur.MemUsedMB == 0 {
+			cur.MemUsedMB = sum
+		}
+	}
+	f.procJobs = jobs
+	return nil
 }

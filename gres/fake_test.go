@@ -2,6 +2,8 @@ package gres
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -190,5 +192,58 @@ func TestFakeSourceBadConfig(t *testing.T) {
 	}
 	if _, err := src.Status(); err == nil {
 		t.Error("Status accepted 99 GPUs")
+	}
+}
+
+func TestFakeSourceUsageFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), FakeUsageFile)
+	tests := []struct {
+		name string
+		// file is the usage file's content; "" means no file.
+		file string
+		want []Status
+		jobs map[int]uint64
+		err  string
+	}{
+		{name: "no-file", want: []Status{{Index: 0, Health: Healthy}, {Index: 1, Health: Healthy}}},
+		{name: "processes-sum",
+			file: `{"gpus": [{"index": 1, "util_pct": 80, "processes": [{"pid": 7, "mem_mb": 30000, "job_id": 12}, {"pid": 8, "mem_mb": -1}]}]}`,
+			want: []Status{{Index: 0, Health: Healthy},
+				{Index: 1, Health: Healthy, MemUsedMB: 30000, UtilPct: 80, Processes: []ProcUsage{{PID: 7, MemMB: 30000}, {PID: 8, MemMB: -1}}}},
+			jobs: map[int]uint64{7: 12}},
+		{name: "explicit-total",
+			file: `{"gpus": [{"index": 0, "mem_used_mb": 78000, "processes": [{"pid": 9, "mem_mb": 70000}]}]}`,
+			want: []Status{{Index: 0, Health: Healthy, MemUsedMB: 78000, Processes: []ProcUsage{{PID: 9, MemMB: 70000}}},
+				{Index: 1, Health: Healthy}}},
+		{name: "unknown-gpu", file: `{"gpus": [{"index": 5}]}`, err: "no gpu 5"},
+		{name: "not-json", file: `{"gpus": [`, err: "fake gpu usage"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			os.Remove(path)
+			if tt.file != "" {
+				if err := os.WriteFile(path, []byte(tt.file), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			src := NewFake(FakeConfig{Count: 2})
+			src.SetUsageFile(path)
+			st, err := src.Status()
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("error %v, want one containing %q", err, tt.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, st); diff != "" {
+				t.Errorf("status (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.jobs, src.ProcJobs()); diff != "" {
+				t.Errorf("pid → job (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

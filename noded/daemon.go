@@ -302,9 +302,10 @@ func (d *Daemon) syncOnce(ctx context.Context) (resp api.NodeSyncResponse, sent 
 	d.syncCancel, d.woken = cancel, false
 	d.mu.Unlock()
 	defer cancel()
+	gst := d.gpuHeartbeat(false)
 	resp, err = d.api.Sync(sctx, api.NodeSyncRequest{
 		Name: d.cfg.Name, Jobs: sent, WaitMS: int(hb / time.Millisecond), CPULoad: load, FreeMemMB: free,
-		GPUStatus: d.gpuHeartbeat(false),
+		GPUStatus: gst, GPUProcJobs: d.gpuProcJobs(gst),
 	})
 	d.mu.Lock()
 	woken = d.woken

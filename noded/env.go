@@ -145,6 +145,9 @@ func BuildEnv(spec *api.LaunchSpec, node string) []string {
 			// For containers (the NVIDIA runtime selects by UUID).
 			set("NVIDIA_VISIBLE_DEVICES", strings.Join(spec.GPUUUIDs, ","))
 		}
+		if mine.Sliced() {
+			setSliceEnv(set, mine)
+		}
 	}
 	for _, k := range ours.keys {
 		e.set(k, ours.vals[k])
@@ -155,6 +158,31 @@ func BuildEnv(spec *api.LaunchSpec, node string) []string {
 		}
 	}
 	return e.list()
+}
+
+// setSliceEnv sets the limits of a job's GPU slices, for the CUDA MPS
+// client (they bind only where an MPS control daemon serves the GPU;
+// without one CUDA ignores them) and, as TIDE_GPU_MEM_MB and
+// TIDE_GPU_COMPUTE_PCT, for frameworks that cap themselves.
+//
+// CUDA_MPS_PINNED_DEVICE_MEM_LIMIT is NVIDIA's comma list of
+// "ordinal=limit" with the ordinals CUDA gives the visible devices
+// (0..n-1 after CUDA_VISIBLE_DEVICES), the limit in MB ("0=8192M").
+// CUDA_MPS_ACTIVE_THREAD_PERCENTAGE is one percentage for every device.
+func setSliceEnv(set func(k, v string), a api.NodeAlloc) {
+	if a.GPUMemMB > 0 {
+		limit := strconv.FormatInt(a.GPUMemMB, 10) + "M"
+		parts := make([]string, len(a.GPUs))
+		for i := range a.GPUs {
+			parts[i] = strconv.Itoa(i) + "=" + limit
+		}
+		set("CUDA_MPS_PINNED_DEVICE_MEM_LIMIT", strings.Join(parts, ","))
+		set("TIDE_GPU_MEM_MB", strconv.FormatInt(a.GPUMemMB, 10))
+	}
+	if a.GPUComputePct > 0 {
+		set("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", strconv.Itoa(a.GPUComputePct))
+		set("TIDE_GPU_COMPUTE_PCT", strconv.Itoa(a.GPUComputePct))
+	}
 }
 
 // tideTwin names the TIDE_* twin of a SLURM_* variable.

@@ -63,6 +63,15 @@ func TestBuildEnv(t *testing.T) {
 		{name: "env-no-path", node: "n2", edit: func(s *api.LaunchSpec) {
 			s.Env = nil
 		}},
+		{name: "env-gpu-slice", node: "n1", edit: func(s *api.LaunchSpec) {
+			s.JobID, s.Name = 6, "infer"
+			s.Alloc = []api.NodeAlloc{{Node: "n1", CPUs: 2, GPUs: []int{3}, GPUMemMB: 8192, GPUComputePct: 10, Tasks: 1}}
+			s.GPUUUIDs = []string{"GPU-dddd"}
+		}},
+		{name: "env-gpu-slices-mem-only", node: "n1", edit: func(s *api.LaunchSpec) {
+			s.JobID, s.Name = 7, "infer2"
+			s.Alloc = []api.NodeAlloc{{Node: "n1", CPUs: 2, GPUs: []int{1, 6}, GPUMemMB: 20480, Tasks: 1}}
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,8 +1,13 @@
 package noded
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"time"
 
 	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
@@ -20,7 +25,11 @@ const gpuStatusEvery = 5 * time.Second
 func (d *Daemon) openGPUs() error {
 	switch d.cfg.GPUs.Source {
 	case GPUSourceFake:
-		d.gpuSrc = gres.NewFake(d.cfg.GPUs.Fake)
+		// The local cluster and tests drive fake memory use through a
+		// file in the state directory (see gres.FakeUsage).
+		fake := gres.NewFake(d.cfg.GPUs.Fake)
+		fake.SetUsageFile(filepath.Join(d.cfg.StateDir, gres.FakeUsageFile))
+		d.gpuSrc = fake
 	case GPUSourceStatic:
 		src, err := gres.NewStatic(d.cfg.GPUs.Static)
 		if err != nil {
@@ -99,4 +108,93 @@ func (d *Daemon) watchGPUs(ctx context.Context) {
 	if err := d.nvml.WatchHealth(ctx, nil, events); err != nil && ctx.Err() == nil {
 		d.log.Error("GPU health watch stopped", "err", err)
 	}
+}
+
+// procJobSource is a GPU source that knows which job each of its
+// processes belongs to (the fake, whose pids need not exist).
+type procJobSource interface {
+	ProcJobs() map[int]uint64
+}
+
+// gpuProcJobs maps the pids of st's GPU processes to the jobs they belong
+// to, for the controller's reclaim: a process belongs to the job whose
+// pid is its session id (every job runs in a session of its own; a
+// process that starts its own session escapes and stays unattributed).
+// It returns nil when nothing is attributed.
+func (d *Daemon) gpuProcJobs(st []gres.Status) map[int]uint64 {
+	var out map[int]uint64
+	if src, ok := d.gpuSrc.(procJobSource); ok {
+		out = src.ProcJobs()
+	}
+	var pids []int
+	for _, g := range st {
+		for _, p := range g.Processes {
+			if _, done := out[p.PID]; !done {
+				pids = append(pids, p.PID)
+			}
+		}
+	}
+	if len(pids) == 0 {
+		return out
+	}
+	// Job pid (= session id) → job, read from the supervisors' pid files
+	// for jobs whose pid tided has not needed yet.
+	sessions := map[int]uint64{}
+	d.mu.Lock()
+	for _, j := range d.jobs {
+		if j.finished() {
+			continue
+		}
+		if j.pid.PID == 0 {
+			if id, err := readIdentity(filepath.Join(j.dir, filePID)); err == nil {
+				j.pid = id
+			}
+		}
+		if j.pid.PID > 0 {
+			sessions[j.pid.PID] = j.ref.JobID
+		}
+	}
+	d.mu.Unlock()
+	for _, pid := range pids {
+		sid, err := procSession(pid)
+		if err != nil {
+			continue
+		}
+		if id, ok := sessions[sid]; ok {
+			if out == nil {
+				out = map[int]uint64{}
+			}
+			out[pid] = id
+		}
+	}
+	return out
+}
+
+// procSession reads the session id of pid from /proc/<pid>/stat.
+func procSession(pid int) (int, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	return parseSession(data)
+}
+
+// parseSession returns field 6 (session) of a /proc/<pid>/stat line. The
+// command name may hold spaces and parentheses, so fields are counted
+// from the last ')'.
+func parseSession(data []byte) (int, error) {
+	i := bytes.LastIndexByte(data, ')')
+	if i < 0 || i+2 >= len(data) {
+		return 0, fmt.Errorf("malformed stat line %q", data)
+	}
+	// After ") " come state (3), ppid (4), pgrp (5), session (6).
+	f := strings.Fields(string(data[i+2:]))
+	if len(f) < 4 {
+		return 0, fmt.Errorf("malformed stat line %q", data)
+	}
+	sid, err := strconv.Atoi(f[3])
+	if err != nil {
+		return 0, fmt.Errorf("malformed session in stat line: %w", err)
+	}
+	return sid, nil
 }

@@ -374,25 +374,39 @@ func (r *row) allocTRES() string {
 		a := r.j.Alloc[0]
 		return sortedTRES(map[string]string{
 			"cpu": itoaPos(a.CPUs), "mem": memPos(a.MemoryMB), "node": "1", "gres/gpu": itoaPos(len(a.GPUs)),
+			"gres/gpumem": gpuMemPos(a.GPUMemMB * int64(len(a.GPUs))),
 		})
 	}
-	var mem int64
+	var mem, gpuMem int64
 	for _, a := range r.j.Alloc {
 		mem += a.MemoryMB
+		gpuMem += a.GPUMemMB * int64(len(a.GPUs))
 	}
 	cpus := r.j.AllocCPUs()
 	return sortedTRES(map[string]string{
 		"billing": itoaPos(cpus), "cpu": itoaPos(cpus), "mem": memPos(mem),
-		"node": itoaPos(len(r.j.Alloc)), "gres/gpu": itoaPos(r.j.AllocGPUs()),
+		"node": itoaPos(len(r.j.Alloc)), "gres/gpu": itoaPos(r.j.AllocGPUs()), "gres/gpumem": gpuMemPos(gpuMem),
 	})
 }
 
+// reqTRES is what the job asks for; a sliced job adds its slices' GPU
+// memory as gres/gpumem, as AllocTRES and scontrol do.
 func reqTRES(j *api.Job) string {
 	cpus := jobfmt.ReqCPUs(j)
 	return sortedTRES(map[string]string{
 		"billing": itoaPos(cpus), "cpu": itoaPos(cpus), "mem": memPos(jobfmt.ReqMemMB(j)),
 		"node": itoaPos(j.ReqNodes()), "gres/gpu": itoaPos(j.ReqGPUs()),
+		"gres/gpumem": gpuMemPos(j.GPUMemMB * int64(j.ReqGPUs())),
 	})
+}
+
+// gpuMemPos prints slice memory as scontrol's TRES do ("16G"), "" for
+// none. A slice grown by GPU memory reclaim shows its grown size.
+func gpuMemPos(mb int64) string {
+	if mb <= 0 {
+		return ""
+	}
+	return api.FormatMemMB(mb)
 }
 
 // sortedTRES prints TRES the way sacct does: keys sorted, zero counts

@@ -53,6 +53,9 @@ func orNull(s string) string {
 type tres struct {
 	cpu, node, billing, gpus int
 	memMB                    int64
+	// gpuMemMB is the GPU memory of a sliced job's slices (Tide's
+	// gres/gpumem), 0 for whole GPUs.
+	gpuMemMB int64
 }
 
 func (t tres) String() string {
@@ -69,6 +72,9 @@ func (t tres) String() string {
 	add("node", t.node)
 	add("billing", t.billing)
 	add("gres/gpu", t.gpus)
+	if t.gpuMemMB > 0 {
+		parts = append(parts, "gres/gpumem="+jobfmt.Mem(t.gpuMemMB))
+	}
 	return strings.Join(parts, ",")
 }
 

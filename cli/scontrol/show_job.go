@@ -169,13 +169,16 @@ func (o *Options) jobRecord(j *api.Job, now time.Time, models map[string]string)
 	if j.GPUType != "" {
 		gpuType = j.GPUType + ":"
 	}
+	slice := sliceSuffix(j)
 	switch {
 	case j.GPUs > 0:
-		r.add("TresPerJob=gres:gpu:%s%d", gpuType, j.GPUs)
+		r.add("TresPerJob=gres:gpu:%s%d%s", gpuType, j.GPUs, slice)
 	case j.GPUsPerNode > 0:
-		r.add("TresPerNode=gres:gpu:%s%d", gpuType, j.GPUsPerNode)
+		r.add("TresPerNode=gres:gpu:%s%d%s", gpuType, j.GPUsPerNode, slice)
 	case j.GPUsPerTask > 0:
-		r.add("TresPerTask=gres:gpu:%s%d", gpuType, j.GPUsPerTask)
+		r.add("TresPerTask=gres:gpu:%s%d%s", gpuType, j.GPUsPerTask, slice)
+	case j.Sliced():
+		r.add("TresPerNode=gres:gpu:%s1%s", gpuType, slice)
 	}
 	if j.MailUser != "" {
 		r.add("MailUser=%s MailType=%s", j.MailUser, orDefault(j.MailType, "NONE"))
@@ -260,17 +263,36 @@ func numCPUs(j *api.Job) int {
 }
 
 // jobTRES is the allocated TRES, or the requested one before allocation.
+// A sliced job adds its slices' GPU memory as gres/gpumem.
 func jobTRES(j *api.Job) string {
 	if len(j.Alloc) > 0 {
-		var mem int64
+		var mem, gpuMem int64
 		for _, a := range j.Alloc {
 			mem += a.MemoryMB
+			gpuMem += a.GPUMemMB * int64(len(a.GPUs))
 		}
 		cpus := j.AllocCPUs()
-		return tres{cpu: cpus, memMB: mem, node: len(j.Alloc), billing: cpus, gpus: j.AllocGPUs()}.String()
+		return tres{cpu: cpus, memMB: mem, node: len(j.Alloc), billing: cpus, gpus: j.AllocGPUs(), gpuMemMB: gpuMem}.String()
 	}
 	cpus := jobfmt.ReqCPUs(j)
-	return tres{cpu: cpus, memMB: jobfmt.ReqMemMB(j), node: j.ReqNodes(), billing: cpus, gpus: j.ReqGPUs()}.String()
+	return tres{cpu: cpus, memMB: jobfmt.ReqMemMB(j), node: j.ReqNodes(), billing: cpus, gpus: j.ReqGPUs(),
+		gpuMemMB: j.GPUMemMB * int64(j.ReqGPUs())}.String()
+}
+
+// sliceSuffix is a sliced job's slice size after its GPU count (Tide):
+// ",gpumem:8G,gpucompute:10", or ",shard:2" for --gres=shard.
+func sliceSuffix(j *api.Job) string {
+	var b strings.Builder
+	switch {
+	case j.GPUShards > 0:
+		fmt.Fprintf(&b, ",shard:%d", j.GPUShards)
+	case j.GPUMemMB > 0:
+		b.WriteString(",gpumem:" + api.FormatMemMB(j.GPUMemMB))
+	}
+	if j.GPUComputePct > 0 {
+		fmt.Fprintf(&b, ",gpucompute:%d", j.GPUComputePct)
+	}
+	return b.String()
 }
 
 func minCPUsNode(j *api.Job) int {

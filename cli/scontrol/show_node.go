@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -91,7 +92,16 @@ func (o *Options) nodeRecord(n *api.Node, now time.Time) *record {
 		r.add("Gres=(null)")
 	}
 	if o.Details && len(n.GPUs) > 0 {
-		r.add("GresUsed=%s(IDX:%s)", gresString(model, len(n.AllocGPUs)), jobfmt.IdxRanges(n.AllocGPUs))
+		// AllocGPUs lists a GPU shared by slices once per slice.
+		used := slices.Compact(slices.Sorted(slices.Values(n.AllocGPUs)))
+		r.add("GresUsed=%s(IDX:%s)", gresString(model, len(used)), jobfmt.IdxRanges(used))
+	}
+	if len(n.GPUs) > 0 {
+		whole, shared, free := n.GPUCounts()
+		r.add("GPUTot=%d GPUWhole=%d GPUShared=%d GPUFree=%d", len(n.GPUs), whole, shared, free)
+		if len(n.SharedGPUs) > 0 {
+			r.add("SharedGPUs=%s", jobfmt.SharedGPUs(n))
+		}
 	}
 	addr := n.Addr
 	if h, _, err := net.SplitHostPort(addr); err == nil {
@@ -124,7 +134,7 @@ func (o *Options) nodeRecord(n *api.Node, now time.Time) *record {
 	}
 	r.add("LastBusyTime=%s", lastBusy)
 	r.add("CfgTRES=%s", tres{cpu: n.CPUs, memMB: n.MemoryMB, billing: n.CPUs, gpus: len(n.GPUs)})
-	r.add("AllocTRES=%s", tres{cpu: n.AllocCPUs, memMB: n.AllocMemMB, gpus: len(n.AllocGPUs)})
+	r.add("AllocTRES=%s", tres{cpu: n.AllocCPUs, memMB: n.AllocMemMB, gpus: n.GPUsInUse()})
 	r.add("CapWatts=n/a")
 	r.add("CurrentWatts=0 AveWatts=0")
 	r.add("ExtSensorsJoules=n/s ExtSensorsWatts=0 ExtSensorsTemp=n/s")

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tide-hpc/tide/cli/scontrol/jobfmt"
 	"github.com/tide-hpc/tide/cli/slurmfmt"
 	"github.com/tide-hpc/tide/ctld/api"
 	"github.com/tide-hpc/tide/gres"
@@ -217,7 +218,7 @@ func gresUsed(_ *env, n *api.Node) string {
 // gpuCounts returns a node's allocated, idle and total GPUs. GPUs of a
 // drained, down or silent node, and unhealthy GPUs, are not idle.
 func gpuCounts(n *api.Node) (alloc, idle, total int) {
-	total, alloc = len(n.GPUs), len(n.AllocGPUs)
+	total, alloc = len(n.GPUs), n.GPUsInUse()
 	if unavailable(n) {
 		return alloc, 0, total
 	}
@@ -427,6 +428,29 @@ var nodeFields = []nodeField{
 	{names: []string{"StateComplete"}, header: "STATECOMPLETE", key: stateComplete, value: perNode(stateComplete)},
 	// GPUsState is Tide's GPU counterpart of CPUsState.
 	{names: []string{"GPUsState"}, header: "GPUS(A/I/T)", value: gpuStates},
+	// GPUsShared splits allocated GPUs into whole and shared by slices
+	// (Tide); GPUShared lists each shared GPU's slices and committed
+	// memory.
+	{names: []string{"GPUsShared"}, header: "GPUS(W/S/I/T)", value: gpuShares},
+	{names: []string{"GPUShared"}, header: "GPU_SHARED", key: gpuShared, value: perNode(gpuShared)},
+}
+
+// gpuShares sums whole-allocated, shared, idle and total GPUs over a
+// record's nodes ("3/1/4/8").
+func gpuShares(_ *env, dst []byte, r *record) []byte {
+	var w, s, i, t int
+	for _, n := range r.nodes {
+		nw, ns, _ := n.GPUCounts()
+		_, ni, nt := gpuCounts(n)
+		w, s, i, t = w+nw, s+ns, i+ni, t+nt
+	}
+	return appendCounts(dst, w, s, i, t)
+}
+
+// gpuShared is a node's shared GPUs with their slices and committed
+// memory, "(null)" for none.
+func gpuShared(_ *env, n *api.Node) string {
+	return slurmfmt.OrNull(jobfmt.SharedGPUs(n))
 }
 
 func stateComplete(_ *env, n *api.Node) string {

@@ -7,6 +7,7 @@ import (
 	goldenpkg "github.com/tide-hpc/tide/internal/golden"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -54,6 +55,16 @@ func troubled(f *clitest.FakeAPI) {
 	f.Partitions = append(f.Partitions, api.Partition{Name: "empty", State: "UP", MaxTime: 600})
 }
 
+// sharedGPUs makes GPU 7 of gpu01 shared by three slices and GPU 5 of
+// gpu02 by one, so that whole and shared GPUs show apart.
+func sharedGPUs(f *clitest.FakeAPI) {
+	n1, n2 := &f.NodeRecs[0], &f.NodeRecs[1]
+	n1.AllocGPUs = append(slices.Clone(n1.AllocGPUs), 7, 7, 7)
+	n1.SharedGPUs = []api.GPUShare{{Index: 7, Slices: 3, MemMB: 24 * 1024, ComputePct: 30}}
+	n2.AllocGPUs = append(slices.Clone(n2.AllocGPUs), 5)
+	n2.SharedGPUs = []api.GPUShare{{Index: 5, Slices: 1, MemMB: 8 * 1024}}
+}
+
 func TestGolden(t *testing.T) {
 	tests := []struct {
 		name   string
@@ -91,6 +102,8 @@ func TestGolden(t *testing.T) {
 		{name: "troubled-summarize", args: []string{"-s"}, mutate: troubled},
 		{name: "troubled-gpus", args: []string{"--gpus"}, mutate: troubled},
 		{name: "json", args: []string{"--json"}},
+		{name: "O-gpu-shared", args: []string{"-N", "-O", "NodeList:8,GPUsState:12,GPUsShared:14,GPUShared:60"}, mutate: sharedGPUs},
+		{name: "O-gpu-shared-partition", args: []string{"-O", "Partition:8,GPUsShared:14,NodeList"}, mutate: sharedGPUs},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

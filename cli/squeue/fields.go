@@ -440,15 +440,37 @@ func appendGres(dst []byte, j *api.Job, n int) []byte {
 func gresOrNA(n func(j *api.Job) int) func(*env, []byte, *api.Job) []byte {
 	return func(_ *env, dst []byte, j *api.Job) []byte {
 		if c := n(j); c > 0 {
-			return appendGres(dst, j, c)
+			return appendSlice(appendGres(dst, j, c), j)
 		}
 		return append(dst, "N/A"...)
 	}
 }
 
+// appendSlice appends a sliced job's slice size (Tide):
+// ",gpumem:8G,gpucompute:10", or ",shard:2" for --gres=shard.
+func appendSlice(dst []byte, j *api.Job) []byte {
+	if j.GPUShards > 0 {
+		dst = append(dst, ",shard:"...)
+		dst = strconv.AppendInt(dst, int64(j.GPUShards), 10)
+	} else if j.GPUMemMB > 0 {
+		dst = append(dst, ",gpumem:"...)
+		dst = append(dst, api.FormatMemMB(j.GPUMemMB)...)
+	}
+	if j.GPUComputePct > 0 {
+		dst = append(dst, ",gpucompute:"...)
+		dst = strconv.AppendInt(dst, int64(j.GPUComputePct), 10)
+	}
+	return dst
+}
+
 var (
 	tresPerJob  = gresOrNA(func(j *api.Job) int { return j.GPUs })
-	tresPerNode = gresOrNA(func(j *api.Job) int { return j.GPUsPerNode })
+	tresPerNode = gresOrNA(func(j *api.Job) int {
+		if j.GPUsPerNode == 0 && j.GPUs == 0 && j.GPUsPerTask == 0 && j.Sliced() {
+			return 1 // a slice without a count is one per node
+		}
+		return j.GPUsPerNode
+	})
 	tresPerTask = gresOrNA(func(j *api.Job) int { return j.GPUsPerTask })
 )
 

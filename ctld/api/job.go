@@ -146,7 +146,18 @@ type JobSpec struct {
 	GPUsPerNode int    `json:"gpus_per_node,omitempty"`
 	GPUsPerTask int    `json:"gpus_per_task,omitempty"`
 	GPUType     string `json:"gpu_type,omitempty"`
-	Exclusive   bool   `json:"exclusive,omitempty"`
+	// GPUMemMB (--gpu-mem) and GPUComputePct (--gpu-compute, 1-100) turn
+	// the job's GPUs into slices: each GPU count above then means that
+	// many slices of this size on as many different GPUs, and without a
+	// count one slice per node. GPUShards (--gres=shard:N) asks for N
+	// shards of one GPU; the controller turns it into GPUMemMB at submit
+	// (a shard is the GPU memory divided by the partition's
+	// shards_per_gpu) and keeps it for display. --gres=mps:PCT sets
+	// GPUComputePct.
+	GPUMemMB      int64 `json:"gpu_mem_mb,omitempty"`
+	GPUComputePct int   `json:"gpu_compute_pct,omitempty"`
+	GPUShards     int   `json:"gpu_shards,omitempty"`
+	Exclusive     bool  `json:"exclusive,omitempty"`
 	// Switches (--switches=N[@wait]) asks for at most N leaf switches
 	// under the job's nodes, waiting up to SwitchWait seconds from when
 	// the job became eligible before taking any placement.
@@ -196,9 +207,18 @@ type NodeAlloc struct {
 	Node     string `json:"node"`
 	CPUs     int    `json:"cpus"`
 	MemoryMB int64  `json:"memory_mb"`
-	GPUs     []int  `json:"gpus,omitempty"`
-	Tasks    int    `json:"tasks"`
+	// GPUs are the GPU indices the job uses on the node: whole GPUs, or,
+	// when GPUMemMB or GPUComputePct is set, GPUs that the job shares
+	// with other slices, one slice of that size on each.
+	GPUs          []int `json:"gpus,omitempty"`
+	GPUMemMB      int64 `json:"gpu_mem_mb,omitempty"`
+	GPUComputePct int   `json:"gpu_compute_pct,omitempty"`
+	Tasks         int   `json:"tasks"`
 }
+
+// Sliced reports whether the allocation's GPUs are slices of shared
+// GPUs rather than whole GPUs.
+func (a *NodeAlloc) Sliced() bool { return a.GPUMemMB > 0 || a.GPUComputePct > 0 }
 
 // Job is the controller's record of one job.
 type Job struct {
@@ -312,7 +332,9 @@ func (s *JobSpec) ReqCPUsPerTask() int {
 	return 1
 }
 
-// ReqGPUs is the total GPU count the job asks for over all its nodes.
+// ReqGPUs is the total GPU count the job asks for over all its nodes:
+// whole GPUs, or for a sliced job the GPUs its slices go on (one per
+// node when no count is given).
 func (s *JobSpec) ReqGPUs() int {
 	switch {
 	case s.GPUs > 0:
@@ -321,8 +343,16 @@ func (s *JobSpec) ReqGPUs() int {
 		return s.GPUsPerNode * s.ReqNodes()
 	case s.GPUsPerTask > 0:
 		return s.GPUsPerTask * s.ReqTasks()
+	case s.Sliced():
+		return s.ReqNodes()
 	}
 	return 0
+}
+
+// Sliced reports whether the job asks for GPU slices (memory, compute
+// or shards of shared GPUs) rather than whole GPUs.
+func (s *JobSpec) Sliced() bool {
+	return s.GPUMemMB > 0 || s.GPUComputePct > 0 || s.GPUShards > 0
 }
 
 // SubmitRequest is the body of POST /api/v1/jobs.
@@ -427,6 +457,10 @@ const (
 	EventUpdate   = "update"
 	EventNodeFail = "node_fail"
 	EventLaunch   = "launch"
+	// EventReclaim records a GPU memory reclaim step that changed a
+	// running job without ending it (a slice grown into free memory), or
+	// why reclaim could not act.
+	EventReclaim = "reclaim"
 )
 
 // AuditRecord records who did what to which object.

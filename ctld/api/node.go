@@ -51,6 +51,44 @@ type Node struct {
 	FreeMemMB  int64     `json:"free_mem_mb"`
 	// GPUStatus is the last health and usage the node reported.
 	GPUStatus []gres.Status `json:"gpu_status,omitempty"`
+	// SharedGPUs lists the GPUs that running slices hold, in index order,
+	// with what the slices commit on each. A GPU is free, whole-allocated
+	// (in AllocGPUs but not here) or shared (here). The controller
+	// replaces the slice on every change, never edits it in place.
+	SharedGPUs []GPUShare `json:"shared_gpus,omitempty"`
+}
+
+// GPUShare is one GPU held by slices and what they commit on it, so that
+// sinfo, scontrol and metrics can show how full shared GPUs are without
+// summing every job's allocation.
+type GPUShare struct {
+	Index  int `json:"index"`
+	Slices int `json:"slices"`
+	// MemMB is the slices' committed memory; it may pass the GPU's
+	// memory when the partition oversubscribes, and grows when reclaim
+	// records a slice that overran.
+	MemMB      int64 `json:"mem_mb"`
+	ComputePct int   `json:"compute_pct,omitempty"`
+}
+
+// GPUCounts splits the node's GPUs into whole-allocated, shared by
+// slices and free (unhealthy free GPUs included), for sinfo, scontrol
+// and metrics.
+func (n *Node) GPUCounts() (whole, shared, free int) {
+	inUse := n.GPUsInUse()
+	shared = len(n.SharedGPUs)
+	return max(inUse-shared, 0), shared, max(len(n.GPUs)-inUse, 0)
+}
+
+// GPUMemoryMB returns the memory of GPU index (0 when the node does not
+// report it).
+func (n *Node) GPUMemoryMB(index int) int64 {
+	for i := range n.GPUs {
+		if n.GPUs[i].Index == index {
+			return n.GPUs[i].MemoryMB
+		}
+	}
+	return 0
 }
 
 // GPUModel returns the model of the node's GPUs ("" without GPUs).
@@ -59,6 +97,18 @@ func (n *Node) GPUModel() string {
 		return ""
 	}
 	return n.GPUs[0].ModelShort()
+}
+
+// GPUsInUse counts the distinct GPUs that jobs hold, whole or by
+// slices. AllocGPUs lists a shared GPU once per slice on it, so its
+// length overcounts; node state (ALLOCATED only when every GPU is in
+// use) and GPU metrics should use this count.
+func (n *Node) GPUsInUse() int {
+	seen := make(map[int]struct{}, len(n.AllocGPUs))
+	for _, g := range n.AllocGPUs {
+		seen[g] = struct{}{}
+	}
+	return len(seen)
 }
 
 // SinfoState is sinfo's short state: idle, mix, alloc, drain, drng, down,
@@ -117,8 +167,22 @@ type Partition struct {
 	// Comm is the default --comm of the partition's jobs.
 	Comm string `json:"comm,omitempty"`
 	// Spread places jobs on the emptiest nodes first (policy spread).
-	Spread bool   `json:"spread,omitempty"`
-	State  string `json:"state"`
+	Spread bool `json:"spread,omitempty"`
+	// GPUSlicing lets jobs take slices of shared GPUs (--gpu-mem,
+	// --gpu-compute, --gres=shard/mps). GPUMemOversubscribe and
+	// GPUComputeOversubscribe are the ratios a shared GPU's committed
+	// memory and compute may reach (1.0 = exactly its capacity); 0 reads
+	// as 1.0. ShardsPerGPU divides a GPU's memory into --gres=shard units.
+	GPUSlicing              bool    `json:"gpu_slicing"`
+	GPUMemOversubscribe     float64 `json:"gpu_mem_oversubscribe,omitempty"`
+	GPUComputeOversubscribe float64 `json:"gpu_compute_oversubscribe,omitempty"`
+	ShardsPerGPU            int     `json:"shards_per_gpu,omitempty"`
+	// GPUMemHighWatermark is the fraction of a shared GPU's physical
+	// memory above which the controller reclaims (grows the slice that
+	// overran, else preempts the lowest-priority slice); see
+	// docs/operations.md. 0 reads as the controller's default.
+	GPUMemHighWatermark float64 `json:"gpu_mem_high_watermark,omitempty"`
+	State               string  `json:"state"`
 	// Priority is the partition's priority tier (Slurm's PriorityTier).
 	Priority int `json:"priority_tier,omitempty"`
 }
@@ -209,6 +273,11 @@ type NodeSyncRequest struct {
 	GPUStatus []gres.Status `json:"gpu_status,omitempty"`
 	CPULoad   float64       `json:"cpu_load,omitempty"`
 	FreeMemMB int64         `json:"free_mem_mb,omitempty"`
+	// GPUProcJobs maps the host pids of GPUStatus's processes to the jobs
+	// they belong to, as far as the node can tell (a process in a job's
+	// session). The controller uses it to find the slice that overran a
+	// shared GPU; pids missing here are not attributed to any job.
+	GPUProcJobs map[int]uint64 `json:"gpu_proc_jobs,omitempty"`
 }
 
 // NodeSyncResponse carries the controller's commands for a node.

@@ -27,6 +27,10 @@ const (
 	// ReasonTopology: the job waits for a placement within its
 	// --switches limit (until its wait runs out).
 	ReasonTopology ReasonCode = "Topology"
+	// ReasonGPUMemReclaim: the job's GPU slice was preempted (requeued)
+	// or grown because a shared GPU's memory use crossed its high
+	// watermark.
+	ReasonGPUMemReclaim ReasonCode = "GPUMemReclaim"
 )
 
 // Detail codes used in per-node diagnosis histograms.
@@ -34,11 +38,17 @@ const (
 	DetailInsufficientCPU    = "InsufficientCPU"
 	DetailInsufficientMemory = "InsufficientMemory"
 	DetailInsufficientGPU    = "InsufficientGPU"
-	DetailGPUType            = "NoMatchingGPUModel"
-	DetailNodeDrained        = "NodeDrained"
-	DetailNodeDown           = "NodeDown"
-	DetailNodeExcluded       = "NodeExcluded"
-	DetailNodeNotRequested   = "NodeNotRequested"
-	DetailNodeBusy           = "NodeNotIdle"
-	DetailNoNVLinkSet        = "NoNVLinkSet"
+	// DetailInsufficientGPUMem: the node has GPUs a slice may use, but
+	// too few with the slice's memory left under their cap (GPU memory
+	// × the partition's gpu_mem_oversubscribe).
+	DetailInsufficientGPUMem = "InsufficientGPUMem"
+	// DetailInsufficientGPUCompute: as above for compute percent.
+	DetailInsufficientGPUCompute = "InsufficientGPUCompute"
+	DetailGPUType                = "NoMatchingGPUModel"
+	DetailNodeDrained            = "NodeDrained"
+	DetailNodeDown               = "NodeDown"
+	DetailNodeExcluded           = "NodeExcluded"
+	DetailNodeNotRequested       = "NodeNotRequested"
+	DetailNodeBusy               = "NodeNotIdle"
+	DetailNoNVLinkSet            = "NoNVLinkSet"
 )

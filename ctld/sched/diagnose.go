@@ -158,8 +158,8 @@ func (p *pass) explainImpossible(r *Request) string {
 	}
 	largest, smallest := &r.Slots[base], &r.Slots[len(r.Slots)-1]
 
-	var maxCPUs, maxGPUs, eligible, fit int
-	var maxMem int64
+	var maxCPUs, maxGPUs, eligible, fit, maxPct int
+	var maxMem, maxGPUMem int64
 	modelSeen := r.GPUType == ""
 	for _, i := range ps.members {
 		if p.nodes[i].required == r.stamp {
@@ -175,6 +175,10 @@ func (p *pass) explainImpossible(r *Request) string {
 		}
 		eligible++
 		maxCPUs, maxGPUs, maxMem = max(maxCPUs, v.FreeCPUs), max(maxGPUs, len(v.FreeGPUs)), max(maxMem, v.FreeMemMB)
+		if r.Sliced {
+			gm, gp := r.sliceCaps(v.Info)
+			maxGPUMem, maxPct = max(maxGPUMem, gm), max(maxPct, gp)
+		}
 		if p.chain.check(r, smallest, v) == "" {
 			fit++
 		}
@@ -186,6 +190,8 @@ func (p *pass) explainImpossible(r *Request) string {
 		return fmt.Sprintf("no node of partition %s is left after -w/-x", part)
 	case largest.GPUs > maxGPUs:
 		return fmt.Sprintf("%d GPUs per node requested, nodes of partition %s have at most %d", largest.GPUs, part, maxGPUs)
+	case r.Sliced && explainSlice(largest, part, maxGPUMem, maxPct) != "":
+		return explainSlice(largest, part, maxGPUMem, maxPct)
 	case largest.CPUs > maxCPUs:
 		return fmt.Sprintf("%d CPUs per node requested, nodes of partition %s have at most %d", largest.CPUs, part, maxCPUs)
 	case largest.MemMB > maxMem:
@@ -201,7 +207,9 @@ func slotText(s *Slot) string {
 	if s.MemMB > 0 {
 		t += ", " + strconv.FormatInt(s.MemMB, 10) + " MB"
 	}
-	if s.GPUs > 0 {
+	if s.GPUs > 0 && s.Sliced() {
+		t += ", " + strconv.Itoa(s.GPUs) + " GPU slices of " + strings.TrimPrefix(sliceText(s), "slice ")
+	} else if s.GPUs > 0 {
 		t += ", " + strconv.Itoa(s.GPUs) + " GPUs"
 	}
 	return t
@@ -268,6 +276,9 @@ func CheckFeasible(spec *api.JobSpec, part *PartitionInfo, nodes []NodeInfo, cfg
 		return false, fmt.Sprintf("%d nodes requested, partition %s has %d", r.Nodes, part.Name, n)
 	}
 	p.fillRequest(spec)
+	if why := slicingRefused(r, part); why != "" {
+		return false, why
+	}
 	if p.fitsEmpty(r, true) {
 		return true, ""
 	}

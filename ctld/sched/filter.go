@@ -42,7 +42,10 @@ type NodeState struct {
 	// FreeGPUs holds the free indices in ascending order, owned by the
 	// pass; placements take from the front.
 	FreeGPUs []int
-	Idle     bool
+	// Shared holds the GPUs shared by slices with what they commit,
+	// owned by the pass; slices placed in the pass add to it.
+	Shared []SharedGPU
+	Idle   bool
 	// Reserved marks a node that a higher-priority pending job waits for
 	// (priority blocking): lower-priority jobs may not take it.
 	Reserved bool
@@ -254,12 +257,16 @@ func (nvlinkFilter) Check(_ *Request, s *Slot, n *NodeState) string {
 	return ""
 }
 
-// gpuFilter needs the slot's GPU count free.
+// gpuFilter needs the slot's GPU count free, or for a sliced slot that
+// many GPUs with room for one slice each (checkSlices).
 type gpuFilter struct{}
 
 func (gpuFilter) Name() string             { return "gpu" }
 func (gpuFilter) Relevant(r *Request) bool { return len(r.Slots) > 0 && r.Slots[0].GPUs > 0 }
-func (gpuFilter) Check(_ *Request, s *Slot, n *NodeState) string {
+func (gpuFilter) Check(r *Request, s *Slot, n *NodeState) string {
+	if s.Sliced() {
+		return checkSlices(r, s, n)
+	}
 	if len(n.FreeGPUs) < s.GPUs {
 		return api.DetailInsufficientGPU
 	}

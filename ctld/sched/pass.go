@@ -77,12 +77,17 @@ func newPass(snap *Snapshot, cfg Config) *pass {
 		partIdx: make(map[string]int, len(snap.Partitions)),
 	}
 
-	total, maxGPUs := 0, 0
+	total, maxGPUs, shared := 0, 0, 0
 	for i := range snap.Nodes {
 		total += len(snap.Nodes[i].FreeGPUs)
+		shared += len(snap.Nodes[i].Shared)
 		maxGPUs = max(maxGPUs, snap.Nodes[i].GPUs)
 	}
 	gpuBuf := make([]int, total)
+	var sharedBuf []SharedGPU
+	if shared > 0 {
+		sharedBuf = make([]SharedGPU, shared)
+	}
 	for i := range snap.Nodes {
 		info := &snap.Nodes[i]
 		free := gpuBuf[:len(info.FreeGPUs):len(info.FreeGPUs)]
@@ -92,12 +97,24 @@ func newPass(snap *Snapshot, cfg Config) *pass {
 			slices.Sort(free)
 		}
 		free = slices.Clip(slices.Compact(free))
+		// Each node's shared list is capped, so that slices placed in
+		// the pass append to a new array instead of the next node's.
+		sh := sharedBuf[:len(info.Shared):len(info.Shared)]
+		sharedBuf = sharedBuf[len(info.Shared):]
+		copy(sh, info.Shared)
+		if len(sh) > 0 {
+			// A shared GPU is never free too.
+			free = slices.DeleteFunc(free, func(g int) bool {
+				return slices.ContainsFunc(sh, func(x SharedGPU) bool { return x.Index == g })
+			})
+		}
 		p.nodes[i] = NodeState{
 			Info:      info,
 			Usable:    info.Usable,
 			FreeCPUs:  info.FreeCPUs,
 			FreeMemMB: info.FreeMemMB,
 			FreeGPUs:  free,
+			Shared:    sh,
 			Idle:      info.Idle,
 		}
 		if _, dup := p.byName[info.Name]; !dup {
@@ -229,7 +246,8 @@ func (p *pass) emptyView(i int) *NodeState {
 	return &p.view
 }
 
-// betterFit orders nodes for best fit: fewest free GPUs first (so whole
+// betterFit orders nodes for best fit: for slice jobs, most shared GPUs
+// with room for a slice first; then fewest free GPUs (so whole
 // free nodes stay free for big jobs), then fewest free CPUs, then (with
 // a switch tree) nodes on leaves already partly used, so whole leaves
 // stay free, then name.
@@ -241,6 +259,13 @@ func (p *pass) betterFit(a, b int) int {
 	sign := 1
 	if p.spread() {
 		sign = -1
+	}
+	if r := &p.req; r.Sliced && len(r.Slots) > 0 {
+		// Slices fill shared GPUs before they break a free one.
+		s := &r.Slots[len(r.Slots)-1]
+		if c := cmp.Compare(p.sharedFit(b, s), p.sharedFit(a, s)); c != 0 {
+			return sign * c
+		}
 	}
 	if c := cmp.Compare(len(na.FreeGPUs), len(nb.FreeGPUs)); c != 0 {
 		return sign * c

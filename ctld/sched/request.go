@@ -19,7 +19,14 @@ type Slot struct {
 	// WholeMem (--mem=0) needs the node's memory untouched and takes all
 	// of it.
 	WholeMem bool
+	// GPUMemMB and GPUComputePct, when either is set, make the slot's
+	// GPUs slices: one slice of this size on each of GPUs different GPUs.
+	GPUMemMB      int64
+	GPUComputePct int
 }
+
+// Sliced reports whether the slot's GPUs are slices of shared GPUs.
+func (s *Slot) Sliced() bool { return s.GPUMemMB > 0 || s.GPUComputePct > 0 }
 
 // Request is one pending job's ask, resolved once per job so that the
 // filters, read once per node, do no arithmetic on the JobSpec. The pass
@@ -57,6 +64,11 @@ type Request struct {
 	// NVLinkOnly (--comm=model) needs each node's GPUs inside one NVLink
 	// island.
 	NVLinkOnly bool
+	// Sliced is true when the slots ask for GPU slices; MemRatio and
+	// ComputeRatio are the partition's oversubscription ratios (>= the
+	// configured value, 1.0 when unset) that cap shared GPUs.
+	Sliced                 bool
+	MemRatio, ComputeRatio float64
 
 	// stamp marks the nodes this request excludes or requires in
 	// NodeState (>= 1, unique per job in a pass), so membership checks
@@ -71,7 +83,9 @@ type Request struct {
 // split the same way as tasks, else GPUsPerTask × tasks; memory is
 // MemPerNodeMB, else MemPerCPUMB × CPUs, else MemPerGPUMB × GPUs, else
 // defMemPerCPU × CPUs. MemPerNodeMB 0 means "not given" here, never "the
-// whole node".
+// whole node". A sliced spec (GPUMemMB or GPUComputePct) gives every
+// slot the slice size, and one slice per node when it names no GPU
+// count.
 func fillSlots(dst []Slot, s *api.JobSpec, n int, defMemPerCPU int64) []Slot {
 	dst = dst[:0]
 	if n < 1 {
@@ -113,6 +127,10 @@ func fillSlots(dst []Slot, s *api.JobSpec, n int, defMemPerCPU int64) []Slot {
 		if perTask {
 			gpus = s.GPUsPerTask * tasks
 		}
+		sliced := s.GPUMemMB > 0 || s.GPUComputePct > 0
+		if sliced && gBase == 0 && gRem == 0 && !perTask {
+			gpus = 1
+		}
 		cpus := max(tasks*cpt, 1)
 		if s.CPUsPerGPU > 0 {
 			cpus = max(cpus, gpus*s.CPUsPerGPU)
@@ -131,7 +149,11 @@ func fillSlots(dst []Slot, s *api.JobSpec, n int, defMemPerCPU int64) []Slot {
 		default:
 			mem = defMemPerCPU * int64(cpus)
 		}
-		dst = append(dst, Slot{Tasks: tasks, CPUs: cpus, MemMB: mem, GPUs: gpus, WholeMem: whole})
+		slot := Slot{Tasks: tasks, CPUs: cpus, MemMB: mem, GPUs: gpus, WholeMem: whole}
+		if sliced {
+			slot.GPUMemMB, slot.GPUComputePct = s.GPUMemMB, s.GPUComputePct
+		}
+		dst = append(dst, slot)
 	}
 	return dst
 }

@@ -31,13 +31,16 @@ func Schedule(snap *Snapshot, now time.Time, cfg Config) Plan {
 		return plan
 	}
 	p := newPass(snap, cfg)
+	pol := newPolicy(cfg, now)
 	jobs := orderPending(snap.Pending)
 	plan.Pending = make([]Decision, 0, len(jobs))
 	for _, job := range jobs {
-		if start, ok := p.schedule(job, now, &plan); ok {
+		if start, ok := p.schedule(job, now, &plan, pol); ok {
 			plan.Starts = append(plan.Starts, start)
+			pol.onStart(p, &start)
 		}
 	}
+	plan.Closed = pol.closed(p, &plan)
 	return plan
 }
 
@@ -72,8 +75,9 @@ func orderPending(pending []*api.Job) []*api.Job {
 }
 
 // schedule decides one job: it returns the Start when the job fits, or
-// appends its Decision to plan.
-func (p *pass) schedule(job *api.Job, now time.Time, plan *Plan) (Start, bool) {
+// appends its Decision to plan. pol applies cfg.Policy to jobs behind
+// one that does not fit.
+func (p *pass) schedule(job *api.Job, now time.Time, plan *Plan, pol *policy) (Start, bool) {
 	pend := func(reason api.ReasonCode, detail string) (Start, bool) {
 		plan.Pending = append(plan.Pending, Decision{JobID: job.ID, Reason: reason, Detail: detail})
 		return Start{}, false
@@ -83,7 +87,7 @@ func (p *pass) schedule(job *api.Job, now time.Time, plan *Plan) (Start, bool) {
 		return pend(reason, detail)
 	}
 	r := &p.req
-	if p.blockedByPriority(r.Part) {
+	if pol.blocks(p, r) {
 		return pend(api.ReasonPriority, detailPriority)
 	}
 	if p.cfg.MaxStarts > 0 && len(plan.Starts) >= p.cfg.MaxStarts {
@@ -95,11 +99,13 @@ func (p *pass) schedule(job *api.Job, now time.Time, plan *Plan) (Start, bool) {
 		return start, true
 	}
 	if p.topoWait {
+		pol.noFit(p, r, api.ReasonTopology)
 		return pend(api.ReasonTopology, fmt.Sprintf("waiting for %d nodes under at most %d leaf switches until %s",
 			r.Nodes, r.MaxLeaves, r.WaitUntil.UTC().Format(time.RFC3339)))
 	}
 	if p.hist.count(DetailReserved) > 0 {
 		// Nodes the job could use are held for a higher-priority job.
+		pol.noFit(p, r, api.ReasonPriority)
 		return pend(api.ReasonPriority, detailPriority)
 	}
 	reason, detail := p.diagnose(r)
@@ -108,9 +114,7 @@ func (p *pass) schedule(job *api.Job, now time.Time, plan *Plan) (Start, bool) {
 			detail += "; " + leaf
 		}
 	}
-	if reason == api.ReasonResources {
-		p.holdForPriority(r)
-	}
+	pol.noFit(p, r, reason)
 	return pend(reason, detail)
 }
 
@@ -163,6 +167,9 @@ func (p *pass) gate(job *api.Job, now time.Time) (reason api.ReasonCode, detail 
 		}
 	}
 	p.fillRequest(&job.JobSpec)
+	if why := slicingRefused(&p.req, ps.info); why != "" {
+		return api.ReasonBadConstraints, why, false
+	}
 	p.switchLimit(job, now)
 	return "", "", true
 }
@@ -197,7 +204,10 @@ func (p *pass) fillRequest(spec *api.JobSpec) {
 	r := &p.req
 	r.Slots = fillSlots(r.Slots, spec, r.Nodes, p.cfg.DefMemPerCPUMB)
 	r.AnyReserved = p.anyReserved
-	r.NVLinkOnly = spec.Comm == "model" && len(r.Slots) > 0 && r.Slots[0].GPUs > 1
+	r.Sliced = len(r.Slots) > 0 && r.Slots[0].Sliced()
+	part := p.parts[r.Part].info
+	r.MemRatio, r.ComputeRatio = ratioOr1(part.GPUMemRatio), ratioOr1(part.GPUComputeRatio)
+	r.NVLinkOnly = !r.Sliced && spec.Comm == "model" && len(r.Slots) > 0 && r.Slots[0].GPUs > 1
 	p.chain.prepare(r)
 }
 
@@ -247,6 +257,15 @@ func (p *pass) resolve(job *api.Job, pi int) (api.ReasonCode, string, bool) {
 // pass, chooses them and takes their resources. On failure p.hist holds
 // why nodes were turned away and p.cand the nodes that passed.
 func (p *pass) place(r *Request) (Start, bool) {
+	if !p.find(r) {
+		return Start{}, false
+	}
+	return p.commit(r), true
+}
+
+// find is place without taking anything: on success p.picked holds one
+// node per slot. Backfill runs it on a future copy of the nodes.
+func (p *pass) find(r *Request) bool {
 	ps := &p.parts[r.Part]
 	p.hist.reset(len(ps.members))
 	p.cand = p.cand[:0]
@@ -279,12 +298,9 @@ func (p *pass) place(r *Request) (Start, bool) {
 	}
 	p.hist.available = len(p.picked) + len(p.cand)
 	if !ok || len(p.picked)+len(p.cand) < r.Nodes {
-		return Start{}, false
+		return false
 	}
-	if !p.choose(r) {
-		return Start{}, false
-	}
-	return p.commit(r), true
+	return p.choose(r)
 }
 
 // choose fills p.picked (after the required nodes) with best-fit nodes
@@ -356,10 +372,15 @@ func (p *pass) commit(r *Request) Start {
 			mem = n.FreeMemMB
 		}
 		if r.Exclusive {
-			cpus, mem, gpus = n.FreeCPUs, n.FreeMemMB, len(n.FreeGPUs)
+			cpus, mem = n.FreeCPUs, n.FreeMemMB
+			if !s.Sliced() {
+				gpus = len(n.FreeGPUs)
+			}
 		}
 		var idx []int
 		switch {
+		case gpus > 0 && s.Sliced():
+			idx = p.takeSlices(n, r, s)
 		case gpus > 1 && r.NVLinkOnly && n.Info.Matrix != nil:
 			idx = p.takeLinked(n, gpus, n.bestIsland(gpus))
 		case gpus > 0 && n.Info.Matrix != nil:
@@ -375,6 +396,9 @@ func (p *pass) commit(r *Request) Start {
 		}
 		n.Idle = false
 		alloc[k] = api.NodeAlloc{Node: n.Info.Name, CPUs: cpus, MemoryMB: mem, GPUs: idx, Tasks: s.Tasks}
+		if len(idx) > 0 && s.Sliced() {
+			alloc[k].GPUMemMB, alloc[k].GPUComputePct = s.GPUMemMB, s.GPUComputePct
+		}
 	}
 	return Start{JobID: r.Job.ID, Alloc: alloc, TimeLimit: r.TimeLimit, Why: p.why(r)}
 }

@@ -24,8 +24,17 @@ type NodeInfo struct {
 	// GPUModel is the lower-case model of the node's GPUs ("" without).
 	GPUModel string
 	GPUs     int
-	// FreeGPUs lists the free GPU indices in ascending order.
+	// FreeGPUs lists the free GPU indices in ascending order: neither
+	// whole-allocated nor shared by slices.
 	FreeGPUs []int
+	// Shared lists the GPUs that running slices hold, with what they
+	// commit (see slices.go). An index is free, shared, or (in neither
+	// list) whole-allocated. GPUMemMB is the memory of each GPU (the
+	// smallest when they differ): 0 means unknown, so that memory slices
+	// never fit, and GPUMemUnknown (capacity views of nodes that have not
+	// registered yet) lets any slice fit.
+	Shared   []SharedGPU
+	GPUMemMB int64
 	// Idle is true when no job holds anything on the node (needed by
 	// --exclusive).
 	Idle bool
@@ -37,6 +46,21 @@ type NodeInfo struct {
 	// so NVLink islands stay whole); nil means no link data and the
 	// lowest free indices are taken. It is shared, never modified.
 	Matrix *topology.Matrix
+	// Releases lists what the node's running jobs give back and when
+	// their time limits expire (start + limit; jobs without a limit are
+	// left out). Only PolicyBackfill reads it, to compute when a blocked
+	// job could start; nil is fine for the other policies.
+	Releases []Release
+}
+
+// Release is what one running job frees on one node at its latest
+// expected end (start + time limit).
+type Release struct {
+	At    time.Time
+	CPUs  int
+	MemMB int64
+	// GPUs are the indices the job holds on the node.
+	GPUs []int
 }
 
 // PartitionInfo is a partition's limits and members.
@@ -51,6 +75,11 @@ type PartitionInfo struct {
 	// Spread places jobs on the emptiest nodes and leaves first instead
 	// of packing them (the default).
 	Spread bool
+	// NoGPUSlicing refuses GPU slices in the partition. GPUMemRatio and
+	// GPUComputeRatio cap what a shared GPU's slices may commit: its
+	// memory × GPUMemRatio and 100% × GPUComputeRatio (0 reads as 1.0).
+	NoGPUSlicing                 bool
+	GPUMemRatio, GPUComputeRatio float64
 }
 
 // Snapshot is the immutable input of one scheduling pass.
@@ -75,6 +104,9 @@ type Config struct {
 	// DefMemPerCPUMB is the memory reserved per CPU when a job asks for
 	// none (0 = memory is not reserved for such jobs).
 	DefMemPerCPUMB int64
+	// Policy decides what jobs behind one that does not fit may do (see
+	// backfill.go); the zero value is Tide's default, priority blocking.
+	Policy Policy
 }
 
 // Start is one job to start, with its allocation and why it went there.
@@ -102,4 +134,11 @@ type Plan struct {
 	Pending []Decision
 	// Now is the time the pass was computed for.
 	Now time.Time
+	// Closed lists, sorted, the partitions in which a job ordered after
+	// every job of the pass could not have started (every node reserved
+	// or unusable, a strict-FIFO block, or MaxStarts reached). Callers
+	// may then decide such jobs without a pass: the simulator schedules
+	// a deep queue in growing prefixes and stops at the first prefix
+	// that closes every partition.
+	Closed []string
 }

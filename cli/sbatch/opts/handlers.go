@@ -65,20 +65,47 @@ func setGPU(kind string) setFunc {
 			return err
 		}
 		st.gpu[kind] = r
+		if kind == gpuNode {
+			st.gpuFromGres = false
+		}
 		return nil
 	}
 }
 
 func setGres(st *state, v string, _ bool) error {
-	r, ok, err := parseGres(v)
+	r, err := parseGres(v)
 	if err != nil {
 		return err
 	}
-	if ok {
-		st.gpu[gpuNode] = r
-	} else {
+	// A later --gres replaces an earlier one whole; GPUs that
+	// --gpus-per-node gave stay when the new --gres names shards or mps
+	// only (N slices per node).
+	switch {
+	case r.HasGPU:
+		st.gpu[gpuNode], st.gpuFromGres = r.GPU, true
+	case st.gpuFromGres || r.Shards == 0 && r.MPS == 0:
 		delete(st.gpu, gpuNode)
+		st.gpuFromGres = false
 	}
+	st.gresShards, st.gresMPS = r.Shards, r.MPS
+	return nil
+}
+
+func setGPUMem(st *state, v string, _ bool) error {
+	mb, ok := parseSize(v)
+	if !ok || mb == 0 {
+		return errorf("Invalid --gpu-mem specification: %s", v)
+	}
+	st.gpuMem = mb
+	return nil
+}
+
+func setGPUCompute(st *state, v string, _ bool) error {
+	n, err := strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(v), "%"))
+	if err != nil || n < 1 || n > 100 {
+		return errorf("Invalid --gpu-compute specification: %s: a percentage of one GPU from 1 to 100", v)
+	}
+	st.gpuCompute = n
 	return nil
 }
 

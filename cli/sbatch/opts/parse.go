@@ -127,6 +127,13 @@ type state struct {
 	memBy [3]layer
 	// gpu holds the GPU requests by option; --gres=gpu is gpus-per-node.
 	gpu map[string]gpuReq
+	// gpuFromGres is true when gpu[gpuNode] came from --gres.
+	gpuFromGres bool
+	// Slices: --gpu-mem (MB) and --gpu-compute (percent), and what the
+	// last --gres asked for as shard and mps.
+	gpuMem              int64
+	gpuCompute          int
+	gresShards, gresMPS int
 
 	export  string
 	chdir   string
@@ -415,6 +422,15 @@ func (st *state) finishGPUs() error {
 	s.GPUs = st.gpu[gpuJob].Count
 	s.GPUsPerNode = st.gpu[gpuNode].Count
 	s.GPUsPerTask = st.gpu[gpuTask].Count
+	if st.gpuMem > 0 && st.gresShards > 0 {
+		return fail("--gpu-mem and --gres=shard are mutually exclusive: give the slice's memory one way")
+	}
+	s.GPUMemMB, s.GPUShards = st.gpuMem, st.gresShards
+	// --gpu-compute says the same as --gres=mps, more plainly; it wins.
+	s.GPUComputePct = st.gpuCompute
+	if s.GPUComputePct == 0 {
+		s.GPUComputePct = st.gresMPS
+	}
 	var kinds []string
 	for k := range st.gpu {
 		kinds = append(kinds, k)

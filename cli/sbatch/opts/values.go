@@ -180,24 +180,48 @@ func validGPUType(t string) bool {
 	return true
 }
 
+// gresReq is what one --gres asks for: GPUs (with HasGPU), or Slurm's
+// GPU-sharing resources, which Tide maps onto slices: shard:N is N
+// shards of one GPU, mps:PCT a slice of PCT percent of its compute.
+type gresReq struct {
+	GPU    gpuReq
+	HasGPU bool
+	Shards int
+	MPS    int
+}
+
 // parseGres reads --gres: a comma list of name[:type][:count] items.
-// Only "gpu" is a resource Tide has; "none" clears the request. ok is
-// false when the list asks for no GPU at all.
-func parseGres(v string) (r gpuReq, ok bool, err error) {
+// Tide knows "gpu", and "shard" and "mps" (counts only, not combined
+// with gpu in one list); "none" clears the request.
+func parseGres(v string) (gresReq, error) {
 	bad := errorf("Invalid generic resource (gres) specification")
 	s := strings.TrimSpace(v)
 	if strings.EqualFold(s, "none") {
-		return gpuReq{}, false, nil
+		return gresReq{}, nil
 	}
 	if s == "" {
-		return gpuReq{}, false, bad
+		return gresReq{}, bad
 	}
+	var out gresReq
 	for _, item := range strings.Split(s, ",") {
 		item = strings.TrimSpace(item)
 		item = strings.TrimPrefix(strings.TrimPrefix(item, "gres:"), "gres/")
 		parts := strings.Split(item, ":")
-		if parts[0] != "gpu" {
-			return gpuReq{}, false, bad
+		switch parts[0] {
+		case "gpu":
+		case "shard", "mps":
+			n, ok := sharingCount(parts)
+			if !ok || parts[0] == "mps" && n > 100 {
+				return gresReq{}, bad
+			}
+			if parts[0] == "shard" {
+				out.Shards += n
+			} else {
+				out.MPS += n
+			}
+			continue
+		default:
+			return gresReq{}, bad
 		}
 		one := gpuReq{Count: 1}
 		switch len(parts) {
@@ -206,7 +230,7 @@ func parseGres(v string) (r gpuReq, ok bool, err error) {
 			if isDigits(parts[1]) {
 				n, err := strconv.Atoi(parts[1])
 				if err != nil || n > math.MaxInt32 {
-					return gpuReq{}, false, bad
+					return gresReq{}, bad
 				}
 				one.Count = n
 			} else {
@@ -215,24 +239,43 @@ func parseGres(v string) (r gpuReq, ok bool, err error) {
 		case 3:
 			n, err := strconv.Atoi(parts[2])
 			if err != nil || !isDigits(parts[2]) || n > math.MaxInt32 {
-				return gpuReq{}, false, bad
+				return gresReq{}, bad
 			}
 			one.Type, one.Count = parts[1], n
 		default:
-			return gpuReq{}, false, bad
+			return gresReq{}, bad
 		}
 		if !validGPUType(one.Type) {
-			return gpuReq{}, false, bad
+			return gresReq{}, bad
 		}
-		if ok {
-			if one.Type != r.Type {
-				return gpuReq{}, false, errorf("Invalid generic resource (gres) specification: %s: Tide supports one GPU type per job", v)
+		if out.HasGPU {
+			if one.Type != out.GPU.Type {
+				return gresReq{}, errorf("Invalid generic resource (gres) specification: %s: Tide supports one GPU type per job", v)
 			}
-			one.Count += r.Count
+			one.Count += out.GPU.Count
 		}
-		r, ok = one, true
+		out.GPU, out.HasGPU = one, true
 	}
-	return r, ok, nil
+	switch {
+	case out.HasGPU && (out.Shards > 0 || out.MPS > 0):
+		return gresReq{}, errorf("Invalid generic resource (gres) specification: %s: gpu cannot be combined with shard or mps; use --gpus=N with --gres=shard:N or --gres=mps:PCT for N slices", v)
+	case out.Shards > 0 && out.MPS > 0:
+		return gresReq{}, errorf("Invalid generic resource (gres) specification: %s: shard and mps cannot be combined; use --gpu-mem with --gpu-compute", v)
+	case out.MPS > 100:
+		return gresReq{}, errorf("Invalid generic resource (gres) specification: %s: mps is a percentage of one GPU (at most 100)", v)
+	}
+	return out, nil
+}
+
+// sharingCount reads the count of a shard or mps item: name:N (a type,
+// name:type:N, is accepted and ignored, as Tide has one model per job).
+func sharingCount(parts []string) (int, bool) {
+	c := parts[len(parts)-1]
+	if len(parts) < 2 || len(parts) > 3 || !isDigits(c) {
+		return 0, false
+	}
+	n, err := strconv.Atoi(c)
+	return n, err == nil && n >= 1 && n <= math.MaxInt32
 }
 
 // signals maps signal names (without "SIG") to their Linux numbers.

@@ -135,21 +135,29 @@ func TestParseGPUCount(t *testing.T) {
 
 func TestParseGres(t *testing.T) {
 	const bad = "Invalid generic resource (gres) specification"
+	gpu := func(typ string, n int) gresReq { return gresReq{GPU: gpuReq{Type: typ, Count: n}, HasGPU: true} }
 	tests := []struct {
 		name string
 		in   string
-		want gpuReq
-		ok   bool
+		want gresReq
 		err  string
 	}{
-		{name: "gpu count", in: "gpu:4", want: gpuReq{Count: 4}, ok: true},
-		{name: "gpu type and count", in: "gpu:a100:2", want: gpuReq{Type: "a100", Count: 2}, ok: true},
-		{name: "gpu type is one", in: "gpu:a100", want: gpuReq{Type: "a100", Count: 1}, ok: true},
-		{name: "bare gpu is one", in: "gpu", want: gpuReq{Count: 1}, ok: true},
-		{name: "gres prefix", in: "gres/gpu:2", want: gpuReq{Count: 2}, ok: true},
-		{name: "same type twice adds up", in: "gpu:a100:1,gpu:a100:2", want: gpuReq{Type: "a100", Count: 3}, ok: true},
+		{name: "gpu count", in: "gpu:4", want: gpu("", 4)},
+		{name: "gpu type and count", in: "gpu:a100:2", want: gpu("a100", 2)},
+		{name: "gpu type is one", in: "gpu:a100", want: gpu("a100", 1)},
+		{name: "bare gpu is one", in: "gpu", want: gpu("", 1)},
+		{name: "gres prefix", in: "gres/gpu:2", want: gpu("", 2)},
+		{name: "same type twice adds up", in: "gpu:a100:1,gpu:a100:2", want: gpu("a100", 3)},
 		{name: "none clears", in: "none"},
-		{name: "other gres", in: "mps:100", err: bad},
+		{name: "shard", in: "shard:3", want: gresReq{Shards: 3}},
+		{name: "shard with type", in: "gres/shard:h100:2", want: gresReq{Shards: 2}},
+		{name: "mps", in: "mps:25", want: gresReq{MPS: 25}},
+		{name: "mps over 100", in: "mps:150", err: bad},
+		{name: "two mps add up over 100", in: "mps:60,mps:60", err: bad + ": mps:60,mps:60: mps is a percentage of one GPU (at most 100)"},
+		{name: "shard without count", in: "shard", err: bad},
+		{name: "shard zero", in: "shard:0", err: bad},
+		{name: "gpu and mps", in: "gpu:1,mps:10", err: bad + ": gpu:1,mps:10: gpu cannot be combined with shard or mps; use --gpus=N with --gres=shard:N or --gres=mps:PCT for N slices"},
+		{name: "shard and mps", in: "shard:1,mps:10", err: bad + ": shard:1,mps:10: shard and mps cannot be combined; use --gpu-mem with --gpu-compute"},
 		{name: "other gres after gpu", in: "gpu:1,nvme:1", err: bad},
 		{name: "bad count", in: "gpu:a100:x", err: bad},
 		{name: "empty", in: "", err: bad},
@@ -157,9 +165,9 @@ func TestParseGres(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, ok, err := parseGres(tt.in)
-			if errText(err) != tt.err || got != tt.want || ok != tt.ok {
-				t.Errorf("parseGres(%q) = %+v, %v, %q; want %+v, %v, %q", tt.in, got, ok, errText(err), tt.want, tt.ok, tt.err)
+			got, err := parseGres(tt.in)
+			if errText(err) != tt.err || got != tt.want {
+				t.Errorf("parseGres(%q) = %+v, %q; want %+v, %q", tt.in, got, errText(err), tt.want, tt.err)
 			}
 		})
 	}

@@ -1,9 +1,11 @@
 package jobfmt
 
 import (
+	"fmt"
 	"path"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/tide-hpc/tide/cli/slurmfmt"
@@ -138,4 +140,30 @@ func IdxRanges(idx []int) string {
 	s := append([]int(nil), idx...)
 	sort.Ints(s)
 	return string(slurmfmt.AppendRanges(nil, s))
+}
+
+// SharedGPUs describes a node's GPUs shared by slices, for scontrol
+// show node and sinfo's GPUShared (Tide):
+// "3(slices:3,mem:24G/80G,compute:30%),5(slices:1,mem:8G/80G)", the
+// memory committed over the GPU's physical memory (it may pass it where
+// the partition oversubscribes); "" without shared GPUs.
+func SharedGPUs(n *api.Node) string {
+	var b strings.Builder
+	for i, g := range n.SharedGPUs {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, "%d(slices:%d", g.Index, g.Slices)
+		if g.MemMB > 0 {
+			b.WriteString(",mem:" + api.FormatMemMB(g.MemMB))
+			if total := n.GPUMemoryMB(g.Index); total > 0 {
+				b.WriteString("/" + api.FormatMemMB(total))
+			}
+		}
+		if g.ComputePct > 0 {
+			fmt.Fprintf(&b, ",compute:%d%%", g.ComputePct)
+		}
+		b.WriteByte(')')
+	}
+	return b.String()
 }

@@ -43,7 +43,9 @@ func Nodes() []api.Node {
 	n1.Partitions = []string{"gpu", "debug"}
 	n2 := node("gpu02", api.NodeMixed, 16, 128000, []int{0, 1, 2, 3})
 	n2.Partitions = []string{"gpu", "debug"}
-	n3 := node("gpu03", api.NodeMixed, 16, 128000, []int{0, 1, 2, 3})
+	// gpu03: GPUs 0-2 whole, GPU 3 shared by three slices.
+	n3 := node("gpu03", api.NodeMixed, 16, 128000, []int{0, 1, 2, 3, 3, 3})
+	n3.SharedGPUs = []api.GPUShare{{Index: 3, Slices: 3, MemMB: 24 * 1024, ComputePct: 30}}
 	n4 := node("gpu04", api.NodeIdle, 0, 0, nil)
 	n4.Drain = true
 	n4.Reason = "nvlink errors"

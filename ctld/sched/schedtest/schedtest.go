@@ -99,6 +99,12 @@ func (w *JobWrapper) GPUsPerTask(n int) *JobWrapper { w.j.GPUsPerTask = n; retur
 // GPUType sets the GPU model (--gpus=TYPE:N).
 func (w *JobWrapper) GPUType(t string) *JobWrapper { w.j.GPUType = t; return w }
 
+// GPUMem sets --gpu-mem (MB per slice).
+func (w *JobWrapper) GPUMem(mb int64) *JobWrapper { w.j.GPUMemMB = mb; return w }
+
+// GPUCompute sets --gpu-compute (percent per slice).
+func (w *JobWrapper) GPUCompute(pct int) *JobWrapper { w.j.GPUComputePct = pct; return w }
+
 // Exclusive sets --exclusive.
 func (w *JobWrapper) Exclusive() *JobWrapper { w.j.Exclusive = true; return w }
 
@@ -137,7 +143,19 @@ func MakeNode(name string) *NodeWrapper {
 func (w *NodeWrapper) Obj() sched.NodeInfo {
 	n := w.n
 	n.FreeGPUs = slices.Clone(w.n.FreeGPUs)
+	n.Shared = slices.Clone(w.n.Shared)
 	return n
+}
+
+// GPUMem sets the memory of each GPU in MB.
+func (w *NodeWrapper) GPUMem(mb int64) *NodeWrapper { w.n.GPUMemMB = mb; return w }
+
+// SharedGPU marks GPU idx as shared by slices committing memMB and pct
+// (it leaves the free list; the node is no longer idle).
+func (w *NodeWrapper) SharedGPU(idx int, memMB int64, pct, slices int) *NodeWrapper {
+	w.UsedGPUs(idx)
+	w.n.Shared = append(w.n.Shared, sched.SharedGPU{Index: idx, MemMB: memMB, ComputePct: pct, Slices: slices})
+	return w
 }
 
 // CPUs sets the CPU count, all free.
@@ -240,6 +258,15 @@ func (w *PartitionWrapper) MaxTime(secs int64) *PartitionWrapper { w.p.MaxTime =
 
 // MaxNodes sets the per-job node limit (0 = none).
 func (w *PartitionWrapper) MaxNodes(n int) *PartitionWrapper { w.p.MaxNodes = n; return w }
+
+// NoSlicing refuses GPU slices in the partition.
+func (w *PartitionWrapper) NoSlicing() *PartitionWrapper { w.p.NoGPUSlicing = true; return w }
+
+// Oversubscribe sets the GPU memory and compute ratios of shared GPUs.
+func (w *PartitionWrapper) Oversubscribe(mem, compute float64) *PartitionWrapper {
+	w.p.GPUMemRatio, w.p.GPUComputeRatio = mem, compute
+	return w
+}
 
 // SnapshotWrapper builds a *sched.Snapshot.
 type SnapshotWrapper struct{ s sched.Snapshot }

@@ -1,0 +1,288 @@
+package sched
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/tide-hpc/tide/ctld/api"
+)
+
+// Policy decides what the jobs behind one that does not fit may do. The
+// pass always takes jobs in priority order; the policies differ only in
+// which later jobs may still start.
+//
+//   - PolicyPriority (Tide's default, Slurm's main scheduler without
+//     backfill): a job pending for Resources reserves, for the rest of
+//     the pass, every node it could use (blocking.go). Later jobs start
+//     only on other nodes (another GPU model, nodes outside its -w, nodes
+//     too small for it).
+//   - PolicyFIFO: strict order. Once a job that passed its gates does not
+//     fit (Resources, Topology, or turned away by a reserved node), every
+//     later job of the pass, in any partition, is pending for Priority.
+//     Jobs that cannot start by waiting for running jobs (held, begin
+//     time, partition limits, NodeDown, BadConstraints) block nothing, or
+//     one broken job would stop the cluster.
+//   - PolicyBackfill: EASY backfill. The first job pending for Resources
+//     gets a reservation in time: the earliest instant at which it fits
+//     once running jobs end at their time limits (NodeInfo.Releases, plus
+//     the jobs started earlier in the same pass), and the nodes it would
+//     get then. A later job may start if it ends (now + its time limit)
+//     no later than that instant, anywhere; or, ending later, on nodes
+//     the reservation does not hold (reservations are per node, as
+//     Slurm's backfill reserves node bitmaps). Only the first blocked job
+//     is protected (EASY, not conservative backfill). When no reservation
+//     can be computed (jobs without time limits hold what it needs), the
+//     pass falls back to PolicyPriority's node holds.
+type Policy int
+
+// The policies; the zero value is the default.
+const (
+	PolicyPriority Policy = iota
+	PolicyFIFO
+	PolicyBackfill
+)
+
+// policyNames are the names ParsePolicy reads and String writes.
+var policyNames = []string{PolicyPriority: "priority", PolicyFIFO: "fifo", PolicyBackfill: "backfill"}
+
+// String names the policy as ParsePolicy reads it.
+func (pl Policy) String() string {
+	if pl >= 0 && int(pl) < len(policyNames) {
+		return policyNames[pl]
+	}
+	return fmt.Sprintf("Policy(%d)", int(pl))
+}
+
+// ParsePolicy reads a policy name (case-insensitive): priority (also ""
+// and "default"), fifo or backfill, so that configs and the simulator's
+// flags share one spelling.
+func ParsePolicy(s string) (Policy, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "", "default", "priority":
+		return PolicyPriority, nil
+	case "fifo":
+		return PolicyFIFO, nil
+	case "backfill":
+		return PolicyBackfill, nil
+	}
+	return 0, api.Invalid("scheduling policy %q is not priority, fifo or backfill", s)
+}
+
+// Backfill reservation states of a pass.
+const (
+	bfNone     = iota // no job has been blocked yet
+	bfTimed           // the first blocked job holds nodes from bfAt
+	bfFallback        // no time could be computed: priority holds
+)
+
+// policy is the per-pass state of cfg.Policy.
+type policy struct {
+	kind Policy
+	now  time.Time
+
+	fifoBlocked bool
+
+	bf   int
+	bfAt time.Time
+	// started records the releases of jobs started earlier in the pass
+	// (until a reservation is made), which the snapshot cannot know.
+	started []relEvent
+	events  []relEvent
+}
+
+// relEvent is one Release resolved to a node index.
+type relEvent struct {
+	at    time.Time
+	node  int
+	cpus  int
+	mem   int64
+	gpus  []int
+	order int // input order, the last tie-break
+}
+
+func newPolicy(cfg Config, now time.Time) *policy {
+	return &policy{kind: cfg.Policy, now: now}
+}
+
+// blocks reports whether job r, which passed its gates, is pending for
+// Priority without a node scan. For a backfill job that ends before the
+// reservation it also lifts the node holds from r's filter chain.
+func (pol *policy) blocks(p *pass, r *Request) bool {
+	switch pol.kind {
+	case PolicyFIFO:
+		return pol.fifoBlocked
+	case PolicyBackfill:
+		if pol.bf == bfTimed && pol.endsBy(r.TimeLimit, pol.bfAt) {
+			if r.AnyReserved {
+				r.AnyReserved = false
+				p.chain.prepare(r)
+			}
+			return false
+		}
+	}
+	return p.blockedByPriority(r.Part)
+}
+
+// endsBy reports whether a job with limit (seconds) started now ends no
+// later than at.
+func (pol *policy) endsBy(limit int64, at time.Time) bool {
+	if limit == api.Infinite || limit < 0 {
+		return false
+	}
+	return !pol.now.Add(time.Duration(limit) * time.Second).After(at)
+}
+
+// noFit applies the policy to job r, which passed its gates and did not
+// start, for reason.
+func (pol *policy) noFit(p *pass, r *Request, reason api.ReasonCode) {
+	switch pol.kind {
+	case PolicyPriority:
+		if reason == api.ReasonResources {
+			p.holdForPriority(r)
+		}
+	case PolicyFIFO:
+		switch reason {
+		case api.ReasonResources, api.ReasonTopology, api.ReasonPriority:
+			pol.fifoBlocked = true
+		}
+	case PolicyBackfill:
+		if reason != api.ReasonResources {
+			return
+		}
+		switch pol.bf {
+		case bfNone:
+			if at, ok := pol.reserveInTime(p, r); ok {
+				pol.bf, pol.bfAt = bfTimed, at
+				return
+			}
+			pol.bf = bfFallback
+			p.holdForPriority(r)
+		case bfFallback:
+			p.holdForPriority(r)
+		}
+	}
+}
+
+// onStart records the resources of a job started in this pass, so that a
+// later reservation knows when they come back.
+func (pol *policy) onStart(p *pass, s *Start) {
+	if pol.kind != PolicyBackfill || pol.bf != bfNone || s.TimeLimit == api.Infinite || s.TimeLimit < 0 {
+		return
+	}
+	at := pol.now.Add(time.Duration(s.TimeLimit) * time.Second)
+	for _, a := range s.Alloc {
+		if i, ok := p.byName[a.Node]; ok {
+			pol.started = append(pol.started, relEvent{at: at, node: i, cpus: a.CPUs, mem: a.MemoryMB, gpus: a.GPUs})
+		}
+	}
+}
+
+// reserveInTime finds the earliest instant at which r fits, replaying the
+// releases of running jobs in time order on a copy of the pass's nodes,
+// and holds the nodes it would get then. It uses the same filters and
+// node choice as a start, on the copy.
+func (pol *policy) reserveInTime(p *pass, r *Request) (time.Time, bool) {
+	evs := pol.events[:0]
+	for i := range p.nodes {
+		for _, rel := range p.nodes[i].Info.Releases {
+			at := rel.At
+			if at.Before(pol.now) {
+				// Overdue: ends any moment.
+				at = pol.now
+			}
+			evs = append(evs, relEvent{at: at, node: i, cpus: rel.CPUs, mem: rel.MemMB, gpus: rel.GPUs, order: len(evs)})
+		}
+	}
+	for _, e := range pol.started {
+		e.order = len(evs)
+		evs = append(evs, e)
+	}
+	pol.events = evs
+	if len(evs) == 0 {
+		return time.Time{}, false
+	}
+	slices.SortFunc(evs, func(a, b relEvent) int {
+		if c := a.at.Compare(b.at); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.order, b.order)
+	})
+
+	needGPUs, needCPUs := 0, 0
+	for _, s := range r.Slots {
+		needGPUs += s.GPUs
+		needCPUs += s.CPUs
+	}
+	future := make([]NodeState, len(p.nodes))
+	freeGPUs, freeCPUs := 0, 0
+	for i := range p.nodes {
+		n := p.nodes[i]
+		n.FreeGPUs = append(make([]int, 0, max(n.Info.GPUs, len(n.FreeGPUs))), n.FreeGPUs...)
+		future[i] = n
+		if n.Usable && p.inPartition(i, r.Part) {
+			freeGPUs += len(n.FreeGPUs)
+			freeCPUs += n.FreeCPUs
+		}
+	}
+
+	saved := p.nodes
+	defer func() { p.nodes = saved }()
+	for k := 0; k < len(evs); {
+		at := evs[k].at
+		for ; k < len(evs) && evs[k].at.Equal(at); k++ {
+			e := &evs[k]
+			n := &future[e.node]
+			before, cpus := len(n.FreeGPUs), n.FreeCPUs
+			release(n, e)
+			if n.Usable && p.inPartition(e.node, r.Part) {
+				freeGPUs += len(n.FreeGPUs) - before
+				freeCPUs += n.FreeCPUs - cpus
+			}
+		}
+		if freeGPUs < needGPUs || freeCPUs < needCPUs {
+			continue
+		}
+		p.nodes = future
+		ok := p.find(r)
+		p.nodes = saved
+		if ok {
+			for _, i := range p.picked {
+				p.reserve(i)
+			}
+			return at, true
+		}
+	}
+	return time.Time{}, false
+}
+
+// release gives e's resources back to n (capped at the node's size, so
+// inconsistent input cannot create resources) and marks n idle when
+// nothing is held any more.
+func release(n *NodeState, e *relEvent) {
+	info := n.Info
+	n.FreeCPUs = min(n.FreeCPUs+e.cpus, info.CPUs)
+	n.FreeMemMB = min(n.FreeMemMB+e.mem, info.MemoryMB)
+	for _, g := range e.gpus {
+		if k, found := slices.BinarySearch(n.FreeGPUs, g); !found {
+			n.FreeGPUs = slices.Insert(n.FreeGPUs, k, g)
+		}
+	}
+	n.Idle = n.FreeCPUs >= info.CPUs && n.FreeMemMB >= info.MemoryMB && len(n.FreeGPUs) >= info.GPUs
+}
+
+// closed lists the partitions where a job ordered after every job of the
+// pass would be pending whatever its shape (see Plan.Closed).
+func (pol *policy) closed(p *pass, plan *Plan) []string {
+	all := pol.fifoBlocked || p.cfg.MaxStarts > 0 && len(plan.Starts) >= p.cfg.MaxStarts
+	var out []string
+	for pi := range p.parts {
+		// Under a timed backfill reservation a short job may still pass.
+		if all || p.blockedByPriority(pi) && !(pol.kind == PolicyBackfill && pol.bf == bfTimed) {
+			out = append(out, p.parts[pi].info.Name)
+		}
+	}
+	return out
+}
