@@ -96,6 +96,7 @@ func fullJob(id uint64) *api.Job {
 			Nodes:       2, MaxNodes: 4, Tasks: 16, TasksPerNode: 8, CPUsPerTask: 4,
 			MemPerNodeMB: 1 << 20, MemPerCPUMB: 4096, MemPerGPUMB: 81920, CPUsPerGPU: 12,
 			GPUs: 16, GPUsPerNode: 8, GPUsPerTask: 1, GPUType: "h100", Exclusive: true,
+			GPUMemMB: 8192, GPUComputePct: 25, GPUShards: 2,
 			NodeList: []string{"gpu01", "gpu02"}, Exclude: []string{"gpu03"}, Constraint: "nvlink",
 			TimeLimit: 3600, TimeMin: 600, BeginTime: at(-60), Hold: true, Nice: -5, Priority: 77,
 			Stdout: "out-%j.txt", Stderr: "err-%j.txt", Stdin: "/dev/null", OpenMode: "append",
@@ -109,8 +110,8 @@ func fullJob(id uint64) *api.Job {
 		EffPriority: 4242,
 		SubmitTime:  at(0), EligibleTime: at(1), StartTime: at(2), EndTime: at(90), LastSchedEval: at(2),
 		Alloc: []api.NodeAlloc{
-			{Node: "gpu01", CPUs: 32, MemoryMB: 512000, GPUs: []int{0, 1, 2, 3, 4, 5, 6, 7}, Tasks: 8},
-			{Node: "gpu02", CPUs: 32, MemoryMB: 512000, GPUs: []int{7, 6, 5, 4, 3, 2, 1, 0}, Tasks: 8},
+			{Node: "gpu01", CPUs: 32, MemoryMB: 512000, GPUs: []int{0, 1, 2, 3, 4, 5, 6, 7}, Tasks: 8, GPUMemMB: 8192, GPUComputePct: 25},
+			{Node: "gpu02", CPUs: 32, MemoryMB: 512000, GPUs: []int{7, 6, 5, 4, 3, 2, 1, 0}, Tasks: 8, GPUMemMB: 4096, GPUComputePct: 10},
 		},
 		Restarts:         3,
 		Exit:             api.ExitStatus{Code: 1, Signal: 9},
