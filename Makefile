@@ -21,10 +21,13 @@ help: ## list targets
 
 build: ## build bin/tide, bin/tidectld, bin/tided, bin/tide-stepd and the Slurm-named links
 	@mkdir -p $(BIN)
-	$(GO) build $(GOFLAGS_BUILD) -o $(BIN)/ ./cmd/tidectld ./cmd/tided
+	@# The supervisor uses cgo to fork jobs without a /bin/sh trampoline
+	@# (noded/stepd/spawn_cgo.go); it runs once per node, so its start
+	@# does not matter.
+	$(GO) build $(GOFLAGS_BUILD) -o $(BIN)/ ./cmd/tidectld ./cmd/tided ./cmd/tide-stepd
 	@# The CLI needs no cgo: a static binary starts in half the time, and
 	@# every sbatch and squeue pays that start.
-	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/ ./cmd/tide ./cmd/tide-stepd
+	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/ ./cmd/tide
 	@for l in $(SLURM_LINKS); do ln -sf tide $(BIN)/$$l; done
 
 test: ## vet, then unit and integration tests (integration starts real daemons on loopback)

@@ -61,6 +61,10 @@ topology:
 $( [ "$NNODES" -gt "$half" ] && printf '    - name: s2\n      nodes: gpu[%02d-%02d]\n    - name: top\n      switches: s[1-2]\n' $((half + 1)) "$NNODES")
 YAML
 
+# Five daemons share this one machine (on a real cluster each has its
+# own): one Go P each keeps their schedulers from spinning against each
+# other for the few cores there are. Export GOMAXPROCS to override.
+export GOMAXPROCS=${GOMAXPROCS:-1}
 "$BIN/tidectld" --config "$RUN/tide.yaml" >"$RUN/tidectld.log" 2>&1 &
 echo $! > "$RUN/tidectld.pid"
 

@@ -120,18 +120,11 @@ func superviseDirect(dir string, plan *Plan, shared bool, log *slog.Logger) Stat
 		return Status{Exit: api.ExitStatus{Code: 1}, StartTime: start, EndTime: time.Now(),
 			Error: fmt.Sprintf("execve %s: %v", plan.Script, err)}
 	}
-	// SLURM_TASK_PID is the script's pid, known only after the fork: a
-	// one-line sh trampoline (a fraction of a Go process start) exports
-	// its own pid and execs the script in its place.
-	tramp := taskPIDTrampoline
+	umask := -1 // per-job: the process umask, set in openJobFiles, is inherited
 	if shared {
-		tramp = fmt.Sprintf("umask %04o; %s", plan.Umask, tramp)
+		umask = plan.Umask
 	}
-	argv := append([]string{"/bin/sh", "-c", tramp, plan.Script}, plan.Args...)
-	proc, err := os.StartProcess("/bin/sh", argv, &os.ProcAttr{
-		Dir: files.dir, Env: plan.Env, Files: files.std[:],
-		Sys: &syscall.SysProcAttr{Setsid: true},
-	})
+	proc, err := spawnTask(plan, files, umask)
 	files.close()
 	if err != nil {
 		return Status{Exit: api.ExitStatus{Code: 1}, StartTime: start, EndTime: time.Now(),
@@ -160,9 +153,6 @@ func checkExecutable(path string) error {
 	}
 	return syscall.ENOEXEC
 }
-
-// taskPIDTrampoline is run by /bin/sh -c with the script as $0.
-const taskPIDTrampoline = `export SLURM_TASK_PID=$$ TIDE_TASK_PID=$$; exec "$0" "$@"`
 
 // waitJob records the job's pid, honours kill Markers that raced the
 // start, waits for the job (wait, then state gives its exit), kills what
