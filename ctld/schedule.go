@@ -123,17 +123,20 @@ func (s *Server) schedulePass() {
 
 // sharedGPUs lists, per node, the GPUs that running slices hold and what
 // they commit, from the active jobs' allocations (the node records keep
-// only the GPU indices, a shared GPU once per slice). Called with mu
-// held.
+// only the GPU indices, a shared GPU once per slice). Every active job is
+// in its batch host's table, which is much smaller than the job table
+// (that keeps finished jobs for a while). Called with mu held.
 func (s *Server) sharedGPUs() map[string][]sched.SharedGPU {
 	out := map[string][]sched.SharedGPU{}
-	for _, j := range s.jobs {
-		if !j.State.Active() {
-			continue
-		}
-		for _, a := range j.Alloc {
-			if a.Sliced() {
-				out[a.Node] = addSlices(out[a.Node], a)
+	for _, n := range s.nodes {
+		for _, j := range n.batch {
+			if !j.State.Active() || !j.Sliced() {
+				continue
+			}
+			for _, a := range j.Alloc {
+				if a.Sliced() {
+					out[a.Node] = addSlices(out[a.Node], a)
+				}
 			}
 		}
 	}

@@ -66,7 +66,8 @@ func New(cl *Cluster, log *slog.Logger) (*Server, error) {
 		// The controller's heap is mostly long-lived job records; a lower
 		// GC target keeps its memory near the live set (10,000 pending
 		// jobs fit in well under 50 MiB) for a little more GC CPU.
-		debug.SetGCPercent(40)
+		debug.SetGCPercent(gcPercent)
+		startGCFloor(gcPercent, gcFloorBytes)
 	}
 	if err := os.MkdirAll(cl.StateDir, 0o700); err != nil {
 		return nil, fmt.Errorf("create state dir: %w", err)

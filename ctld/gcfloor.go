@@ -1,0 +1,53 @@
+package ctld
+
+import (
+	"runtime"
+	"runtime/debug"
+	rtmetrics "runtime/metrics"
+	"sync"
+)
+
+// The controller runs with a low GC target (gcPercent) so that its
+// memory stays near its live set when it holds many jobs. With few jobs
+// the same target makes the collector run after every couple of
+// megabytes of garbage, and a busy controller (a thousand job
+// submissions, launches and completions a second) then spends a tenth of
+// its CPU collecting a heap of a few megabytes. So after each collection
+// the target is raised for small heaps: the next collection comes when
+// the heap reaches max(live × (1 + gcPercent/100), gcFloorBytes).
+const (
+	gcPercent    = 40
+	gcFloorBytes = 24 << 20
+)
+
+var gcFloorOnce sync.Once
+
+// startGCFloor installs the per-collection adjustment (once per process).
+func startGCFloor(percent int, floor uint64) {
+	gcFloorOnce.Do(func() {
+		sample := []rtmetrics.Sample{{Name: "/gc/heap/live:bytes"}}
+		var rearm func()
+		rearm = func() {
+			// A finalizer runs once per collection that frees its object;
+			// a fresh object each time makes it a per-cycle hook.
+			s := new([16]byte)
+			runtime.SetFinalizer(s, func(*[16]byte) {
+				rtmetrics.Read(sample)
+				if sample[0].Value.Kind() == rtmetrics.KindUint64 {
+					debug.SetGCPercent(floorPercent(sample[0].Value.Uint64(), percent, floor))
+				}
+				rearm()
+			})
+		}
+		rearm()
+	})
+}
+
+// floorPercent is the GOGC that puts the next collection at
+// max(live × (1 + percent/100), floor).
+func floorPercent(live uint64, percent int, floor uint64) int {
+	if live == 0 || live*uint64(100+percent)/100 >= floor {
+		return percent
+	}
+	return int((floor - live) * 100 / live)
+}
