@@ -40,7 +40,11 @@ while IFS=$'\t' read -r key unit med p99 n; do
 done < "$TIDE"
 if [ -s "$GOB" ]; then
   echo
-  printf '%-60s %14s %12s %12s\n' "Go benchmark" "ns/op" "B/op" "allocs/op"
-  awk '/^Benchmark/ {b=""; a=""; for (i=1;i<=NF;i++) { if ($(i)=="B/op") b=$(i-1); if ($(i)=="allocs/op") a=$(i-1) }
-       printf "%-60s %14s %12s %12s\n", $1, $3, b, a}' "$GOB"
+  printf '%-60s %14s %12s %12s  %s\n' "Go benchmark" "ns/op" "B/op" "allocs/op" "reported metrics"
+  # Fields come in value/unit pairs after the iteration count; units
+  # other than the standard three are the benchmark's own metrics
+  # (b.ReportMetric: decisions/s, p99-ns, ...).
+  awk '/^Benchmark/ {b=""; a=""; x="";
+       for (i=3;i<NF;i+=2) { u=$(i+1); if (u=="B/op") b=$(i); else if (u=="allocs/op") a=$(i); else if (u!="ns/op") x=x " " $(i) " " u }
+       printf "%-60s %14s %12s %12s %s\n", $1, $3, b, a, x}' "$GOB"
 fi
