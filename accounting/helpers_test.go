@@ -103,15 +103,17 @@ func fullJob(id uint64) *api.Job {
 			Requeue:    ptr(false),
 			Signal:     &api.SignalSpec{Signal: 10, Seconds: 120, BatchOnly: true},
 			Dependency: "afterok:1", MailType: "END", MailUser: "alice@example.org",
+			KillInvalidDep: true, Array: "0-9%2",
 		},
 		UserID: 1000, GroupID: 100, User: "alice", Group: "users",
 		State: api.StateCompleted, Reason: api.ReasonNonZeroExit, ReasonDetail: "0/4 nodes: 4 InsufficientGPU",
+		Placement:   "best fit on 2 whole nodes gpu[01-02] under leaf s1",
 		HoldKind:    api.HoldAdmin,
 		EffPriority: 4242,
 		SubmitTime:  at(0), EligibleTime: at(1), StartTime: at(2), EndTime: at(90), LastSchedEval: at(2),
 		Alloc: []api.NodeAlloc{
-			{Node: "gpu01", CPUs: 32, MemoryMB: 512000, GPUs: []int{0, 1, 2, 3, 4, 5, 6, 7}, Tasks: 8, GPUMemMB: 8192, GPUComputePct: 25},
-			{Node: "gpu02", CPUs: 32, MemoryMB: 512000, GPUs: []int{7, 6, 5, 4, 3, 2, 1, 0}, Tasks: 8, GPUMemMB: 4096, GPUComputePct: 10},
+			{Node: "gpu01", CPUs: 32, MemoryMB: 512000, GPUs: []int{0, 1, 2, 3, 4, 5, 6, 7}, Tasks: 8, GPUMemMB: 8192, GPUComputePct: 25, NUMA: []int{0, 1}},
+			{Node: "gpu02", CPUs: 32, MemoryMB: 512000, GPUs: []int{7, 6, 5, 4, 3, 2, 1, 0}, Tasks: 8, GPUMemMB: 4096, GPUComputePct: 10, NUMA: []int{1}},
 		},
 		Restarts:         3,
 		Exit:             api.ExitStatus{Code: 1, Signal: 9},
@@ -121,6 +123,7 @@ func fullJob(id uint64) *api.Job {
 		RequeueRequested: true,
 		CancelledBy:      ptr(uint32(0)), // root: a non-nil pointer to zero must survive
 		Cluster:          "tide",
+		ArrayJobID:       id, ArrayTaskID: 3, ArrayPending: api.TaskSet{{First: 4, Last: 9, Step: 1}}, ArrayThrottle: 2,
 	}
 }
 

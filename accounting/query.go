@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -98,6 +99,10 @@ func (s *Store) QueryJobs(ctx context.Context, f api.JobFilter) ([]api.Job, erro
 	if err != nil {
 		return nil, fmt.Errorf("query jobs: %w", err)
 	}
+	if len(f.Tasks) > 0 {
+		// The SQL selected whole arrays; keep the named tasks.
+		out = slices.DeleteFunc(out, func(j api.Job) bool { return !f.MatchID(&j) })
+	}
 	return out, nil
 }
 
@@ -111,14 +116,23 @@ func jobWhere(f api.JobFilter) (string, []any) {
 		conds = append(conds, col+` IN (SELECT value FROM json_each(?))`)
 		args = append(args, list)
 	}
-	if len(f.IDs) > 0 {
-		ids := make([]int64, 0, len(f.IDs))
+	if len(f.IDs) > 0 || len(f.Tasks) > 0 {
+		// An id names a job or every task of an array; tasks narrow
+		// down to their arrays here and to the task in QueryJobs.
+		ids, arrays := make([]int64, 0, len(f.IDs)), make([]int64, 0, len(f.IDs)+len(f.Tasks))
 		for _, id := range f.IDs {
 			if id <= math.MaxInt64 { // larger ids cannot be stored
 				ids = append(ids, int64(id))
+				arrays = append(arrays, int64(id))
 			}
 		}
-		in("id", jsonList(ids))
+		for _, t := range f.Tasks {
+			if t.JobID <= math.MaxInt64 {
+				arrays = append(arrays, int64(t.JobID))
+			}
+		}
+		conds = append(conds, `(id IN (SELECT value FROM json_each(?)) OR array_job_id IN (SELECT value FROM json_each(?)))`)
+		args = append(args, jsonList(ids), jsonList(arrays))
 	}
 	if len(f.Users) > 0 {
 		uids := []int64{}
@@ -187,7 +201,9 @@ func scanJobs(rows *sql.Rows, next func() *api.Job) error {
 // purged.
 func (s *Store) Spool(ctx context.Context, id uint64) (script string, env []string, err error) {
 	var envJSON []byte
-	err = s.r.QueryRowContext(ctx, `SELECT script, env FROM spool WHERE job_id = ?`, int64(id)).
+	// An array task split off its meta record runs the array's script.
+	err = s.r.QueryRowContext(ctx, `SELECT script, env FROM spool WHERE job_id = COALESCE(
+		(SELECT array_job_id FROM jobs WHERE id = ?1 AND array_job_id != 0), ?1)`, int64(id)).
 		Scan(&script, &envJSON)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", nil, fmt.Errorf("spool of job %d: %w", id, api.ErrNotFound)
@@ -285,8 +301,12 @@ func (s *Store) LoadNodes(ctx context.Context) ([]api.Node, error) {
 // ended before t, keeping their job rows for sacct, and returns how many
 // it deleted. A requeued job is not terminal, so its script survives.
 func (s *Store) PurgeSpool(ctx context.Context, before time.Time) (int, error) {
+	// An array's script stays while any of its tasks may still run it
+	// (a requeued task is launched again).
 	res, err := s.w.ExecContext(ctx, `DELETE FROM spool WHERE job_id IN (
-		SELECT id FROM jobs WHERE state IN (`+terminalStates+`) AND end_time > 0 AND end_time < ?)`,
+		SELECT id FROM jobs WHERE state IN (`+terminalStates+`) AND end_time > 0 AND end_time < ?
+		AND NOT EXISTS (SELECT 1 FROM jobs t WHERE t.array_job_id = jobs.id
+			AND t.state NOT IN (`+terminalStates+`)))`,
 		nanos(before))
 	if err != nil {
 		return 0, fmt.Errorf("purge spool: %w", err)
@@ -315,7 +335,9 @@ func (s *Store) purgeJobs(ctx context.Context, before int64) (int, error) {
 		return 0, err
 	}
 	defer tx.Rollback()
-	old := `SELECT id FROM jobs WHERE state IN (` + terminalStates + `) AND end_time > 0 AND end_time < ?`
+	old := `SELECT id FROM jobs WHERE state IN (` + terminalStates + `) AND end_time > 0 AND end_time < ?
+		AND NOT EXISTS (SELECT 1 FROM jobs t WHERE t.array_job_id = jobs.id
+			AND t.state NOT IN (` + terminalStates + `))`
 	var maxID sql.NullInt64
 	if err := tx.QueryRowContext(ctx, `SELECT max(id) FROM (`+old+`)`, before).Scan(&maxID); err != nil {
 		return 0, err

@@ -42,18 +42,19 @@ type writeStmts struct {
 }
 
 const jobColumns = `id, "user", uid, name, "partition", account, state,
-	submit_time, eligible_time, start_time, end_time, record`
+	submit_time, eligible_time, start_time, end_time, record, array_job_id`
 
 const (
 	sqlInsertJob = `INSERT INTO jobs (` + jobColumns + `)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	sqlUpsertJob = sqlInsertJob + `
 		ON CONFLICT (id) DO UPDATE SET
 			"user" = excluded."user", uid = excluded.uid, name = excluded.name,
 			"partition" = excluded."partition", account = excluded.account,
 			state = excluded.state, submit_time = excluded.submit_time,
 			eligible_time = excluded.eligible_time, start_time = excluded.start_time,
-			end_time = excluded.end_time, record = excluded.record`
+			end_time = excluded.end_time, record = excluded.record,
+			array_job_id = excluded.array_job_id`
 	sqlInsertSpool = `INSERT INTO spool (job_id, script, env) VALUES (?, ?, ?)`
 	sqlInsertEvent = `INSERT INTO events (job_id, time, kind, state, reason, message, actor)
 		VALUES (?, ?, ?, ?, ?, ?, ?)`

@@ -157,7 +157,7 @@ func execJob(ctx context.Context, st *sql.Stmt, j *api.Job) error {
 	}
 	if _, err := st.ExecContext(ctx, id, j.User, int64(j.UserID), j.Name, j.Partition, j.Account,
 		string(j.State), nanos(j.SubmitTime), nanos(j.EligibleTime), nanos(j.StartTime),
-		nanos(j.EndTime), rec); err != nil {
+		nanos(j.EndTime), rec, int64(min(j.ArrayJobID, math.MaxInt64))); err != nil {
 		return fmt.Errorf("save job %d: %w", j.ID, err)
 	}
 	return nil

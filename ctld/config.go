@@ -42,7 +42,10 @@ type Config struct {
 	AllowRootJobs bool `mapstructure:"allow_root_jobs" json:"allow_root_jobs"`
 	// FirstJobID is the id of the first job of a new cluster.
 	FirstJobID uint64 `mapstructure:"first_job_id" json:"first_job_id"`
-	LogLevel   string `mapstructure:"log_level" json:"log_level"`
+	// MaxArraySize is Slurm's MaxArraySize: array task ids must be
+	// below it (so an array has at most that many tasks).
+	MaxArraySize int    `mapstructure:"max_array_size" json:"max_array_size"`
+	LogLevel     string `mapstructure:"log_level" json:"log_level"`
 
 	Timeouts  TimeoutConfig     `mapstructure:"timeouts" json:"timeouts"`
 	Scheduler SchedulerConfig   `mapstructure:"scheduler" json:"scheduler"`
@@ -98,6 +101,10 @@ type SchedulerConfig struct {
 	// override it); see docs/operations.md.
 	GPUMemHighWatermark float64 `mapstructure:"gpu_mem_high_watermark" json:"gpu_mem_high_watermark"`
 }
+
+// DefaultMaxArraySize is max_array_size's default, Slurm's: task ids
+// 0-10000.
+const DefaultMaxArraySize = 10001
 
 // Defaults and bounds of the GPU slicing settings.
 const (
@@ -174,14 +181,15 @@ type TopologyConfig struct {
 // DefaultConfig returns the built-in defaults.
 func DefaultConfig() Config {
 	return Config{
-		Version:     ConfigVersion,
-		ClusterName: "tide",
-		StateDir:    "/var/lib/tide/ctld",
-		Socket:      "/run/tide/tidectld.sock",
-		NodeAddr:    "0.0.0.0:6817",
-		KeyFile:     "/etc/tide/cluster.key",
-		FirstJobID:  1,
-		LogLevel:    "info",
+		Version:      ConfigVersion,
+		ClusterName:  "tide",
+		StateDir:     "/var/lib/tide/ctld",
+		Socket:       "/run/tide/tidectld.sock",
+		NodeAddr:     "0.0.0.0:6817",
+		KeyFile:      "/etc/tide/cluster.key",
+		FirstJobID:   1,
+		MaxArraySize: DefaultMaxArraySize,
+		LogLevel:     "info",
 		Timeouts: TimeoutConfig{
 			Node:      30 * time.Second,
 			KillWait:  30 * time.Second,
@@ -229,7 +237,8 @@ func ParseConfig(r io.Reader) (Config, error) {
 		"version": def.Version, "cluster_name": def.ClusterName, "state_dir": def.StateDir,
 		"socket": def.Socket, "node_addr": def.NodeAddr, "key_file": def.KeyFile,
 		"first_job_id": def.FirstJobID, "log_level": def.LogLevel, "allow_root_jobs": false,
-		"timeouts.node": def.Timeouts.Node, "timeouts.kill_wait": def.Timeouts.KillWait,
+		"max_array_size": def.MaxArraySize,
+		"timeouts.node":  def.Timeouts.Node, "timeouts.kill_wait": def.Timeouts.KillWait,
 		"timeouts.min_job_age": def.Timeouts.MinJobAge, "timeouts.spool_keep": def.Timeouts.SpoolKeep,
 		"scheduler.interval": def.Scheduler.Interval, "scheduler.max_starts": 0,
 		"scheduler.def_mem_per_cpu_mb": 0, "scheduler.max_gpu_oversubscribe": def.Scheduler.MaxGPUOversubscribe,
@@ -290,6 +299,9 @@ func (c Config) Validate() (*Cluster, error) {
 	}
 	if c.FirstJobID == 0 {
 		bad("first_job_id: must be at least 1")
+	}
+	if c.MaxArraySize < 1 || c.MaxArraySize > api.MaxArrayTaskLimit {
+		bad("max_array_size: %d is not between 1 and %d", c.MaxArraySize, api.MaxArrayTaskLimit)
 	}
 	if c.Timeouts.Node < time.Second {
 		bad("timeouts.node: %s is too short (at least 1s)", c.Timeouts.Node)

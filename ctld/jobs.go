@@ -41,6 +41,9 @@ func (s *Server) submit(ctx context.Context, c caller, req api.SubmitRequest) (a
 		State: api.StatePending, Reason: api.ReasonNone, SubmitTime: now, Cluster: s.cl.ClusterName,
 	}
 	j.EffPriority = priorityOf(&j.JobSpec)
+	if err := s.prepareArray(j); err != nil {
+		return api.SubmitResponse{}, err
+	}
 	if spec.Hold {
 		j.HoldKind = api.HoldUser
 		j.Reason = api.ReasonJobHeldUser
@@ -58,8 +61,18 @@ func (s *Server) submit(ctx context.Context, c caller, req api.SubmitRequest) (a
 	if req.TestOnly {
 		return s.testOnly(j, warn), nil
 	}
+	dep, err := s.checkDependency(spec.Dependency, nil)
+	if err != nil {
+		return api.SubmitResponse{}, api.Invalid("Batch job submission failed: %s", api.ErrDependency)
+	}
+	if j.Dependency = dep; dep != "" && j.Reason == api.ReasonNone {
+		j.Reason = api.ReasonDependency
+	}
 	j.ID = s.nextID
 	s.nextID++
+	if j.ArrayPending != nil {
+		j.ArrayJobID = j.ID
+	}
 	ev := api.Event{JobID: j.ID, Time: now, Kind: api.EventSubmit, State: j.State, Reason: string(j.Reason),
 		Message: fmt.Sprintf("submitted by %s from %s to partition %s", c.user, spec.SubmitHost, spec.Partition), Actor: c.user}
 	au := api.AuditRecord{Time: now, UID: c.uid, User: c.user, Action: "submit", Target: fmt.Sprintf("job %d", j.ID),
@@ -81,9 +94,10 @@ func (s *Server) submit(ctx context.Context, c caller, req api.SubmitRequest) (a
 	s.jobs[j.ID] = j
 	s.jobsVersion++
 	s.metrics.submitted()
-	if j.Reason == api.ReasonNone {
+	if j.Reason == api.ReasonNone || j.Reason == api.ReasonDependency {
 		// Held jobs and jobs with a later --begin cannot start now; the
-		// periodic pass picks them up when that changes.
+		// periodic pass picks them up when that changes. A dependency
+		// may be satisfied already.
 		s.Kick()
 	}
 	return api.SubmitResponse{JobID: j.ID, Warnings: warn}, nil
@@ -311,14 +325,22 @@ func (s *Server) listJobs(f api.JobFilter) api.JobList {
 	}
 	s.mu.Lock()
 	var match []*api.Job
-	if len(f.IDs) > 0 {
-		// squeue -j: look the ids up instead of scanning every job.
+	direct := len(f.IDs) > 0 && len(f.Tasks) == 0
+	if direct {
+		// squeue -j: look the ids up instead of scanning every job;
+		// arrays (whose tasks have ids of their own) need the scan.
 		for _, id := range f.IDs {
-			if j := s.jobs[id]; j != nil && keep(j) {
+			j := s.jobs[id]
+			if j == nil || j.ArrayJobID != 0 {
+				direct, match = false, nil
+				break
+			}
+			if keep(j) {
 				match = append(match, j)
 			}
 		}
-	} else {
+	}
+	if !direct {
 		match = make([]*api.Job, 0, len(s.jobs))
 		for _, j := range s.jobs {
 			if keep(j) {
@@ -367,7 +389,7 @@ func (s *Server) getJob(ctx context.Context, c caller, id uint64) (api.Job, erro
 // cancel cancels or signals the selected jobs.
 func (s *Server) cancel(c caller, req api.CancelRequest) (api.CancelResponse, error) {
 	f := req.Filter
-	if len(f.IDs) == 0 && len(f.Users) == 0 && len(f.Names) == 0 && len(f.Partitions) == 0 &&
+	if len(f.IDs) == 0 && len(f.Tasks) == 0 && len(f.Users) == 0 && len(f.Names) == 0 && len(f.Partitions) == 0 &&
 		len(f.States) == 0 && len(f.Accounts) == 0 {
 		return api.CancelResponse{}, api.Invalid("No job identification provided")
 	}
@@ -375,31 +397,51 @@ func (s *Server) cancel(c caller, req api.CancelRequest) (api.CancelResponse, er
 	defer s.mu.Unlock()
 	now := s.now()
 	var resp api.CancelResponse
-	var ids []uint64
-	if len(f.IDs) > 0 {
-		ids = f.IDs
+	var targets []target
+	if len(f.IDs) > 0 || len(f.Tasks) > 0 {
+		// A task still on its array's meta record is split off only to
+		// be cancelled; a signal to a pending task needs no record.
+		targets = s.taskTargets(f.IDs, f.Tasks, req.Signal == 0)
 	} else {
+		var ids []uint64
 		for id, j := range s.jobs {
 			if !j.State.Terminal() && f.Match(j) {
 				ids = append(ids, id)
 			}
 		}
 		sort.Slice(ids, func(a, b int) bool { return ids[a] < ids[b] })
+		for _, id := range ids {
+			targets = append(targets, target{res: api.JobResult{JobID: id}, jobs: []*api.Job{s.jobs[id]}})
+		}
 	}
-	for _, id := range ids {
-		j := s.jobs[id]
-		res := api.JobResult{JobID: id}
-		switch {
-		case j == nil || !f.Match(j):
-			if j == nil && !s.knownFinished(id) {
-				res.Error = "Invalid job id specified"
+	for _, t := range targets {
+		res := t.res
+		if len(t.jobs) == 0 && !s.knownFinished(res.JobID) {
+			res.Error = "Invalid job id specified"
+		}
+		ok := false
+		for _, j := range t.jobs {
+			msg := ""
+			switch {
+			case !f.Match(j):
+				continue
+			case !c.admin && c.uid != j.UserID:
+				msg = "Access/permission denied"
+			case req.Signal != 0:
+				msg = s.signalJob(c, j, req)
+			default:
+				s.cancelJob(c, j, now)
 			}
-		case !c.admin && c.uid != j.UserID:
-			res.Error = "Access/permission denied"
-		case req.Signal != 0:
-			res.Error = s.signalJob(c, j, req)
-		default:
-			s.cancelJob(c, j, now)
+			if msg == "" {
+				ok = true
+			} else if res.Error == "" {
+				res.Error = msg
+			}
+		}
+		if ok {
+			// An array succeeds when any of its records did (signals
+			// reach the running tasks, not the pending ones).
+			res.Error = ""
 		}
 		resp.Results = append(resp.Results, res)
 	}

@@ -38,13 +38,9 @@ func (s *Server) snapshot() *sched.Snapshot {
 			Matrix: n.matrix, Shared: shared[name], GPUMemMB: gpuMemMB(n.GPUs),
 		})
 	}
-	for _, j := range s.jobs {
-		// Held jobs carry their reason from the hold itself; leaving them
-		// out keeps passes cheap when thousands wait on a hold.
-		if j.State == api.StatePending && j.HoldKind == api.HoldNone && !j.Hold {
-			snap.Pending = append(snap.Pending, j)
-		}
-	}
+	// Held jobs, unmet dependencies and throttled arrays stay out; an
+	// array's meta record becomes a few candidate tasks (arrays.go).
+	s.addPending(snap)
 	return snap
 }
 
@@ -66,8 +62,9 @@ func (s *Server) schedulePass() {
 
 	touched := map[string]bool{}
 	var shared map[string][]sched.SharedGPU
+	inst := arrayInstances(snap)
 	for _, st := range plan.Starts {
-		j := s.jobs[st.JobID]
+		j := s.planJob(inst, st.JobID)
 		if j == nil || j.State != api.StatePending {
 			continue
 		}
@@ -80,7 +77,10 @@ func (s *Server) schedulePass() {
 			s.log.Error("plan does not fit current state", "job_id", j.ID)
 			continue
 		}
-		j.State, j.Reason, j.ReasonDetail = api.StateRunning, api.ReasonNone, ""
+		if j = s.startRecord(inst, st.JobID, j); j == nil {
+			continue
+		}
+		j.State, j.Reason, j.ReasonDetail, j.Placement = api.StateRunning, api.ReasonNone, "", st.Why
 		j.Alloc, j.StartTime, j.LastSchedEval, j.TimeLimit = st.Alloc, now, now, st.TimeLimit
 		j.Launched = false
 		for _, a := range st.Alloc {

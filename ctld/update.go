@@ -15,24 +15,38 @@ func (s *Server) updateJobs(c caller, u api.JobUpdate) (api.CancelResponse, erro
 	default:
 		return api.CancelResponse{}, api.Invalid("unknown job action %q", u.Action)
 	}
-	if len(u.IDs) == 0 {
+	if len(u.IDs) == 0 && len(u.Tasks) == 0 {
 		return api.CancelResponse{}, api.Invalid("no job id given")
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var resp api.CancelResponse
-	for _, id := range u.IDs {
-		res := api.JobResult{JobID: id}
-		j := s.jobs[id]
-		switch {
-		case j == nil:
+	for _, t := range s.taskTargets(u.IDs, u.Tasks, true) {
+		res := t.res
+		if len(t.jobs) == 0 {
 			res.Error = "Invalid job id specified"
-		case !c.admin && c.uid != j.UserID:
-			res.Error = "Access/permission denied"
-		default:
-			if err := s.updateJob(c, j, u); err != nil {
-				res.Error = err.Error()
+		}
+		ok := false
+		for _, j := range t.jobs {
+			var msg string
+			switch {
+			case !c.admin && c.uid != j.UserID:
+				msg = "Access/permission denied"
+			default:
+				if err := s.updateJob(c, j, u); err != nil {
+					msg = err.Error()
+				}
 			}
+			if msg == "" {
+				ok = true
+			} else if res.Error == "" {
+				res.Error = msg
+			}
+		}
+		if ok {
+			// An action on a whole array succeeds when it applied to
+			// any of its records (holding running tasks cannot work).
+			res.Error = ""
 		}
 		resp.Results = append(resp.Results, res)
 	}
@@ -184,6 +198,33 @@ func (s *Server) updateFields(c caller, j *api.Job, u api.JobUpdate) error {
 		}
 		changed = append(changed, fmt.Sprintf("Nice=%d", j.Nice))
 	}
+	if u.Dependency != nil {
+		if j.State != api.StatePending {
+			return fmt.Errorf("Job is no longer pending execution for job %d", j.ID)
+		}
+		dep, err := s.checkDependency(*u.Dependency, j)
+		if err != nil {
+			return fmt.Errorf("%s for job %d", api.ErrDependency, j.ID)
+		}
+		j.Dependency, j.KillInvalidDep = dep, j.KillInvalidDep && dep != ""
+		switch {
+		case dep != "" && j.HoldKind == api.HoldNone:
+			j.Reason, j.ReasonDetail = api.ReasonDependency, ""
+		case dep == "" && (j.Reason == api.ReasonDependency || j.Reason == api.ReasonDependencyNeverSatisfied):
+			j.Reason, j.ReasonDetail = api.ReasonNone, ""
+		}
+		changed = append(changed, "Dependency="+orNone(dep))
+	}
+	if u.ArrayThrottle != nil {
+		if j.ArrayJobID == 0 {
+			return fmt.Errorf("Job %d is not a job array", j.ID)
+		}
+		if *u.ArrayThrottle < 0 {
+			return fmt.Errorf("Invalid ArrayTaskThrottle for job %d", j.ID)
+		}
+		j.ArrayThrottle = *u.ArrayThrottle
+		changed = append(changed, fmt.Sprintf("ArrayTaskThrottle=%d", j.ArrayThrottle))
+	}
 	if len(changed) == 0 {
 		return fmt.Errorf("nothing to update for job %d", j.ID)
 	}
@@ -191,6 +232,14 @@ func (s *Server) updateFields(c caller, j *api.Job, u api.JobUpdate) error {
 	s.event(j, api.EventUpdate, "", msg+" by "+c.user, c.user)
 	s.auditf(c, "update", fmt.Sprintf("job %d", j.ID), "%s", msg)
 	return nil
+}
+
+// orNone is "(null)" for an empty value, as scontrol shows it.
+func orNone(s string) string {
+	if s == "" {
+		return "(null)"
+	}
+	return s
 }
 
 // updateNodes drains, resumes or downs nodes (operators only).

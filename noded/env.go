@@ -59,7 +59,8 @@ func nodeAlloc(spec *api.LaunchSpec, node string) api.NodeAlloc {
 // of each (SLURMD_NODENAME's twin is TIDE_NODENAME). SLURM_TASK_PID is
 // added by the exec child, which alone knows the pid.
 //
-// Like Slurm, SLURM_RESTART_COUNT appears only on a requeued job,
+// Like Slurm, SLURM_ARRAY_* appear only on array tasks,
+// SLURM_RESTART_COUNT only on a requeued job,
 // SLURM_JOB_ACCOUNT only with an account, SLURM_NTASKS/SLURM_NPROCS and
 // SLURM_CPUS_PER_TASK only when the launch carries them, and the GPU
 // variables only when this node gives the job GPUs. BuildEnv is pure.
@@ -95,6 +96,14 @@ func BuildEnv(spec *api.LaunchSpec, node string) []string {
 	set := ours.set
 	set("SLURM_JOB_ID", id)
 	set("SLURM_JOBID", id)
+	if a := spec.Array; a != nil {
+		set("SLURM_ARRAY_JOB_ID", strconv.FormatUint(a.JobID, 10))
+		set("SLURM_ARRAY_TASK_ID", strconv.Itoa(a.Task))
+		set("SLURM_ARRAY_TASK_COUNT", strconv.Itoa(a.Count))
+		set("SLURM_ARRAY_TASK_MAX", strconv.Itoa(a.Max))
+		set("SLURM_ARRAY_TASK_MIN", strconv.Itoa(a.Min))
+		set("SLURM_ARRAY_TASK_STEP", strconv.Itoa(a.Step))
+	}
 	set("SLURM_JOB_NAME", spec.Name)
 	set("SLURM_JOB_USER", spec.User)
 	set("SLURM_JOB_UID", strconv.FormatUint(uint64(spec.UserID), 10))
@@ -232,6 +241,9 @@ type JobFiles struct {
 // descriptor, stdin to /dev/null. ResolveFiles is pure.
 func ResolveFiles(spec *api.LaunchSpec, node string) JobFiles {
 	vars := api.PatternVars{JobID: spec.JobID, Name: spec.Name, User: spec.User, Node: node, ArrayTask: -1}
+	if a := spec.Array; a != nil {
+		vars.ArrayJobID, vars.ArrayTask = a.JobID, a.Task
+	}
 	wd := workDir(spec)
 	abs := func(p string) string {
 		p = api.ExpandPattern(p, vars)

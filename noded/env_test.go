@@ -68,6 +68,10 @@ func TestBuildEnv(t *testing.T) {
 			s.Alloc = []api.NodeAlloc{{Node: "n1", CPUs: 2, GPUs: []int{3}, GPUMemMB: 8192, GPUComputePct: 10, Tasks: 1}}
 			s.GPUUUIDs = []string{"GPU-dddd"}
 		}},
+		{name: "env-array-task", node: "n2", edit: func(s *api.LaunchSpec) {
+			s.JobID, s.Name = 14, "sweep"
+			s.Array = &api.ArrayLaunch{JobID: 7, Task: 8, Count: 25, Min: 0, Max: 96, Step: 4}
+		}},
 		{name: "env-gpu-slices-mem-only", node: "n1", edit: func(s *api.LaunchSpec) {
 			s.JobID, s.Name = 7, "infer2"
 			s.Alloc = []api.NodeAlloc{{Node: "n1", CPUs: 2, GPUs: []int{1, 6}, GPUMemMB: 20480, Tasks: 1}}
@@ -189,6 +193,10 @@ func TestResolveFiles(t *testing.T) {
 		{name: "no work dir falls back to submit dir", edit: func(s *api.LaunchSpec) {
 			s.WorkDir, s.SubmitDir = "", "/srv/sub"
 		}, want: JobFiles{Stdin: "/dev/null", Stdout: "/srv/sub/slurm-12.out"}},
+		{name: "array task", edit: func(s *api.LaunchSpec) {
+			s.JobID, s.Array = 14, &api.ArrayLaunch{JobID: 7, Task: 3, Count: 4, Max: 3, Step: 1}
+			s.Stdout, s.Stderr = api.ArrayDefaultStdout, "err-%A_%3a-%j"
+		}, want: JobFiles{Stdin: "/dev/null", Stdout: "/home/alice/exp/slurm-7_3.out", Stderr: "/home/alice/exp/err-7_003-14"}},
 		{name: "dot segments are cleaned", edit: func(s *api.LaunchSpec) {
 			s.Stdout = "../x/./o.%j"
 		}, want: JobFiles{Stdin: "/dev/null", Stdout: "/home/alice/x/o.12"}},

@@ -3,6 +3,7 @@ package topology
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -78,6 +79,8 @@ type Matrix struct {
 	nvlinks []int
 	paths   []string
 	scores  []int
+	// numa is each GPU's NUMA node (nil: unknown, see WithNUMA).
+	numa []int
 }
 
 // NewMatrix builds the matrix of n GPUs from link descriptions. Pairs not
@@ -149,6 +152,54 @@ func (m *Matrix) idx(a, b int) (int, bool) {
 		return 0, false
 	}
 	return a*m.n + b, true
+}
+
+// WithNUMA returns a copy of m that also knows the NUMA node closest to
+// each GPU (numa[i] for GPU i, -1 when unknown), so that placement can
+// keep a job's GPUs on one NUMA node and bind its CPUs and memory there.
+// It rejects a list whose length is not N or a node below -1. The link
+// data is shared with m (both are immutable).
+func (m *Matrix) WithNUMA(numa []int) (*Matrix, error) {
+	if m == nil {
+		return nil, errors.New("matrix: WithNUMA on a nil matrix")
+	}
+	if len(numa) != m.n {
+		return nil, fmt.Errorf("matrix: %d NUMA nodes for %d GPUs", len(numa), m.n)
+	}
+	for i, x := range numa {
+		if x < -1 {
+			return nil, fmt.Errorf("matrix: GPU %d: NUMA node %d (want -1 for unknown or a node number)", i, x)
+		}
+	}
+	c := *m
+	c.numa = append([]int(nil), numa...)
+	return &c, nil
+}
+
+// NUMA returns the NUMA node closest to GPU i; -1 when the matrix has no
+// NUMA data, the GPU's node is unknown, or i is outside the matrix.
+func (m *Matrix) NUMA(i int) int {
+	if m == nil || m.numa == nil || i < 0 || i >= m.n {
+		return -1
+	}
+	return m.numa[i]
+}
+
+// HasNUMA reports whether the matrix carries NUMA nodes (WithNUMA).
+func (m *Matrix) HasNUMA() bool { return m != nil && m.numa != nil }
+
+// NUMANodes returns the distinct known NUMA nodes of gpus, ascending
+// (nil when none is known): the nodes a job on those GPUs should run its
+// CPUs and memory on.
+func (m *Matrix) NUMANodes(gpus []int) []int {
+	var out []int
+	for _, g := range gpus {
+		if x := m.NUMA(g); x >= 0 && !slices.Contains(out, x) {
+			out = append(out, x)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // NVLinks returns the NVLink count between GPUs a and b; 0 for PCIe-only

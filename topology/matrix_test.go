@@ -238,3 +238,56 @@ func TestMatrixString(t *testing.T) {
 		})
 	}
 }
+
+func TestMatrixNUMA(t *testing.T) {
+	base, err := topology.NewMatrix(4, []topology.GPULink{{From: 0, To: 1, NVLinks: 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name      string
+		numa      []int
+		wantErr   string
+		wantNodes []int // NUMANodes(0, 1, 2, 3)
+		wantGPU2  int
+	}{
+		{name: "two sockets", numa: []int{0, 0, 1, 1}, wantNodes: []int{0, 1}, wantGPU2: 1},
+		{name: "one unknown", numa: []int{0, -1, 0, 0}, wantNodes: []int{0}, wantGPU2: 0},
+		{name: "all unknown", numa: []int{-1, -1, -1, -1}, wantGPU2: -1},
+		{name: "wrong length", numa: []int{0, 1}, wantErr: "2 NUMA nodes for 4 GPUs"},
+		{name: "below -1", numa: []int{0, 0, -2, 0}, wantErr: "GPU 2: NUMA node -2"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m, err := base.WithNUMA(tt.numa)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !m.HasNUMA() || base.HasNUMA() {
+				t.Errorf("HasNUMA: copy %v, base %v; want true, false (base untouched)", m.HasNUMA(), base.HasNUMA())
+			}
+			if diff := cmp.Diff(tt.wantNodes, m.NUMANodes([]int{3, 2, 1, 0})); diff != "" {
+				t.Errorf("NUMANodes (-want +got):\n%s", diff)
+			}
+			if got := m.NUMA(2); got != tt.wantGPU2 {
+				t.Errorf("NUMA(2) = %d, want %d", got, tt.wantGPU2)
+			}
+			if m.NVLinks(0, 1) != 2 || m.N() != 4 {
+				t.Errorf("links lost in the copy: NVLinks(0,1) = %d, N = %d", m.NVLinks(0, 1), m.N())
+			}
+		})
+	}
+	if got := base.NUMA(0); got != -1 {
+		t.Errorf("NUMA without data = %d, want -1", got)
+	}
+	var nilM *topology.Matrix
+	if nilM.NUMA(0) != -1 || nilM.HasNUMA() || nilM.NUMANodes([]int{0}) != nil {
+		t.Error("nil matrix should know no NUMA nodes")
+	}
+}

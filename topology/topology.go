@@ -34,6 +34,7 @@ type Tree struct {
 	level      map[string]int      // leaf = 0, else 1 + highest child level
 	nodesUnder map[string][]string // all nodes below a switch, sorted
 	ancestors  map[string][]string // per leaf: the leaf, its parent, …, the root
+	chainIdx   map[string][]int32  // per node: its ancestors as indexes into switches
 	leaves     []string            // switches without child switches, sorted
 	roots      []string            // switches without a parent, sorted
 	nodes      []string            // every node of the tree, sorted
@@ -163,12 +164,24 @@ func (t *Tree) index(direct map[string][]string) {
 		t.nodes = append(t.nodes, t.nodesUnder[r]...)
 	}
 	sort.Strings(t.nodes)
+	pos := make(map[string]int32, n)
+	for i, s := range t.switches {
+		pos[s] = int32(i)
+	}
+	byLeaf := make(map[string][]int32, len(t.leaves))
 	for _, l := range t.leaves {
 		var chain []string
+		var idx []int32
 		for cur := l; cur != ""; cur = t.parent[cur] {
 			chain = append(chain, cur)
+			idx = append(idx, pos[cur])
 		}
 		t.ancestors[l] = chain
+		byLeaf[l] = idx
+	}
+	t.chainIdx = make(map[string][]int32, len(t.leafOf))
+	for node, leaf := range t.leafOf {
+		t.chainIdx[node] = byLeaf[leaf]
 	}
 }
 
@@ -262,6 +275,16 @@ func (t *Tree) Ancestors(node string) []string {
 		return nil
 	}
 	return t.ancestors[t.leafOf[node]]
+}
+
+// AncestorIndexes is Ancestors as positions in Switches(), for callers
+// that resolve the tree once per pass into arrays (one map read per
+// node instead of one per switch). Nil for a node the tree does not name.
+func (t *Tree) AncestorIndexes(node string) []int32 {
+	if t == nil {
+		return nil
+	}
+	return t.chainIdx[node]
 }
 
 // CommonSwitch returns the lowest switch above both nodes and its Level:

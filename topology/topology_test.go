@@ -174,6 +174,13 @@ func TestTreeNodeQueries(t *testing.T) {
 			if diff := cmp.Diff(tt.ancestorsA, tree.Ancestors(tt.a)); diff != "" {
 				t.Errorf("Ancestors(%s) (-want +got):\n%s", tt.a, diff)
 			}
+			var byIndex []string
+			for _, k := range tree.AncestorIndexes(tt.a) {
+				byIndex = append(byIndex, tree.Switches()[k])
+			}
+			if diff := cmp.Diff(tt.ancestorsA, byIndex); diff != "" {
+				t.Errorf("AncestorIndexes(%s) as names (-want +got):\n%s", tt.a, diff)
+			}
 		})
 	}
 }
@@ -186,7 +193,8 @@ func TestNilTree(t *testing.T) {
 		t.Error("nil tree answered a switch or leaf")
 	}
 	if tree.Switches() != nil || tree.Children("s1") != nil || tree.NodesUnder("s1") != nil ||
-		tree.Leaves() != nil || tree.Roots() != nil || tree.Nodes() != nil || tree.Ancestors("n1") != nil {
+		tree.Leaves() != nil || tree.Roots() != nil || tree.Nodes() != nil || tree.Ancestors("n1") != nil ||
+		tree.AncestorIndexes("n1") != nil {
 		t.Error("nil tree returned a non-nil slice")
 	}
 	if sw, lvl := tree.CommonSwitch("n1", "n2"); sw != "" || lvl != -1 {

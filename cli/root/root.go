@@ -18,6 +18,7 @@ import (
 	"github.com/tide-hpc/tide/cli/sbatch"
 	"github.com/tide-hpc/tide/cli/scancel"
 	"github.com/tide-hpc/tide/cli/scontrol"
+	"github.com/tide-hpc/tide/cli/sim"
 	"github.com/tide-hpc/tide/cli/sinfo"
 	"github.com/tide-hpc/tide/cli/squeue"
 )
@@ -43,6 +44,7 @@ var commands = []command{
 	{"sacct", "acct", sacct.NewCmd, "Show accounting of finished and running jobs"},
 	{"", "events", events.NewCmd, "Show a job's trail of state changes and decisions"},
 	{"", "audit", events.NewAuditCmd, "Show who did what (operators)"},
+	{"", "sim", sim.NewCmd, "Replay a job trace through the scheduler and compare policies"},
 }
 
 // SlurmNames lists the names `make build` links to tide.

@@ -99,7 +99,7 @@ var fieldDefs = []fieldDef{
 	{"GID", 6, kNum, jobOnly(func(r *row) string { return strconv.FormatUint(uint64(r.j.GroupID), 10) })},
 	{"Group", 9, kStr, jobOnly(func(r *row) string { return jobfmt.NameOr(r.j.Group, r.j.GroupID) })},
 	{"JobID", -12, kStr, func(r *row) string { return r.jobID() }},
-	{"JobIDRaw", -12, kStr, func(r *row) string { return r.jobID() }},
+	{"JobIDRaw", -12, kStr, func(r *row) string { return r.jobIDRaw() }},
 	{"JobName", 10, kStr, func(r *row) string {
 		if r.step {
 			return "batch"
@@ -300,7 +300,17 @@ func (r *row) clusterName() string {
 	return r.cluster
 }
 
+// jobID is JobID: "N", or for arrays "N_I" and "N_[pending tasks]".
 func (r *row) jobID() string {
+	id := r.j.ArrayID()
+	if r.step {
+		return id + ".batch"
+	}
+	return id
+}
+
+// jobIDRaw is JobIDRaw: the record's own job id.
+func (r *row) jobIDRaw() string {
 	id := strconv.FormatUint(r.j.ID, 10)
 	if r.step {
 		return id + ".batch"

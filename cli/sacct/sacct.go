@@ -151,7 +151,7 @@ func (o *Options) Run(ctx context.Context) error {
 	var rows []row
 	for i := range jobs {
 		j := &jobs[i]
-		if !q.batchOnly[j.ID] {
+		if !q.batchOnly[strconv.FormatUint(j.ID, 10)] && !q.batchOnly[j.ArrayID()] {
 			rows = append(rows, row{j: j, now: now, loc: o.Loc, cluster: cluster})
 		}
 		if !o.Allocations && !j.StartTime.IsZero() {
@@ -200,35 +200,41 @@ func (o *Options) columns() ([]column, error) {
 // query is the request plus what the client applies itself.
 type query struct {
 	filter api.JobFilter
-	// batchOnly marks jobs asked for as N.batch: only their step row.
-	batchOnly map[uint64]bool
+	// batchOnly marks jobs asked for as N.batch (or N_I.batch): only
+	// their step row.
+	batchOnly map[string]bool
 	since     time.Time
 	until     time.Time
 }
 
 func (o *Options) query() (*query, error) {
-	q := &query{batchOnly: map[uint64]bool{}}
+	q := &query{batchOnly: map[string]bool{}}
 	f := &q.filter
 	f.All = true
-	seen := map[uint64]bool{}
-	for _, s := range o.Jobs {
-		s = strings.TrimSpace(s)
-		if s == "" {
-			continue
-		}
+	seen := map[string]bool{}
+	// -j is a string slice, split at every comma; array task lists
+	// ("7_[1,3]") are put back together.
+	for _, s := range api.SplitJobIDList(strings.Join(o.Jobs, ",")) {
 		idPart, step, hasStep := strings.Cut(s, ".")
-		id, err := strconv.ParseUint(idPart, 10, 64)
-		if err != nil || id == 0 || (hasStep && step != "batch") {
+		ids, tasks, err := api.ParseJobIDs(idPart)
+		if err != nil || (hasStep && step != "batch") || (hasStep && len(tasks) > 1) {
 			return nil, fmt.Errorf("invalid job id or step specified: %s", s)
 		}
-		if hasStep && !seen[id] {
-			q.batchOnly[id] = true
-		} else if !hasStep {
-			delete(q.batchOnly, id)
+		key := idPart
+		if len(tasks) == 1 {
+			key = tasks[0].String()
+		} else if len(ids) == 1 {
+			key = strconv.FormatUint(ids[0], 10)
 		}
-		if !seen[id] {
-			seen[id] = true
-			f.IDs = append(f.IDs, id)
+		if hasStep && !seen[key] {
+			q.batchOnly[key] = true
+		} else if !hasStep {
+			delete(q.batchOnly, key)
+		}
+		if !seen[key] {
+			seen[key] = true
+			f.IDs = append(f.IDs, ids...)
+			f.Tasks = append(f.Tasks, tasks...)
 		}
 	}
 	all := o.AllUsers
@@ -242,7 +248,7 @@ func (o *Options) query() (*query, error) {
 	switch {
 	case all:
 		f.Users = nil
-	case len(f.Users) == 0 && len(f.IDs) == 0 && o.UID() != 0:
+	case len(f.Users) == 0 && len(f.IDs) == 0 && len(f.Tasks) == 0 && o.UID() != 0:
 		// Slurm shows a non-root caller only their own jobs unless asked
 		// for more; naming jobs lifts that default.
 		f.Users = []string{strconv.Itoa(o.UID())}
@@ -263,7 +269,7 @@ func (o *Options) query() (*query, error) {
 		if q.since, err = ParseTime(o.Start, now, o.Loc); err != nil {
 			return nil, err
 		}
-	} else if len(f.IDs) == 0 {
+	} else if len(f.IDs) == 0 && len(f.Tasks) == 0 {
 		// Slurm's default window: since midnight, or since now when
 		// states are asked for (jobs in that state now).
 		if len(f.States) > 0 {

@@ -118,8 +118,9 @@ func TestOutput(t *testing.T) {
 			"sbatch: error: line must start with #! followed by the path to an interpreter.\n" +
 			"sbatch: error: For instance: #!/bin/sh\n", code: 1}},
 		{name: "missing script", args: []string{"nope.sh"}, want: result{err: "sbatch: error: Unable to open file nope.sh\n", code: 1}},
-		{name: "array refused", args: []string{"-a", "1-3", "job.sh"},
-			want: result{err: "sbatch: error: --array: job arrays are not supported yet\n", code: 1}},
+		{name: "array", args: []string{"-a", "1-3", "job.sh"}, want: result{out: "Submitted batch job 1\n"}, submitted: 1},
+		{name: "bad array", args: []string{"-a", "1-x", "job.sh"},
+			want: result{err: "sbatch: error: Invalid --array specification\n", code: 1}},
 		{name: "version", args: []string{"--version"}, want: result{out: "slurm 22.05.8 (tide dev)\n"}},
 		{name: "verbose lists defined options", args: []string{"-v", "-N", "2", "job.sh"}, want: result{out: "Submitted batch job 1\n",
 			err: "sbatch: defined options\nsbatch: -------------------- --------------------\n" +

@@ -127,15 +127,13 @@ func (o *Options) compile() (*request, error) {
 	r := &request{}
 	fl := &r.cancel.Filter
 	for _, arg := range o.JobIDs {
-		for _, s := range strings.Split(arg, ",") {
-			if s == "" {
-				continue
-			}
-			id, err := strconv.ParseUint(s, 10, 64)
-			if err != nil || id == 0 {
+		for _, s := range api.SplitJobIDList(arg) {
+			ids, tasks, err := api.ParseJobIDs(s)
+			if err != nil {
 				return nil, api.Invalid("Invalid job id %s", s)
 			}
-			fl.IDs = append(fl.IDs, id)
+			fl.IDs = append(fl.IDs, ids...)
+			fl.Tasks = append(fl.Tasks, tasks...)
 		}
 	}
 	fl.Users = splitList(o.Users)
@@ -171,7 +169,7 @@ func (o *Options) compile() (*request, error) {
 	}
 	r.filtered = len(fl.Users) > 0 || len(fl.Names) > 0 || len(fl.Partitions) > 0 ||
 		len(fl.Accounts) > 0 || len(states) > 0 || r.nodes != nil
-	if len(fl.IDs) == 0 && !r.filtered {
+	if len(fl.IDs) == 0 && len(fl.Tasks) == 0 && !r.filtered {
 		return nil, api.Invalid("No job identification provided")
 	}
 	if o.Signal != "" {
@@ -209,9 +207,10 @@ func run(ctx context.Context, o *Options) error {
 		r.cancel.Filter = api.JobFilter{IDs: ids}
 		r.filtered = false
 	}
-	explicit := len(r.cancel.Filter.IDs) > 0
+	named := namedIDs(r.cancel.Filter)
+	explicit := len(named) > 0
 	if o.Verbose > 0 && explicit {
-		for _, id := range r.cancel.Filter.IDs {
+		for _, id := range named {
 			o.announce(id, r.cancel.Signal)
 		}
 	}
@@ -220,21 +219,22 @@ func run(ctx context.Context, o *Options) error {
 		return fmt.Errorf("Kill job error: %w", err)
 	}
 	failed := 0
-	seen := map[uint64]bool{}
+	seen := map[string]bool{}
 	for _, res := range resp.Results {
-		seen[res.JobID] = true
+		id := resultID(res)
+		seen[id] = true
 		if o.Verbose > 0 && !explicit {
-			o.announce(res.JobID, r.cancel.Signal)
+			o.announce(id, r.cancel.Signal)
 		}
 		if res.Error != "" {
 			failed++
-			o.report(res.JobID, res.Error)
+			o.report(id, res.Error)
 		}
 	}
 	// Without other filters, an id the controller did not answer for is
 	// an unknown job.
 	if explicit && !r.filtered {
-		for _, id := range r.cancel.Filter.IDs {
+		for _, id := range named {
 			if !seen[id] {
 				failed++
 				o.report(id, "Invalid job id specified")
@@ -247,19 +247,40 @@ func run(ctx context.Context, o *Options) error {
 	return nil
 }
 
-func (o *Options) announce(id uint64, sig int) {
-	if sig != 0 {
-		fmt.Fprintf(o.IO.ErrOut, "scancel: Signal %d to job %d\n", sig, id)
-		return
+// namedIDs lists the ids a request names, as scancel prints them ("12",
+// "7_3").
+func namedIDs(f api.JobFilter) []string {
+	out := make([]string, 0, len(f.IDs)+len(f.Tasks))
+	for _, id := range f.IDs {
+		out = append(out, strconv.FormatUint(id, 10))
 	}
-	fmt.Fprintf(o.IO.ErrOut, "scancel: Terminating job %d\n", id)
+	for _, t := range f.Tasks {
+		out = append(out, t.String())
+	}
+	return out
 }
 
-func (o *Options) report(id uint64, msg string) {
+// resultID is the id a result answers for.
+func resultID(r api.JobResult) string {
+	if r.ID != "" {
+		return r.ID
+	}
+	return strconv.FormatUint(r.JobID, 10)
+}
+
+func (o *Options) announce(id string, sig int) {
+	if sig != 0 {
+		fmt.Fprintf(o.IO.ErrOut, "scancel: Signal %d to job %s\n", sig, id)
+		return
+	}
+	fmt.Fprintf(o.IO.ErrOut, "scancel: Terminating job %s\n", id)
+}
+
+func (o *Options) report(id string, msg string) {
 	if o.Quiet {
 		return
 	}
-	fmt.Fprintf(o.IO.ErrOut, "scancel: error: Kill job error on job id %d: %s\n", id, msg)
+	fmt.Fprintf(o.IO.ErrOut, "scancel: error: Kill job error on job id %s: %s\n", id, msg)
 }
 
 // choose lists the jobs the filters select, keeps those on the -w nodes

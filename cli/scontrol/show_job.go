@@ -2,7 +2,6 @@ package scontrol
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -29,19 +28,11 @@ func (o *Options) showJob(ctx context.Context, args []string) error {
 	var jobs []api.Job
 	var now time.Time
 	if len(args) == 1 {
-		id, err := strconv.ParseUint(args[0], 10, 64)
-		if err != nil || id == 0 {
-			return o.loadJobsError(errInvalidJob)
-		}
-		j, err := c.Job(ctx, id)
-		if errors.Is(err, api.ErrNotFound) {
-			return o.loadJobsError(errInvalidJob)
-		}
+		jobs, now, err = o.loadShownJobs(ctx, c, args[0])
 		if err != nil {
-			return fmt.Errorf("slurm_load_jobs error: %w", err)
+			return err
 		}
-		jobs = []api.Job{j}
-		if !j.StartTime.IsZero() && j.EndTime.IsZero() {
+		if j := jobs[0]; now.IsZero() && !j.StartTime.IsZero() && j.EndTime.IsZero() {
 			// A single job carries no clock: RunTime of a running job
 			// needs the controller's, so that it agrees with squeue.
 			info, err := c.Cluster(ctx)
@@ -100,7 +91,7 @@ func anyGPUs(jobs []api.Job) bool {
 func (o *Options) jobRecord(j *api.Job, now time.Time, models map[string]string) *record {
 	r := &record{}
 	loc := o.Loc
-	r.add("JobId=%d JobName=%s", j.ID, orNull(j.Name))
+	r.add("%s", jobIDLine(j))
 	r.add("UserId=%s(%d) GroupId=%s(%d) MCS_label=N/A",
 		jobfmt.NameOr(j.User, j.UserID), j.UserID, jobfmt.NameOr(j.Group, j.GroupID), j.GroupID)
 	r.add("Priority=%d Nice=%d Account=%s QOS=%s", j.EffPriority, j.Nice, orNull(j.Account), orNull(j.QOS))
@@ -183,16 +174,25 @@ func (o *Options) jobRecord(j *api.Job, now time.Time, models map[string]string)
 	if j.MailUser != "" {
 		r.add("MailUser=%s MailType=%s", j.MailUser, orDefault(j.MailType, "NONE"))
 	}
+	// Tide's own lines, last so that Slurm parsers reading fixed lines or
+	// the first Reason= are not disturbed: why a pending job waits, or
+	// why an allocated job went where it is.
 	if j.State == api.StatePending && j.ReasonDetail != "" {
-		// Tide's own line, last so that Slurm parsers reading fixed
-		// lines or the first Reason= are not disturbed.
-		detail := j.ReasonDetail
-		if o.OneLiner {
-			detail = strings.Join(strings.Fields(detail), "_")
-		}
-		r.add("Tide:Diagnosis=%s", detail)
+		r.add("Tide:Diagnosis=%s", o.tideText(j.ReasonDetail))
+	}
+	if len(j.Alloc) > 0 && j.Placement != "" {
+		r.add("Tide:Placement=%s", o.tideText(j.Placement))
 	}
 	return r
+}
+
+// tideText is a Tide:… value: as is, or with its blanks turned into _
+// for -o, where blanks separate the fields.
+func (o *Options) tideText(s string) string {
+	if o.OneLiner {
+		return strings.Join(strings.Fields(s), "_")
+	}
+	return s
 }
 
 func orDefault(s, def string) string {

@@ -12,32 +12,9 @@ import (
 	"github.com/tide-hpc/tide/hostlist"
 )
 
-// parseJobIDs reads job lists as Slurm's hold/release take them: ids
-// separated by commas and/or given as separate words.
-func parseJobIDs(words []string) ([]uint64, error) {
-	var ids []uint64
-	for _, w := range words {
-		for _, s := range strings.Split(w, ",") {
-			s = strings.TrimSpace(s)
-			if s == "" {
-				continue
-			}
-			id, err := strconv.ParseUint(s, 10, 64)
-			if err != nil || id == 0 {
-				return nil, fmt.Errorf("%s: %s", errInvalidJob, s)
-			}
-			ids = append(ids, id)
-		}
-	}
-	if len(ids) == 0 {
-		return nil, fmt.Errorf("no job id given")
-	}
-	return ids, nil
-}
-
 // jobAction runs hold, uhold, release or requeue on a job list.
 func (o *Options) jobAction(ctx context.Context, action string, args []string) error {
-	ids, err := parseJobIDs(args)
+	ids, tasks, err := parseJobIDs(args)
 	if err != nil {
 		return err
 	}
@@ -45,7 +22,7 @@ func (o *Options) jobAction(ctx context.Context, action string, args []string) e
 	if err != nil {
 		return err
 	}
-	resp, err := c.UpdateJobs(ctx, api.JobUpdate{IDs: ids, Action: action})
+	resp, err := c.UpdateJobs(ctx, api.JobUpdate{IDs: ids, Tasks: tasks, Action: action})
 	if err != nil {
 		return fmt.Errorf("%s: %w", action, err)
 	}
@@ -65,9 +42,12 @@ func (o *Options) reportResults(resp api.CancelResponse) error {
 		if o.Quiet {
 			continue
 		}
-		msg := r.Error
-		if !strings.Contains(msg, fmt.Sprintf("job %d", r.JobID)) {
-			msg = fmt.Sprintf("%s for job %d", msg, r.JobID)
+		msg, id := r.Error, strconv.FormatUint(r.JobID, 10)
+		if r.ID != "" {
+			id = r.ID
+		}
+		if !strings.Contains(msg, "job "+id) {
+			msg = fmt.Sprintf("%s for job %s", msg, id)
 		}
 		fmt.Fprintf(o.IO.ErrOut, "scontrol: error: %s\n", msg)
 	}
@@ -126,8 +106,9 @@ func (o *Options) update(ctx context.Context, args []string) error {
 
 // jobUpdate is a parsed `update JobId=…` command.
 type jobUpdate struct {
-	ids []uint64
-	u   api.JobUpdate
+	ids   []uint64
+	tasks []api.TaskRef
+	u     api.JobUpdate
 	// relLimit is a TimeLimit=+T / -T change in seconds (0 = none).
 	relLimit int64
 }
@@ -139,12 +120,25 @@ func parseJobUpdate(kvs []kv) (*jobUpdate, error) {
 		v := p.val
 		switch p.key {
 		case "jobid", "job":
-			ids, err := parseJobIDs([]string{v})
+			ids, tasks, err := parseJobIDs([]string{v})
 			if err != nil {
 				return nil, err
 			}
-			ju.ids = append(ju.ids, ids...)
+			ju.ids, ju.tasks = append(ju.ids, ids...), append(ju.tasks, tasks...)
 			continue
+		case "dependency":
+			if v != "" {
+				if _, err := api.ParseDependency(v); err != nil {
+					return nil, fmt.Errorf("Invalid dependency specification: %s", v)
+				}
+			}
+			ju.u.Dependency = &v
+		case "arraytaskthrottle":
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 0 {
+				return nil, fmt.Errorf("Invalid ArrayTaskThrottle value: %s", v)
+			}
+			ju.u.ArrayThrottle = &n
 		case "timelimit", "time":
 			// +T and -T change the current limit; a bare "-1" is
 			// Slurm's UNLIMITED, not a decrement.
@@ -196,21 +190,16 @@ func parseJobUpdate(kvs []kv) (*jobUpdate, error) {
 		}
 		set++
 	}
-	if len(ju.ids) == 0 {
+	if len(ju.ids) == 0 && len(ju.tasks) == 0 {
 		return nil, fmt.Errorf("no JobId given")
 	}
 	if set == 0 {
-		return nil, fmt.Errorf("no changes requested for job %s", joinIDs(ju.ids))
+		return nil, fmt.Errorf("no changes requested for job %s", joinIDs(ju.ids, ju.tasks))
+	}
+	if ju.relLimit != 0 && len(ju.tasks) > 0 {
+		return nil, fmt.Errorf("TimeLimit=+/-T is not supported for array tasks; give an absolute limit")
 	}
 	return ju, nil
-}
-
-func joinIDs(ids []uint64) string {
-	s := make([]string, len(ids))
-	for i, id := range ids {
-		s[i] = strconv.FormatUint(id, 10)
-	}
-	return strings.Join(s, ",")
 }
 
 func (o *Options) updateJobs(ctx context.Context, kvs []kv) error {
@@ -223,7 +212,7 @@ func (o *Options) updateJobs(ctx context.Context, kvs []kv) error {
 		return err
 	}
 	if ju.relLimit == 0 {
-		ju.u.IDs = ju.ids
+		ju.u.IDs, ju.u.Tasks = ju.ids, ju.tasks
 		resp, err := c.UpdateJobs(ctx, ju.u)
 		if err != nil {
 			return fmt.Errorf("slurm_update error: %w", err)

@@ -93,27 +93,34 @@ func TestNodeUpdates(t *testing.T) {
 
 func TestParseJobIDs(t *testing.T) {
 	tests := []struct {
-		name    string
-		words   []string
-		want    []uint64
-		wantErr bool
+		name      string
+		words     []string
+		want      []uint64
+		wantTasks []api.TaskRef
+		wantErr   bool
 	}{
 		{name: "one", words: []string{"5"}, want: []uint64{5}},
 		{name: "comma list", words: []string{"5,6"}, want: []uint64{5, 6}},
 		{name: "words and commas", words: []string{"5,", "6", "7,8"}, want: []uint64{5, 6, 7, 8}},
 		{name: "zero", words: []string{"0"}, wantErr: true},
 		{name: "negative", words: []string{"-3"}, wantErr: true},
-		{name: "array syntax", words: []string{"5_1"}, wantErr: true},
+		{name: "array task", words: []string{"5_1"}, wantTasks: []api.TaskRef{{JobID: 5, Task: 1}}},
+		{name: "array tasks and jobs", words: []string{"5_[1-2],9"}, want: []uint64{9},
+			wantTasks: []api.TaskRef{{JobID: 5, Task: 1}, {JobID: 5, Task: 2}}},
+		{name: "bad array task", words: []string{"5_x"}, wantErr: true},
 		{name: "none", words: []string{","}, wantErr: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := parseJobIDs(tt.words)
+			got, tasks, err := parseJobIDs(tt.words)
 			if (err != nil) != tt.wantErr {
 				t.Fatalf("err = %v, wantErr %v", err, tt.wantErr)
 			}
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("ids (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.wantTasks, tasks); diff != "" {
+				t.Errorf("tasks (-want +got):\n%s", diff)
 			}
 		})
 	}

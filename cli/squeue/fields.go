@@ -57,6 +57,23 @@ func stamp(f func(e *env, j *api.Job) time.Time) func(*env, []byte, *api.Job) []
 
 func appendID(_ *env, dst []byte, j *api.Job) []byte { return strconv.AppendUint(dst, j.ID, 10) }
 
+// appendArrayID is %i: "N_I" for array tasks, "N_[10-99%8]" for an
+// array's pending tasks, the job id otherwise.
+func appendArrayID(_ *env, dst []byte, j *api.Job) []byte {
+	if j.ArrayJobID == 0 {
+		return strconv.AppendUint(dst, j.ID, 10)
+	}
+	return append(dst, j.ArrayID()...)
+}
+
+// appendArrayJobID is %F: the array's id, or the job id.
+func appendArrayJobID(_ *env, dst []byte, j *api.Job) []byte {
+	if j.ArrayJobID != 0 {
+		return strconv.AppendUint(dst, j.ArrayJobID, 10)
+	}
+	return strconv.AppendUint(dst, j.ID, 10)
+}
+
 // jobFields lists every field, in Slurm's letter order; long-only fields
 // follow.
 var jobFields = []jobField{
@@ -71,17 +88,17 @@ var jobFields = []jobField{
 	{letter: 'e', names: []string{"EndTime"}, header: "END_TIME", value: endTime},
 	{letter: 'E', names: []string{"Dependency"}, header: "DEPENDENCY", value: str(func(j *api.Job) string { return slurmfmt.OrNull(j.Dependency) })},
 	{letter: 'f', names: []string{"Feature"}, header: "FEATURES", value: str(func(j *api.Job) string { return slurmfmt.OrNull(j.Constraint) })},
-	{letter: 'F', names: []string{"ArrayJobId"}, header: "ARRAY_JOB_ID", value: appendID},
+	{letter: 'F', names: []string{"ArrayJobId"}, header: "ARRAY_JOB_ID", value: appendArrayJobID},
 	{letter: 'g', names: []string{"GroupName"}, header: "GROUP", value: groupName},
 	{letter: 'G', names: []string{"GroupId"}, header: "GROUP", value: num(func(j *api.Job) int64 { return int64(j.GroupID) })},
 	{letter: 'h', names: []string{"OverSubscribe", "Shared"}, header: "OVER_SUBSCRIBE", value: str(overSubscribe)},
 	{letter: 'H', names: []string{"Sockets"}, header: "SOCKETS_PER_NODE", value: constant("*")},
-	{letter: 'i', names: []string{"JobArrayId"}, header: "JOBID", value: appendID},
+	{letter: 'i', names: []string{"JobArrayId"}, header: "JOBID", value: appendArrayID},
 	{letter: 'I', names: []string{"Cores"}, header: "CORES_PER_SOCKET", value: constant("*")},
 	{letter: 'j', names: []string{"Name"}, header: "NAME", value: str(func(j *api.Job) string { return j.Name })},
 	{letter: 'J', names: []string{"Threads"}, header: "THREADS_PER_CORE", value: constant("*")},
 	{letter: 'k', names: []string{"Comment"}, header: "COMMENT", value: str(func(j *api.Job) string { return slurmfmt.OrNull(j.Comment) })},
-	{letter: 'K', names: []string{"ArrayTaskId"}, header: "ARRAY_TASK_ID", value: constant("N/A")},
+	{letter: 'K', names: []string{"ArrayTaskId"}, header: "ARRAY_TASK_ID", value: str(func(j *api.Job) string { return j.ArrayTaskString() })},
 	{letter: 'l', names: []string{"TimeLimit"}, header: "TIME_LIMIT", noCut: true, value: timeLimit},
 	{letter: 'L', names: []string{"TimeLeft"}, header: "TIME_LEFT", noCut: true, value: timeLeft},
 	{letter: 'm', names: []string{"MinMemory"}, header: "MIN_MEMORY", value: minMemory},
@@ -547,7 +564,7 @@ func patternVars(j *api.Job) api.PatternVars {
 	if len(j.Alloc) > 0 {
 		node = j.Alloc[0].Node
 	}
-	return api.PatternVars{JobID: j.ID, Name: j.Name, User: j.User, Node: node, ArrayTask: -1}
+	return j.PatternVars(node)
 }
 
 func outPath(j *api.Job, pattern string) string {

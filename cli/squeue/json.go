@@ -21,6 +21,10 @@ type jsonOutput struct {
 
 type jsonJob struct {
 	Account                 string   `json:"account"`
+	ArrayJobID              uint64   `json:"array_job_id"`
+	ArrayMaxTasks           int      `json:"array_max_tasks"`
+	ArrayTaskID             *int     `json:"array_task_id"`
+	ArrayTaskString         string   `json:"array_task_string"`
 	BatchHost               string   `json:"batch_host"`
 	Cluster                 string   `json:"cluster"`
 	Command                 string   `json:"command"`
@@ -125,8 +129,21 @@ func gresDetail(j *api.Job) []string {
 }
 
 func toJSON(j *api.Job, e *env) jsonJob {
+	var task *int
+	var taskStr string
+	var maxTasks int
+	switch {
+	case j.IsArrayMeta():
+		taskStr, maxTasks = j.ArrayPending.String(), j.ArrayThrottle
+	case j.ArrayJobID != 0:
+		task = &j.ArrayTaskID
+	}
 	out := jsonJob{
+		ArrayTaskID:             task,
+		ArrayMaxTasks:           maxTasks,
+		ArrayTaskString:         taskStr,
 		Account:                 j.Account,
+		ArrayJobID:              j.ArrayJobID,
 		BatchHost:               j.BatchHost(),
 		Cluster:                 j.Cluster,
 		Comment:                 j.Comment,

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -56,6 +57,9 @@ type Options struct {
 	Me         bool
 	Verbose    int
 	Iterate    int
+	// Array (-r) prints each pending task of an array on its own line
+	// instead of one "N_[tasks]" line.
+	Array bool
 
 	Users      string
 	Jobs       string
@@ -122,7 +126,7 @@ func newCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cob
 	fl.CountVarP(&o.Verbose, "verbose", "v", "print the options used on stderr")
 	fl.StringVarP(&o.NodeList, "nodelist", "w", "", "hostlist of nodes whose jobs to view")
 	fl.BoolVar(&o.JSON, "json", false, "print the jobs as JSON")
-	fl.BoolP("array", "r", false, "one line per array element (accepted; Tide has no arrays yet)")
+	fl.BoolVarP(&o.Array, "array", "r", false, "one line per array task, pending tasks included")
 	fl.Bool("help", false, "show this help")
 	return cmd
 }
@@ -201,12 +205,13 @@ func (o *Options) compile() (*query, error) {
 	if o.Me {
 		q.filter.Users = append(q.filter.Users, strconv.Itoa(o.UID()))
 	}
-	for _, s := range splitList(o.Jobs) {
-		id, err := strconv.ParseUint(s, 10, 64)
-		if err != nil || id == 0 {
+	for _, s := range api.SplitJobIDList(o.Jobs) {
+		ids, tasks, err := api.ParseJobIDs(s)
+		if err != nil {
 			return nil, api.Invalid("Invalid job id: %s", s)
 		}
-		q.filter.IDs = append(q.filter.IDs, id)
+		q.filter.IDs = append(q.filter.IDs, ids...)
+		q.filter.Tasks = append(q.filter.Tasks, tasks...)
 	}
 	parts := o.Partitions
 	if parts == "" {
@@ -255,7 +260,7 @@ func (o *Options) compile() (*query, error) {
 		q.noState = false
 	}
 	q.noState = q.noState && len(q.filter.States) == 0
-	if len(q.filter.IDs) > 0 || o.JobsFlag {
+	if len(q.filter.IDs) > 0 || len(q.filter.Tasks) > 0 || o.JobsFlag {
 		q.filter.All = true
 	}
 	q.anyState = !all && len(q.filter.States) == 0 && !o.JobsFlag
@@ -395,7 +400,7 @@ func (o *Options) once(ctx context.Context, client cmdutil.API, q *query, tbl *s
 	if err != nil {
 		return fmt.Errorf("slurm_load_jobs error: %w", err)
 	}
-	if len(q.filter.IDs) > 0 && len(list.Jobs) == 0 {
+	if (len(q.filter.IDs) > 0 || len(q.filter.Tasks) > 0) && len(list.Jobs) == 0 {
 		fmt.Fprintln(o.IO.ErrOut, ErrInvalidJobID)
 		return &cmdutil.SilentError{Code: cmdutil.ExitError}
 	}
@@ -405,6 +410,9 @@ func (o *Options) once(ctx context.Context, client cmdutil.API, q *query, tbl *s
 		if q.keep(&list.Jobs[i]) {
 			jobs = append(jobs, &list.Jobs[i])
 		}
+	}
+	if o.Array {
+		jobs = expandArrays(jobs, q.filter)
 	}
 	sortJobs(jobs, q.sort, e)
 	if o.JSON {
@@ -477,4 +485,27 @@ func (o *Options) printOptions(q *query) {
 	line("verbose", strconv.Itoa(o.Verbose))
 	b.WriteString("-----------------------------\n")
 	io.WriteString(o.IO.ErrOut, b.String())
+}
+
+// expandArrays is -r: each array meta record becomes one line per
+// pending task (those the filter names, when it names tasks), printed
+// as "N_I".
+func expandArrays(jobs []*api.Job, f api.JobFilter) []*api.Job {
+	out := make([]*api.Job, 0, len(jobs))
+	for _, j := range jobs {
+		if !j.IsArrayMeta() {
+			out = append(out, j)
+			continue
+		}
+		whole := len(f.Tasks) == 0 || slices.Contains(f.IDs, j.ArrayJobID)
+		j.ArrayPending.Each(func(t int) bool {
+			if whole || slices.Contains(f.Tasks, api.TaskRef{JobID: j.ArrayJobID, Task: t}) {
+				c := *j
+				c.ArrayPending, c.ArrayTaskID = nil, t
+				out = append(out, &c)
+			}
+			return true
+		})
+	}
+	return out
 }

@@ -19,6 +19,13 @@ func (f JobFilter) Values() url.Values {
 		}
 		v.Set("id", strings.Join(ids, ","))
 	}
+	if len(f.Tasks) > 0 {
+		ts := make([]string, len(f.Tasks))
+		for i, t := range f.Tasks {
+			ts[i] = t.String()
+		}
+		v.Set("task", strings.Join(ts, ","))
+	}
 	set := func(k string, xs []string) {
 		if len(xs) > 0 {
 			v.Set(k, strings.Join(xs, ","))
@@ -64,6 +71,13 @@ func ParseJobFilter(v url.Values) (JobFilter, error) {
 		}
 		f.IDs = append(f.IDs, id)
 	}
+	for _, s := range split("task") {
+		ids, tasks, err := ParseJobIDs(s)
+		if err != nil || len(ids) > 0 {
+			return f, Invalid("invalid array task specified: %s", s)
+		}
+		f.Tasks = append(f.Tasks, tasks...)
+	}
 	f.Users = split("user")
 	f.Names = split("name")
 	f.Partitions = split("partition")
@@ -89,9 +103,10 @@ func ParseJobFilter(v url.Values) (JobFilter, error) {
 }
 
 // Match reports whether j passes the filter's id, user, name, partition,
-// account and state tests (not the time window).
+// account and state tests (not the time window). With IDs or Tasks the
+// job must match one of them (see MatchID).
 func (f *JobFilter) Match(j *Job) bool {
-	if len(f.IDs) > 0 && !slices.Contains(f.IDs, j.ID) {
+	if (len(f.IDs) > 0 || len(f.Tasks) > 0) && !f.MatchID(j) {
 		return false
 	}
 	if len(f.Users) > 0 && !slices.Contains(f.Users, j.User) && !slices.Contains(f.Users, strconv.FormatUint(uint64(j.UserID), 10)) {
@@ -119,4 +134,25 @@ func (f *JobFilter) Match(j *Job) bool {
 		}
 	}
 	return true
+}
+
+// MatchID reports whether j is one of the filter's jobs: its id or array
+// id is in IDs, or it is (or its meta record still holds) a task in
+// Tasks.
+func (f *JobFilter) MatchID(j *Job) bool {
+	if slices.Contains(f.IDs, j.ID) || (j.ArrayJobID != 0 && slices.Contains(f.IDs, j.ArrayJobID)) {
+		return true
+	}
+	if j.ArrayJobID == 0 {
+		return false
+	}
+	for _, t := range f.Tasks {
+		if t.JobID != j.ArrayJobID {
+			continue
+		}
+		if j.IsArrayMeta() && j.ArrayPending.Contains(t.Task) || !j.IsArrayMeta() && j.ArrayTaskID == t.Task {
+			return true
+		}
+	}
+	return false
 }

@@ -191,9 +191,17 @@ type JobSpec struct {
 	Requeue *bool       `json:"requeue,omitempty"`
 	Signal  *SignalSpec `json:"signal,omitempty"`
 
-	// Dependency is kept as written; dependencies arrive with the
-	// workflows issue.
+	// Dependency is --dependency. The controller keeps it in Slurm's
+	// display form with each item's state ("afterok:12(unfulfilled)",
+	// see ParseDependency) and clears it once it is satisfied.
 	Dependency string `json:"dependency,omitempty"`
+	// KillInvalidDep (--kill-on-invalid-dep=yes) cancels the job when
+	// its dependency can never be satisfied instead of leaving it
+	// pending with reason DependencyNeverSatisfied.
+	KillInvalidDep bool `json:"kill_invalid_dep,omitempty"`
+	// Array is --array as written ("0-99:4%8"); every task keeps it, so
+	// that its SLURM_ARRAY_TASK_COUNT/MIN/MAX/STEP describe the array.
+	Array string `json:"array,omitempty"`
 	// MailType and MailUser are recorded; no mail is sent.
 	MailType string `json:"mail_type,omitempty"`
 	MailUser string `json:"mail_user,omitempty"`
@@ -214,6 +222,12 @@ type NodeAlloc struct {
 	GPUMemMB      int64 `json:"gpu_mem_mb,omitempty"`
 	GPUComputePct int   `json:"gpu_compute_pct,omitempty"`
 	Tasks         int   `json:"tasks"`
+	// NUMA lists, ascending, the NUMA nodes of the allocated GPUs when the
+	// node reported them: the scheduler keeps a job's GPUs on as few NUMA
+	// nodes as their link score allows, and the launcher binds the job's
+	// CPUs and memory there once it confines jobs with cgroups (issue 6).
+	// Empty without GPUs or NUMA data.
+	NUMA []int `json:"numa,omitempty"`
 }
 
 // Sliced reports whether the allocation's GPUs are slices of shared
@@ -236,7 +250,11 @@ type Job struct {
 	// numbers ("0/4 nodes: 4 InsufficientGPU").
 	Reason       ReasonCode `json:"reason"`
 	ReasonDetail string     `json:"reason_detail,omitempty"`
-	HoldKind     Hold       `json:"hold_kind,omitempty"`
+	// Placement is why the scheduler put the running job where it is
+	// ("best fit on 2 whole nodes gpu[01-02] under leaf s1; link score
+	// …"), kept for scontrol show job; the start event carries it too.
+	Placement string `json:"placement,omitempty"`
+	HoldKind  Hold   `json:"hold_kind,omitempty"`
 
 	// EffPriority is the priority the scheduler ordered by.
 	EffPriority uint32 `json:"eff_priority"`
@@ -267,6 +285,21 @@ type Job struct {
 	CancelledBy *uint32 `json:"cancelled_by,omitempty"`
 	// Cluster is the cluster the job ran on.
 	Cluster string `json:"cluster,omitempty"`
+
+	// ArrayJobID is the array's id (the job id its submission got) for
+	// array jobs, 0 for other jobs. ArrayTaskID is the task this record
+	// runs; it means nothing while ArrayPending is not empty.
+	ArrayJobID  uint64 `json:"array_job_id,omitempty"`
+	ArrayTaskID int    `json:"array_task_id,omitempty"`
+	// ArrayPending holds, on the array's meta record, the tasks that
+	// have not been split off into records of their own: one record
+	// stands for thousands of waiting tasks, and a task gets its own
+	// record (and job id) only when it starts or is held, cancelled or
+	// updated alone. The last task takes over the meta record itself.
+	ArrayPending TaskSet `json:"array_pending,omitempty"`
+	// ArrayThrottle is the %N of --array: at most that many of the
+	// array's tasks run at once (0 = no limit).
+	ArrayThrottle int `json:"array_throttle,omitempty"`
 }
 
 // BatchHost is the node that runs the batch script ("" before start).
@@ -376,7 +409,11 @@ type SubmitResponse struct {
 
 // JobFilter selects jobs for listing, cancelling and accounting.
 type JobFilter struct {
+	// IDs match a job's id and, for arrays, the array id: "-j 7"
+	// selects every task of array 7. Tasks select single array tasks
+	// ("7_3"), whether split off already or still on the meta record.
 	IDs        []uint64   `json:"ids,omitempty"`
+	Tasks      []TaskRef  `json:"tasks,omitempty"`
 	Users      []string   `json:"users,omitempty"`
 	Names      []string   `json:"names,omitempty"`
 	Partitions []string   `json:"partitions,omitempty"`
@@ -414,13 +451,19 @@ type CancelResponse struct {
 // success.
 type JobResult struct {
 	JobID uint64 `json:"job_id"`
+	// ID is the id as the request named it when that was an array task
+	// ("7_3"), for messages; empty otherwise.
+	ID    string `json:"id,omitempty"`
 	Error string `json:"error,omitempty"`
 }
 
 // JobUpdate is scontrol's hold/release/requeue/update on jobs.
 type JobUpdate struct {
-	IDs    []uint64 `json:"ids"`
-	Action string   `json:"action"` // hold, uhold, release, requeue, update
+	IDs []uint64 `json:"ids"`
+	// Tasks name single array tasks ("7_3"); a task still on its
+	// array's meta record is split off first, so that only it changes.
+	Tasks  []TaskRef `json:"tasks,omitempty"`
+	Action string    `json:"action"` // hold, uhold, release, requeue, update
 	// Fields for update; nil means unchanged.
 	TimeLimit *int64  `json:"time_limit,omitempty"`
 	Name      *string `json:"name,omitempty"`
@@ -429,6 +472,10 @@ type JobUpdate struct {
 	Priority  *uint32 `json:"priority,omitempty"`
 	Nice      *int    `json:"nice,omitempty"`
 	Account   *string `json:"account,omitempty"`
+	// Dependency replaces a pending job's dependency ("" removes it).
+	Dependency *string `json:"dependency,omitempty"`
+	// ArrayThrottle changes an array's %N (0 = no limit).
+	ArrayThrottle *int `json:"array_throttle,omitempty"`
 }
 
 // Event is one entry of a job's trail: a state change or a scheduling

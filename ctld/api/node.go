@@ -353,4 +353,19 @@ type LaunchSpec struct {
 	NumTasks    int         `json:"num_tasks"`
 	CPUsPerTask int         `json:"cpus_per_task"`
 	GPUUUIDs    []string    `json:"gpu_uuids,omitempty"`
+	// Array is set when the job is an array task: tided exports it as
+	// SLURM_ARRAY_* and expands %A and %a in output patterns with it.
+	Array *ArrayLaunch `json:"array,omitempty"`
+}
+
+// ArrayLaunch describes the array task a launch runs: its array id and
+// task id, and the whole array's task count, lowest and highest id and
+// step (SLURM_ARRAY_TASK_COUNT, _MIN, _MAX, _STEP).
+type ArrayLaunch struct {
+	JobID uint64 `json:"job_id"`
+	Task  int    `json:"task"`
+	Count int    `json:"count"`
+	Min   int    `json:"min"`
+	Max   int    `json:"max"`
+	Step  int    `json:"step"`
 }

@@ -20,10 +20,17 @@ const (
 	ReasonNodeDown           ReasonCode = "NodeDown"
 	ReasonBadConstraints     ReasonCode = "BadConstraints"
 	ReasonDependency         ReasonCode = "Dependency"
-	ReasonTimeLimit          ReasonCode = "TimeLimit"
-	ReasonCancelled          ReasonCode = "Cancelled"
-	ReasonNonZeroExit        ReasonCode = "NonZeroExitCode"
-	ReasonLaunchFailed       ReasonCode = "LaunchFailed"
+	// ReasonDependencyNeverSatisfied: a dependency failed (afterok on
+	// a job that failed…); the job waits until its dependency is
+	// changed or it is cancelled (at once with --kill-on-invalid-dep).
+	ReasonDependencyNeverSatisfied ReasonCode = "DependencyNeverSatisfied"
+	// ReasonJobArrayTaskLimit: the array runs as many tasks as its %N
+	// throttle allows.
+	ReasonJobArrayTaskLimit ReasonCode = "JobArrayTaskLimit"
+	ReasonTimeLimit         ReasonCode = "TimeLimit"
+	ReasonCancelled         ReasonCode = "Cancelled"
+	ReasonNonZeroExit       ReasonCode = "NonZeroExitCode"
+	ReasonLaunchFailed      ReasonCode = "LaunchFailed"
 	// ReasonTopology: the job waits for a placement within its
 	// --switches limit (until its wait runs out).
 	ReasonTopology ReasonCode = "Topology"

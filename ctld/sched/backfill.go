@@ -91,11 +91,15 @@ type policy struct {
 	// (until a reservation is made), which the snapshot cannot know.
 	started []relEvent
 	events  []relEvent
+
+	// failed caches the decisions of shapes that did not fit (a queue
+	// has few shapes: a slice beats a map's hashing).
+	failed []failedShape
 }
 
 // relEvent is one Release resolved to a node index.
 type relEvent struct {
-	at    time.Time
+	at    int64 // Unix nanoseconds: cheaper to sort than time.Time
 	node  int
 	cpus  int
 	mem   int64
@@ -172,7 +176,7 @@ func (pol *policy) onStart(p *pass, s *Start) {
 	if pol.kind != PolicyBackfill || pol.bf != bfNone || s.TimeLimit == api.Infinite || s.TimeLimit < 0 {
 		return
 	}
-	at := pol.now.Add(time.Duration(s.TimeLimit) * time.Second)
+	at := pol.now.Add(time.Duration(s.TimeLimit) * time.Second).UnixNano()
 	for _, a := range s.Alloc {
 		if i, ok := p.byName[a.Node]; ok {
 			pol.started = append(pol.started, relEvent{at: at, node: i, cpus: a.CPUs, mem: a.MemoryMB, gpus: a.GPUs})
@@ -186,13 +190,11 @@ func (pol *policy) onStart(p *pass, s *Start) {
 // node choice as a start, on the copy.
 func (pol *policy) reserveInTime(p *pass, r *Request) (time.Time, bool) {
 	evs := pol.events[:0]
+	now := pol.now.UnixNano()
 	for i := range p.nodes {
 		for _, rel := range p.nodes[i].Info.Releases {
-			at := rel.At
-			if at.Before(pol.now) {
-				// Overdue: ends any moment.
-				at = pol.now
-			}
+			// Overdue jobs end any moment.
+			at := max(rel.At.UnixNano(), now)
 			evs = append(evs, relEvent{at: at, node: i, cpus: rel.CPUs, mem: rel.MemMB, gpus: rel.GPUs, order: len(evs)})
 		}
 	}
@@ -205,7 +207,7 @@ func (pol *policy) reserveInTime(p *pass, r *Request) (time.Time, bool) {
 		return time.Time{}, false
 	}
 	slices.SortFunc(evs, func(a, b relEvent) int {
-		if c := a.at.Compare(b.at); c != 0 {
+		if c := cmp.Compare(a.at, b.at); c != 0 {
 			return c
 		}
 		return cmp.Compare(a.order, b.order)
@@ -232,7 +234,7 @@ func (pol *policy) reserveInTime(p *pass, r *Request) (time.Time, bool) {
 	defer func() { p.nodes = saved }()
 	for k := 0; k < len(evs); {
 		at := evs[k].at
-		for ; k < len(evs) && evs[k].at.Equal(at); k++ {
+		for ; k < len(evs) && evs[k].at == at; k++ {
 			e := &evs[k]
 			n := &future[e.node]
 			before, cpus := len(n.FreeGPUs), n.FreeCPUs
@@ -252,7 +254,7 @@ func (pol *policy) reserveInTime(p *pass, r *Request) (time.Time, bool) {
 			for _, i := range p.picked {
 				p.reserve(i)
 			}
-			return at, true
+			return time.Unix(0, at).In(pol.now.Location()), true
 		}
 	}
 	return time.Time{}, false
@@ -285,4 +287,87 @@ func (pol *policy) closed(p *pass, plan *Plan) []string {
 		}
 	}
 	return out
+}
+
+// A deep queue holds many jobs of the same shape. Within a pass
+// resources only shrink and holds only grow, so once a job of some shape
+// failed to fit, the next job of that shape fails the same way for as
+// long as nothing was started or held in between. The pass then reuses
+// the decision instead of scanning the partition again; that is what
+// keeps backfill (where most jobs are scanned) linear in the queue.
+
+// shapeKey is what decides a node scan's outcome for jobs without -w,
+// -x or --switches whose slots are all alike.
+type shapeKey struct {
+	part, nodes                       int
+	slot                              Slot
+	gpuType                           string
+	exclusive, nvlink, anyReserved, s bool
+}
+
+// stateGen changes whenever the pass starts a job, holds a node or
+// changes its backfill state.
+type stateGen struct{ starts, reserved, bf int }
+
+type failedShape struct {
+	key    shapeKey
+	gen    stateGen
+	reason api.ReasonCode
+	detail string
+}
+
+// shapeOf returns r's key, or false when r's outcome depends on more
+// than its shape.
+func shapeOf(r *Request) (shapeKey, bool) {
+	if len(r.Slots) == 0 || len(r.Required) > 0 || r.Excludes || r.MaxLeaves > 0 || r.Slots[0] != r.Slots[len(r.Slots)-1] {
+		return shapeKey{}, false
+	}
+	return shapeKey{part: r.Part, nodes: r.Nodes, slot: r.Slots[0], gpuType: strings.ToLower(r.GPUType),
+		exclusive: r.Exclusive, nvlink: r.NVLinkOnly, anyReserved: r.AnyReserved, s: r.Sliced}, true
+}
+
+func (pol *policy) gen(p *pass, plan *Plan) stateGen {
+	g := stateGen{starts: len(plan.Starts), bf: pol.bf}
+	for i := range p.parts {
+		g.reserved += p.parts[i].reserved
+	}
+	return g
+}
+
+// knownFailure returns the decision of an earlier job of r's shape when
+// nothing changed since.
+func (pol *policy) knownFailure(p *pass, r *Request, plan *Plan) (api.ReasonCode, string, bool) {
+	if len(pol.failed) == 0 {
+		return "", "", false
+	}
+	k, ok := shapeOf(r)
+	if !ok {
+		return "", "", false
+	}
+	for i := range pol.failed {
+		if f := &pol.failed[i]; f.key == k {
+			if f.gen != pol.gen(p, plan) {
+				return "", "", false
+			}
+			return f.reason, f.detail, true
+		}
+	}
+	return "", "", false
+}
+
+// remember records the decision of r, which did not fit, after the
+// policy acted on it.
+func (pol *policy) remember(p *pass, r *Request, plan *Plan, reason api.ReasonCode, detail string) {
+	k, ok := shapeOf(r)
+	if !ok {
+		return
+	}
+	f := failedShape{key: k, gen: pol.gen(p, plan), reason: reason, detail: detail}
+	for i := range pol.failed {
+		if pol.failed[i].key == k {
+			pol.failed[i] = f
+			return
+		}
+	}
+	pol.failed = append(pol.failed, f)
 }

@@ -236,10 +236,17 @@ func (p *pass) why(r *Request) string {
 		return fmt.Sprintf("%s on %s: %d/%d CPUs free left", how, n.Info.Name, n.FreeCPUs, n.Info.CPUs)
 	}
 	names := make([]string, len(p.picked))
+	whole := true
 	for k, i := range p.picked {
-		names[k] = p.nodes[i].Info.Name
+		n := &p.nodes[i]
+		names[k] = n.Info.Name
+		whole = whole && (r.Exclusive || n.Info.GPUs > 0 && r.Slots[k].GPUs >= n.Info.GPUs && !r.Slots[k].Sliced())
 	}
-	w := fmt.Sprintf("%s on %d nodes %s", how, len(names), hostlist.Compress(names))
+	kind := "nodes"
+	if whole {
+		kind = "whole nodes"
+	}
+	w := fmt.Sprintf("%s on %d %s %s", how, len(names), kind, hostlist.Compress(names))
 	switch {
 	case p.sw >= 0:
 		w += " under " + p.topo.where(p.sw)
@@ -248,6 +255,12 @@ func (p *pass) why(r *Request) string {
 	}
 	if p.linkNodes > 0 {
 		w += fmt.Sprintf("; link score %d/%d over %d nodes", p.linkScore, p.linkIdeal, p.linkNodes)
+	}
+	switch {
+	case p.numaNodes == 1:
+		w += "; GPUs on 1 NUMA node per node"
+	case p.numaNodes > 1:
+		w += fmt.Sprintf("; GPUs on up to %d NUMA nodes per node", p.numaNodes)
 	}
 	return w
 }

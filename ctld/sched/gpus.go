@@ -2,6 +2,7 @@ package sched
 
 import (
 	"fmt"
+	"math/bits"
 	"slices"
 	"strconv"
 	"strings"
@@ -20,11 +21,14 @@ const exactCombos = 256
 //
 //  1. the highest SetScore of the chosen set (all-NVLink beats partial
 //     NVLink beats PCIe), so a multi-GPU job gets its best-connected set;
-//  2. the lowest cut, the summed score between the chosen GPUs and the
+//  2. the fewest NUMA nodes spanned (with NUMA data in the matrix), so
+//     that the job's CPUs and memory can sit next to all its GPUs: on a
+//     DGX, where every 4-set scores the same, 4 GPUs take one socket;
+//  3. the lowest cut, the summed score between the chosen GPUs and the
 //     free GPUs left behind, so a job breaks the fewest good links and
 //     NVLink islands stay whole (for one GPU this is go-gpuallocator's
 //     "take the worst-connected free GPU");
-//  3. the lowest indices (the first set in lexicographic order).
+//  4. the lowest indices (the first set in lexicographic order).
 //
 // It keeps scratch buffers so that a pass allocates only the result.
 type gpuPicker struct {
@@ -35,12 +39,12 @@ type gpuPicker struct {
 	row     []int
 	maxPair int
 
-	cur, best          []int // positions in free
-	bestScore, bestCut int
-	found              bool
-	ideal              map[idealKey]int
-	all                []int
-	in                 []bool
+	cur, best                    []int // positions in free
+	bestScore, bestSpan, bestCut int
+	found                        bool
+	ideal                        map[idealKey]int
+	all                          []int
+	in                           []bool
 }
 
 type idealKey struct {
@@ -85,7 +89,7 @@ func (g *gpuPicker) pick(m *topology.Matrix, free []int, k int) ([]int, int) {
 // score of g.cur and rows the sum of its members' row totals.
 func (g *gpuPicker) search(from, score, rows int) {
 	if len(g.cur) == g.k {
-		g.offer(score, rows-2*score)
+		g.offer(score, g.span(g.cur), rows-2*score)
 		return
 	}
 	have := len(g.cur)
@@ -106,13 +110,42 @@ func (g *gpuPicker) search(from, score, rows int) {
 }
 
 // offer keeps g.cur when it beats the best set so far (higher score,
-// then lower cut; the earlier set wins ties).
-func (g *gpuPicker) offer(score, cut int) {
-	if g.found && (score < g.bestScore || score == g.bestScore && cut >= g.bestCut) {
-		return
+// then fewer NUMA nodes, then lower cut; the earlier set wins ties).
+func (g *gpuPicker) offer(score, span, cut int) {
+	if g.found {
+		switch {
+		case score != g.bestScore:
+			if score < g.bestScore {
+				return
+			}
+		case span != g.bestSpan:
+			if span > g.bestSpan {
+				return
+			}
+		case cut >= g.bestCut:
+			return
+		}
 	}
-	g.found, g.bestScore, g.bestCut = true, score, cut
+	g.found, g.bestScore, g.bestSpan, g.bestCut = true, score, span, cut
 	g.best = append(g.best[:0], g.cur...)
+}
+
+// numaBit is the bit of GPU free[pos]'s NUMA node in a span mask (all
+// unknown nodes share bit 0, nodes above 62 share bit 63).
+func (g *gpuPicker) numaBit(pos int) uint64 {
+	return 1 << min(g.m.NUMA(g.free[pos])+1, 63)
+}
+
+// span counts the NUMA nodes of the GPUs at positions set.
+func (g *gpuPicker) span(set []int) int {
+	if !g.m.HasNUMA() {
+		return 0
+	}
+	var mask uint64
+	for _, pos := range set {
+		mask |= g.numaBit(pos)
+	}
+	return bits.OnesCount64(mask)
 }
 
 // greedy grows the set from the best pair (by the same objective),
@@ -133,16 +166,36 @@ func (g *gpuPicker) greedy() {
 		g.bestScore = 0
 		return
 	}
-	ba, bb, bs, bc := -1, -1, 0, 0
+	// A pair on a NUMA node with room for the whole set grows inside it.
+	var perNUMA [64]int
+	if g.m.HasNUMA() {
+		for pos := range n {
+			perNUMA[bits.TrailingZeros64(g.numaBit(pos))]++
+		}
+	}
+	room := func(a, b int) int {
+		if x := g.numaBit(a); g.m.HasNUMA() && x == g.numaBit(b) && perNUMA[bits.TrailingZeros64(x)] >= g.k {
+			return 1
+		}
+		return 0
+	}
+	ba, bb, bs, br, bn, bc := -1, -1, 0, 0, 0, 0
 	for a := range n {
 		for b := a + 1; b < n; b++ {
 			s := g.m.Score(g.free[a], g.free[b])
+			rm := room(a, b)
+			sp := g.span([]int{a, b})
 			c := g.row[a] + g.row[b] - 2*s
-			if ba < 0 || s > bs || s == bs && c < bc {
-				ba, bb, bs, bc = a, b, s, c
+			better := ba < 0 || s > bs
+			if !better && s == bs {
+				better = rm > br || rm == br && (sp < bn || sp == bn && c < bc)
+			}
+			if better {
+				ba, bb, bs, br, bn, bc = a, b, s, rm, sp, c
 			}
 		}
 	}
+	mask := g.numaBit(ba) | g.numaBit(bb)
 	g.in = resizeBool(g.in, n)
 	in := g.in
 	for j := range in {
@@ -151,7 +204,7 @@ func (g *gpuPicker) greedy() {
 	in[ba], in[bb] = true, true
 	total := bs
 	for size := 2; size < g.k; size++ {
-		pick, pickAdd := -1, 0
+		pick, pickAdd, pickOut := -1, 0, false
 		for j := range n {
 			if in[j] {
 				continue
@@ -162,11 +215,14 @@ func (g *gpuPicker) greedy() {
 					add += g.m.Score(g.free[c], g.free[j])
 				}
 			}
-			if pick < 0 || add > pickAdd || add == pickAdd && g.row[j] < g.row[pick] {
-				pick, pickAdd = j, add
+			// At equal score, a GPU on a NUMA node the set already uses.
+			out := g.m.HasNUMA() && mask&g.numaBit(j) == 0
+			if pick < 0 || add > pickAdd || add == pickAdd && (!out && pickOut || out == pickOut && g.row[j] < g.row[pick]) {
+				pick, pickAdd, pickOut = j, add, out
 			}
 		}
 		in[pick] = true
+		mask |= g.numaBit(pick)
 		total += pickAdd
 	}
 	for j := range n {
@@ -288,6 +344,10 @@ func (p *pass) takeLinked(n *NodeState, gpus int, free []int) []int {
 		p.gpuWhy = fmt.Sprintf("%s: GPUs %s, link score %d/%d", n.Info.Name, formatRanges(idx), score, ideal)
 	} else {
 		p.gpuWhy = fmt.Sprintf("%s: GPU %d, the least linked free GPU", n.Info.Name, idx[0])
+	}
+	if numa := m.NUMANodes(idx); len(numa) > 0 {
+		p.gpuWhy += ", NUMA " + formatRanges(numa)
+		p.numaNodes = max(p.numaNodes, len(numa))
 	}
 	return idx
 }

@@ -31,6 +31,8 @@ type pass struct {
 
 	// topo is the snapshot's switch tree by index (nil without a tree).
 	topo *topoIndex
+	// holes counts the fully free nodes per leaf (holes.go).
+	holes holes
 	// gpus chooses GPU sets on nodes with a link matrix.
 	gpus gpuPicker
 
@@ -44,6 +46,9 @@ type pass struct {
 	linkScore, linkIdeal int
 	linkNodes            int
 	gpuWhy               string
+	// numaNodes is the most NUMA nodes one node's GPU set spans (0: no
+	// NUMA data).
+	numaNodes int
 
 	// Scratch reused for every job.
 	req       Request
@@ -123,6 +128,7 @@ func newPass(snap *Snapshot, cfg Config) *pass {
 	}
 	p.rankNodes(snap.Nodes)
 	p.topo = newTopoIndex(snap.Tree, p.nodes)
+	p.holes = newHoles(p.nodes, p.topo)
 	p.emptyGPUs = make([]int, maxGPUs)
 	for i := range p.emptyGPUs {
 		p.emptyGPUs[i] = i
@@ -250,7 +256,8 @@ func (p *pass) emptyView(i int) *NodeState {
 // with room for a slice first; then fewest free GPUs (so whole
 // free nodes stay free for big jobs), then fewest free CPUs, then (with
 // a switch tree) nodes on leaves already partly used, so whole leaves
-// stay free, then name.
+// stay free, then name. The choice then spares the last free node of a
+// leaf (holes.go).
 func (p *pass) betterFit(a, b int) int {
 	na, nb := &p.nodes[a], &p.nodes[b]
 	// Pack (the default) fills the fullest nodes and leaves first, so

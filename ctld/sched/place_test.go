@@ -55,7 +55,7 @@ func TestPlacement(t *testing.T) {
 		{
 			name: "multi-node: tasks per node and gpus per node",
 			snap: fourNodes().Jobs(st.MakeJob().Nodes(2).TasksPerNode(8).GPUsPerNode(8).Exclude("gpu01").Obj()).Obj(),
-			want: sched.Start{JobID: 1, TimeLimit: 86400, Why: "best fit on 2 nodes gpu[02-03]",
+			want: sched.Start{JobID: 1, TimeLimit: 86400, Why: "best fit on 2 whole nodes gpu[02-03]",
 				Alloc: []api.NodeAlloc{
 					{Node: "gpu02", CPUs: 8, GPUs: []int{0, 1, 2, 3, 4, 5, 6, 7}, Tasks: 8},
 					{Node: "gpu03", CPUs: 8, GPUs: []int{0, 1, 2, 3, 4, 5, 6, 7}, Tasks: 8},

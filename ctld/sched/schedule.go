@@ -95,6 +95,9 @@ func (p *pass) schedule(job *api.Job, now time.Time, plan *Plan, pol *policy) (S
 	}
 
 	p.topoWait = false
+	if reason, detail, ok := pol.knownFailure(p, r, plan); ok {
+		return pend(reason, detail)
+	}
 	if start, ok := p.place(r); ok {
 		return start, true
 	}
@@ -106,6 +109,7 @@ func (p *pass) schedule(job *api.Job, now time.Time, plan *Plan, pol *policy) (S
 	if p.hist.count(DetailReserved) > 0 {
 		// Nodes the job could use are held for a higher-priority job.
 		pol.noFit(p, r, api.ReasonPriority)
+		pol.remember(p, r, plan, api.ReasonPriority, detailPriority)
 		return pend(api.ReasonPriority, detailPriority)
 	}
 	reason, detail := p.diagnose(r)
@@ -115,6 +119,7 @@ func (p *pass) schedule(job *api.Job, now time.Time, plan *Plan, pol *policy) (S
 		}
 	}
 	pol.noFit(p, r, reason)
+	pol.remember(p, r, plan, reason, detail)
 	return pend(reason, detail)
 }
 
@@ -314,11 +319,17 @@ func (p *pass) choose(r *Request) bool {
 	k := len(p.picked)
 	if r.Nodes-k == 1 {
 		// The common single-slot case: one linear scan, no sort.
-		best := p.cand[0]
-		for _, i := range p.cand[1:] {
-			if p.betterFit(i, best) < 0 {
+		best, used := p.cand[0], -1
+		for _, i := range p.cand {
+			if i != best && p.betterFit(i, best) < 0 {
 				best = i
 			}
+			if !p.nodes[i].Idle && (used < 0 || p.betterFit(i, used) < 0) {
+				used = i
+			}
+		}
+		if used >= 0 && p.protects(best) {
+			best = used // spare the leaf's last free node
 		}
 		p.picked = append(p.picked, best)
 		return true
@@ -362,7 +373,7 @@ func (p *pass) choose(r *Request) bool {
 // matrix (see gpuPicker); an exclusive job takes all that is free on its
 // (idle) nodes.
 func (p *pass) commit(r *Request) Start {
-	p.linkScore, p.linkIdeal, p.linkNodes, p.gpuWhy = 0, 0, 0, ""
+	p.linkScore, p.linkIdeal, p.linkNodes, p.gpuWhy, p.numaNodes = 0, 0, 0, "", 0
 	alloc := make([]api.NodeAlloc, len(p.picked))
 	for k, i := range p.picked {
 		n := &p.nodes[i]
@@ -391,11 +402,15 @@ func (p *pass) commit(r *Request) Start {
 		}
 		n.FreeCPUs -= cpus
 		n.FreeMemMB -= mem
+		if n.Idle && n.Usable {
+			p.holes.used(i)
+		}
 		if n.Idle && p.topo != nil {
 			p.topo.markBusy(i)
 		}
 		n.Idle = false
-		alloc[k] = api.NodeAlloc{Node: n.Info.Name, CPUs: cpus, MemoryMB: mem, GPUs: idx, Tasks: s.Tasks}
+		alloc[k] = api.NodeAlloc{Node: n.Info.Name, CPUs: cpus, MemoryMB: mem, GPUs: idx, Tasks: s.Tasks,
+			NUMA: n.Info.Matrix.NUMANodes(idx)}
 		if len(idx) > 0 && s.Sliced() {
 			alloc[k].GPUMemMB, alloc[k].GPUComputePct = s.GPUMemMB, s.GPUComputePct
 		}

@@ -50,16 +50,13 @@ func newTopoIndex(tree *topology.Tree, nodes []NodeState) *topoIndex {
 		cntFree: make([]int32, len(sws)),
 		cntAll:  make([]int32, len(sws)),
 	}
-	id := make(map[string]int32, len(sws))
 	for k, s := range sws {
-		id[s] = int32(k)
 		t.level[k] = tree.Level(s)
 		t.maxLevel = max(t.maxLevel, t.level[k])
 	}
+	t.chain = make([]int32, 0, len(nodes)*(t.maxLevel+1))
 	for i := range nodes {
-		for _, s := range tree.Ancestors(nodes[i].Info.Name) {
-			t.chain = append(t.chain, id[s])
-		}
+		t.chain = append(t.chain, tree.AncestorIndexes(nodes[i].Info.Name)...)
 		t.chainAt[i+1] = int32(len(t.chain))
 		if !(nodes[i].Usable && nodes[i].Idle) {
 			t.markBusy(i)
@@ -203,13 +200,23 @@ func (p *pass) bestLeaf(r *Request) string {
 	return fmt.Sprintf("best leaf %s has %d/%d free nodes", t.names[best], t.cntFree[best], t.cntAll[best])
 }
 
-// firstFit returns the position in nodes of the first node that holds
-// slot s, or -1.
+// firstFit returns the position in nodes (best-fit order) of the first
+// node that holds slot s, or -1. When that node is the last free node of
+// its leaf and the slot is smaller than a node, the first partly used
+// node after it that holds the slot is taken instead (holes.go).
 func (p *pass) firstFit(r *Request, s *Slot, nodes []int) int {
 	for j, i := range nodes {
-		if p.chain.check(r, s, &p.nodes[i]) == "" {
-			return j
+		if p.chain.check(r, s, &p.nodes[i]) != "" {
+			continue
 		}
+		if p.protects(i) {
+			for k := j + 1; k < len(nodes); k++ {
+				if n := &p.nodes[nodes[k]]; !n.Idle && p.chain.check(r, s, n) == "" {
+					return k
+				}
+			}
+		}
+		return j
 	}
 	return -1
 }

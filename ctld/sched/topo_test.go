@@ -33,12 +33,12 @@ func TestGPUSetByLinks(t *testing.T) {
 		{
 			name: "4 GPUs on empty two-islands take one island",
 			snap: oneNode(8, islands), gpus: 4, wantGPUs: []int{0, 1, 2, 3},
-			wantWhy: "best fit on gpu01: 4/8 GPUs free left; gpu01: GPUs 0-3, link score 3600/3600",
+			wantWhy: "best fit on gpu01: 4/8 GPUs free left; gpu01: GPUs 0-3, link score 3600/3600, NUMA 0",
 		},
 		{
 			name: "4 GPUs on two-islands with GPU 0 used take the whole other island",
 			snap: oneNode(8, islands, 0), gpus: 4, wantGPUs: []int{4, 5, 6, 7},
-			wantWhy: "best fit on gpu01: 3/8 GPUs free left; gpu01: GPUs 4-7, link score 3600/3600",
+			wantWhy: "best fit on gpu01: 3/8 GPUs free left; gpu01: GPUs 4-7, link score 3600/3600, NUMA 1",
 		},
 		{
 			name: "without a matrix the lowest free GPUs are taken",
@@ -48,37 +48,37 @@ func TestGPUSetByLinks(t *testing.T) {
 		{
 			name: "2 GPUs on a DGX take any pair, lowest first",
 			snap: oneNode(8, dgx, 0, 2), gpus: 2, wantGPUs: []int{1, 3},
-			wantWhy: "best fit on gpu01: 4/8 GPUs free left; gpu01: GPUs 1,3, link score 1800/1800",
+			wantWhy: "best fit on gpu01: 4/8 GPUs free left; gpu01: GPUs 1,3, link score 1800/1800, NUMA 0",
 		},
 		{
 			name: "2 GPUs on PCIe-only take a PIX pair",
 			snap: oneNode(8, pcie8, 0, 3), gpus: 2, wantGPUs: []int{4, 5},
-			wantWhy: "best fit on gpu01: 4/8 GPUs free left; gpu01: GPUs 4-5, link score 60/60",
+			wantWhy: "best fit on gpu01: 4/8 GPUs free left; gpu01: GPUs 4-5, link score 60/60, NUMA 1",
 		},
 		{
 			name: "2 GPUs on two-islands stay in the partly used island",
 			snap: oneNode(8, islands, 0), gpus: 2, wantGPUs: []int{1, 2},
-			wantWhy: "best fit on gpu01: 5/8 GPUs free left; gpu01: GPUs 1-2, link score 600/600",
+			wantWhy: "best fit on gpu01: 5/8 GPUs free left; gpu01: GPUs 1-2, link score 600/600, NUMA 0",
 		},
 		{
 			name: "1 GPU on two-islands does not break the whole island",
 			snap: oneNode(8, islands, 4, 5, 6), gpus: 1, wantGPUs: []int{7},
-			wantWhy: "best fit on gpu01: 4/8 GPUs free left; gpu01: GPU 7, the least linked free GPU",
+			wantWhy: "best fit on gpu01: 4/8 GPUs free left; gpu01: GPU 7, the least linked free GPU, NUMA 1",
 		},
 		{
 			name: "1 GPU on an empty two-islands node takes the lowest",
 			snap: oneNode(8, islands), gpus: 1, wantGPUs: []int{0},
-			wantWhy: "best fit on gpu01: 7/8 GPUs free left; gpu01: GPU 0, the least linked free GPU",
+			wantWhy: "best fit on gpu01: 7/8 GPUs free left; gpu01: GPU 0, the least linked free GPU, NUMA 0",
 		},
 		{
 			name: "1 GPU on PCIe-only takes the GPU whose PIX peer is gone",
 			snap: oneNode(8, pcie8, 4), gpus: 1, wantGPUs: []int{5},
-			wantWhy: "best fit on gpu01: 6/8 GPUs free left; gpu01: GPU 5, the least linked free GPU",
+			wantWhy: "best fit on gpu01: 6/8 GPUs free left; gpu01: GPU 5, the least linked free GPU, NUMA 1",
 		},
 		{
 			name: "16-GPU node grows greedily from the best pair",
 			snap: oneNode(16, pcie16, 0, 2, 4), gpus: 4, wantGPUs: []int{1, 3, 6, 7},
-			wantWhy: "best fit on gpu01: 9/16 GPUs free left; gpu01: GPUs 1,3,6-7, link score 210/240",
+			wantWhy: "best fit on gpu01: 9/16 GPUs free left; gpu01: GPUs 1,3,6-7, link score 210/240, NUMA 0",
 		},
 	}
 	for _, tt := range tests {
@@ -179,7 +179,7 @@ func TestSwitchPlacement(t *testing.T) {
 			name: "crosses leaves only when it must",
 			snap: fatTree(true, map[string][]int{"gpu02": all, "gpu04": all}),
 			job:  st.MakeJob().Nodes(2).GPUsPerNode(8), wantNodes: []string{"gpu01", "gpu03"},
-			wantWhy: "best fit on 2 nodes gpu[01,03] under switch spine",
+			wantWhy: "best fit on 2 whole nodes gpu[01,03] under switch spine",
 		},
 		{
 			name: "single-node job keeps the untouched leaf free",
@@ -240,10 +240,10 @@ func TestSwitchAndLinks(t *testing.T) {
 		t.Fatalf("job 1 did not start: %+v", plan.Pending)
 	}
 	want := sched.Start{JobID: 1, TimeLimit: api.Infinite,
-		Why: "best fit on 2 nodes gpu[03-04] under leaf s2; link score 7200/7200 over 2 nodes",
+		Why: "best fit on 2 nodes gpu[03-04] under leaf s2; link score 7200/7200 over 2 nodes; GPUs on 1 NUMA node per node",
 		Alloc: []api.NodeAlloc{
-			{Node: "gpu03", CPUs: 1, GPUs: []int{4, 5, 6, 7}, Tasks: 1},
-			{Node: "gpu04", CPUs: 1, GPUs: []int{0, 1, 2, 3}, Tasks: 1},
+			{Node: "gpu03", CPUs: 1, GPUs: []int{4, 5, 6, 7}, Tasks: 1, NUMA: []int{1}},
+			{Node: "gpu04", CPUs: 1, GPUs: []int{0, 1, 2, 3}, Tasks: 1, NUMA: []int{0}},
 		}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("start (-want +got):\n%s", diff)
@@ -338,5 +338,108 @@ func TestSpreadPolicy(t *testing.T) {
 		if len(plan.Starts) != 1 || plan.Starts[0].Alloc[0].Node != tt.want {
 			t.Fatalf("spread=%v: %+v, want %s", tt.spread, plan.Starts, tt.want)
 		}
+	}
+}
+
+// nvMesh is an n-GPU full NVLink mesh (DGX-like) with the first half of
+// the GPUs on NUMA node 0 and the rest on node 1.
+func nvMesh(t *testing.T, n int) *topology.Matrix {
+	t.Helper()
+	var links []topology.GPULink
+	numa := make([]int, n)
+	for i := range n {
+		numa[i] = i * 2 / n
+		for j := i + 1; j < n; j++ {
+			links = append(links, topology.GPULink{From: i, To: j, NVLinks: 18})
+		}
+	}
+	m, err := topology.NewMatrix(n, links)
+	if err == nil {
+		m, err = m.WithNUMA(numa)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// TestGPUSetNUMA checks NUMA alignment: at equal link score a set on one
+// NUMA node wins, link score still comes first, and the allocation and
+// Why name the NUMA nodes the launcher binds CPUs to.
+func TestGPUSetNUMA(t *testing.T) {
+	// 0,1 on NUMA 0 and 2,3 on NUMA 1; only 1-2 has NVLink.
+	cross, err := topology.NewMatrix(4, []topology.GPULink{
+		{From: 0, To: 1, PCIePath: topology.PathPIX}, {From: 2, To: 3, PCIePath: topology.PathPIX},
+		{From: 1, To: 2, NVLinks: 2, PCIePath: topology.PathSYS},
+		{From: 0, To: 2, PCIePath: topology.PathSYS}, {From: 0, To: 3, PCIePath: topology.PathSYS},
+		{From: 1, To: 3, PCIePath: topology.PathSYS},
+	})
+	if err == nil {
+		cross, err = cross.WithNUMA([]int{0, 0, 1, 1})
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	noNUMA, err := topology.NewMatrix(8, topotest.DGXH100().Links)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dgx := topotest.DGXH100().Matrix
+	tests := []struct {
+		name     string
+		snap     *st.SnapshotWrapper
+		gpus     int
+		wantGPUs []int
+		wantNUMA []int
+		wantWhy  string
+	}{
+		{
+			name: "4 GPUs on a DGX with GPU 0 used take the untouched socket",
+			snap: oneNode(8, dgx, 0), gpus: 4, wantGPUs: []int{4, 5, 6, 7}, wantNUMA: []int{1},
+			wantWhy: "best fit on gpu01: 3/8 GPUs free left; gpu01: GPUs 4-7, link score 10800/10800, NUMA 1",
+		},
+		{
+			name: "without NUMA data the lowest indices win the tie",
+			snap: oneNode(8, noNUMA, 0), gpus: 4, wantGPUs: []int{1, 2, 3, 4},
+			wantWhy: "best fit on gpu01: 3/8 GPUs free left; gpu01: GPUs 1-4, link score 10800/10800",
+		},
+		{
+			name: "2 GPUs on a DGX do not straddle the sockets",
+			snap: oneNode(8, dgx, 0, 1, 2), gpus: 2, wantGPUs: []int{4, 5}, wantNUMA: []int{1},
+			wantWhy: "best fit on gpu01: 3/8 GPUs free left; gpu01: GPUs 4-5, link score 1800/1800, NUMA 1",
+		},
+		{
+			name: "link score beats NUMA alignment",
+			snap: oneNode(4, cross), gpus: 2, wantGPUs: []int{1, 2}, wantNUMA: []int{0, 1},
+			wantWhy: "best fit on gpu01: 2/4 GPUs free left; gpu01: GPUs 1-2, link score 210/210, NUMA 0-1",
+		},
+		{
+			name: "8 GPUs span both sockets",
+			snap: oneNode(8, dgx), gpus: 8, wantGPUs: []int{0, 1, 2, 3, 4, 5, 6, 7}, wantNUMA: []int{0, 1},
+			wantWhy: "best fit on gpu01: 0/8 GPUs free left; gpu01: GPUs 0-7, link score 50400/50400, NUMA 0-1",
+		},
+		{
+			name: "greedy search on 16 GPUs grows inside a NUMA node with room",
+			snap: oneNode(16, nvMesh(t, 16), 0, 1, 2, 3, 4, 5), gpus: 4, wantGPUs: []int{8, 9, 10, 11}, wantNUMA: []int{1},
+			wantWhy: "best fit on gpu01: 6/16 GPUs free left; gpu01: GPUs 8-11, link score 10800/10800, NUMA 1",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			snap := tt.snap.Jobs(st.MakeJob().ID(1).GPUs(tt.gpus).Obj()).Obj()
+			got, ok := start(sched.Schedule(snap, now, sched.Config{}), 1)
+			if !ok {
+				t.Fatal("job 1 did not start")
+			}
+			if diff := cmp.Diff(tt.wantGPUs, got.Alloc[0].GPUs); diff != "" {
+				t.Errorf("GPUs (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.wantNUMA, got.Alloc[0].NUMA); diff != "" {
+				t.Errorf("NUMA (-want +got):\n%s", diff)
+			}
+			if got.Why != tt.wantWhy {
+				t.Errorf("Why = %q, want %q", got.Why, tt.wantWhy)
+			}
+		})
 	}
 }

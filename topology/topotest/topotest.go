@@ -29,7 +29,7 @@ const (
 )
 
 // Machine is a canned node: the link descriptions it was built from, the
-// NUMA node of each GPU (Matrix holds links only) and the built Matrix.
+// NUMA node of each GPU and the built Matrix (which carries both).
 type Machine struct {
 	Name   string
 	Links  []topology.GPULink
@@ -94,6 +94,9 @@ func machine(name string, n int, link func(i, j int) topology.GPULink) Machine {
 		}
 	}
 	mx, err := topology.NewMatrix(n, m.Links)
+	if err == nil {
+		mx, err = mx.WithNUMA(m.NUMA)
+	}
 	if err != nil {
 		panic(fmt.Sprintf("topotest: %s: %v", name, err))
 	}

@@ -40,6 +40,11 @@ func TestMachines(t *testing.T) {
 			if diff := cmp.Diff(tt.wantNUMA, tt.m.NUMA); diff != "" {
 				t.Errorf("NUMA (-want +got):\n%s", diff)
 			}
+			for i, want := range tt.wantNUMA {
+				if got := tt.m.Matrix.NUMA(i); got != want {
+					t.Errorf("Matrix.NUMA(%d) = %d, want %d (the matrix carries the machine's NUMA nodes)", i, got, want)
+				}
+			}
 			if got := len(tt.m.Matrix.Islands()); got != tt.islands {
 				t.Errorf("%d islands, want %d", got, tt.islands)
 			}

@@ -11,9 +11,24 @@ import (
 // This file holds the handlers of the option table: the ones with an
 // effect on the JobSpec, then the validators of options Tide ignores.
 
-func setArray(*state, string, bool) error {
-	// Running every index as one job would be worse than refusing.
-	return errorf("--array: job arrays are not supported yet")
+// setArray checks --array's syntax (the controller checks it against
+// its max_array_size) and keeps it as written.
+func setArray(st *state, v string, _ bool) error {
+	if _, err := api.ParseArraySpec(v, 0); err != nil {
+		return errorf("Invalid --array specification")
+	}
+	st.spec.Array = strings.TrimSpace(v)
+	return nil
+}
+
+// setKillOnInvalidDep is --kill-on-invalid-dep=yes|no.
+func setKillOnInvalidDep(st *state, v string, _ bool) error {
+	w, err := oneOf("kill-on-invalid-dep", v, "yes", "no")
+	if err != nil {
+		return err
+	}
+	st.spec.KillInvalidDep = w == "yes"
+	return nil
 }
 
 func setInt(name string, field func(*api.JobSpec) *int) setFunc {

@@ -116,7 +116,7 @@ var table = buildTable()
 func buildTable() []option {
 	t := []option{
 		// Parallel run options.
-		{Spec: Spec{Long: "array", Short: 'a', Arg: RequiredArg}, env: []string{"SBATCH_ARRAY_INX"}, argName: "indexes", help: "job array index values (not supported yet)", set: setArray},
+		{Spec: Spec{Long: "array", Short: 'a', Arg: RequiredArg}, env: []string{"SBATCH_ARRAY_INX"}, argName: "indexes", help: "job array index values", set: setArray},
 		{Spec: Spec{Long: "account", Short: 'A', Arg: RequiredArg}, env: []string{"SBATCH_ACCOUNT"}, argName: "name", help: "charge job to specified account", set: str(func(s *api.JobSpec) *string { return &s.Account })},
 		{Spec: Spec{Long: "acctg-freq", Arg: RequiredArg}, env: []string{"SBATCH_ACCTG_FREQ"}, argName: "<datatype>=<interval>", help: "job accounting and profiling sampling intervals", set: ignore("acctg-freq", checkAcctgFreq)},
 		{Spec: Spec{Long: "batch", Arg: RequiredArg}, env: []string{"SBATCH_BATCH"}, argName: "list", help: "features the batch host must have", set: ignore("batch", nonEmpty("batch"))},
@@ -229,7 +229,7 @@ func buildTable() []option {
 		{Spec: Spec{Long: "usage", Arg: NoArg}, group: grpHelp, help: "display brief usage message", early: true},
 
 		// Other options.
-		{Spec: Spec{Long: "kill-on-invalid-dep", Arg: RequiredArg}, group: grpOther, argName: "yes|no", help: "cancel the job if a dependency can never be satisfied", set: ignore("kill-on-invalid-dep", enumCheck("kill-on-invalid-dep", "yes", "no"))},
+		{Spec: Spec{Long: "kill-on-invalid-dep", Arg: RequiredArg}, group: grpOther, argName: "yes|no", help: "cancel the job if a dependency can never be satisfied", set: setKillOnInvalidDep},
 		{Spec: Spec{Long: "network", Arg: RequiredArg}, env: []string{"SBATCH_NETWORK"}, group: grpOther, argName: "type", help: "specify information pertaining to the switch or network", set: ignore("network", nonEmpty("network"))},
 		{Spec: Spec{Long: "open-mode", Arg: RequiredArg}, env: []string{"SBATCH_OPEN_MODE"}, group: grpOther, argName: "append|truncate", help: "open the output and error files in append or truncate mode", set: setOpenMode},
 		{Spec: Spec{Long: "test-only", Arg: NoArg}, group: grpOther, help: "validate the job and estimate when it would start; submit nothing", set: func(st *state, _ string, _ bool) error { st.req.TestOnly = true; return nil }},

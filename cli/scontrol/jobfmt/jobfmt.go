@@ -104,7 +104,7 @@ func ReqMemMB(j *api.Job) int64 {
 // to WorkDir, with %N the batch host or left as written while the job has
 // no nodes; stderr defaults to stdout and stdin to /dev/null.
 func StdPaths(j *api.Job) (stdout, stderr, stdin string) {
-	vars := api.PatternVars{JobID: j.ID, Name: j.Name, User: j.User, Node: "%N", ArrayTask: -1}
+	vars := j.PatternVars("%N")
 	if h := j.BatchHost(); h != "" {
 		vars.Node = h
 	}

@@ -108,7 +108,8 @@ func Live() []api.Job {
 	j101 := alice(api.Job{ID: 101, JobSpec: s, State: api.StateRunning, Reason: api.ReasonNone,
 		EffPriority: 4294901701, SubmitTime: at(-12 * time.Minute), EligibleTime: at(-12 * time.Minute),
 		StartTime: at(-10 * time.Minute), LastSchedEval: at(-10 * time.Minute),
-		Alloc: []api.NodeAlloc{{Node: "gpu01", CPUs: 8, MemoryMB: 64000, GPUs: []int{0, 1}, Tasks: 1}}})
+		Placement: "best fit on gpu01: 6/8 GPUs free left; gpu01: GPUs 0-1, link score 1800/1800, NUMA 0",
+		Alloc:     []api.NodeAlloc{{Node: "gpu01", CPUs: 8, MemoryMB: 64000, GPUs: []int{0, 1}, Tasks: 1}}})
 
 	// 102: running on two nodes, 4 GPUs per node, 2 tasks per node.
 	s = spec("dist", "physics", "gpu")
@@ -122,6 +123,7 @@ func Live() []api.Job {
 	j102 := bob(api.Job{ID: 102, JobSpec: s, State: api.StateRunning, Reason: api.ReasonNone,
 		EffPriority: 4294901702, SubmitTime: at(-2 * time.Hour), EligibleTime: at(-2 * time.Hour),
 		StartTime: at(-90 * time.Minute), LastSchedEval: at(-90 * time.Minute),
+		Placement: "exclusive on 2 nodes gpu[02-03] under leaf s1; link score 7200/7200 over 2 nodes; GPUs on 1 NUMA node per node",
 		Alloc: []api.NodeAlloc{
 			{Node: "gpu02", CPUs: 16, MemoryMB: 128000, GPUs: []int{0, 1, 2, 3}, Tasks: 2},
 			{Node: "gpu03", CPUs: 16, MemoryMB: 128000, GPUs: []int{0, 1, 2, 3}, Tasks: 2},
@@ -214,7 +216,7 @@ func Trail() map[uint64][]api.Event {
 		101: {
 			{JobID: 101, Time: at(-12 * time.Minute), Kind: api.EventSubmit, State: api.StatePending, Actor: "alice", Message: "submitted from login1"},
 			{JobID: 101, Time: at(-12 * time.Minute), Kind: api.EventPending, State: api.StatePending, Reason: string(api.ReasonResources), Message: "0/4 nodes available: 4 InsufficientGPU"},
-			{JobID: 101, Time: at(-10 * time.Minute), Kind: api.EventStart, State: api.StateRunning, Message: "allocated gpu01 gpu:0-1"},
+			{JobID: 101, Time: at(-10 * time.Minute), Kind: api.EventStart, State: api.StateRunning, Message: "best fit on gpu01: 6/8 GPUs free left; gpu01: GPUs 0-1, link score 1800/1800, NUMA 0"},
 			{JobID: 101, Time: at(-10 * time.Minute), Kind: api.EventLaunch, State: api.StateRunning, Message: "launched on gpu01"},
 			{JobID: 101, Time: at(-2 * time.Minute), Kind: api.EventUpdate, State: api.StateRunning, Actor: "root", Message: "TimeLimit=04:00:00"},
 		},

@@ -1,0 +1,141 @@
+package accounting
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"path/filepath"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/tide-hpc/tide/ctld/api"
+)
+
+// arrayJobs stores array 10 as the controller leaves it after two of
+// its tasks started: the meta record 10 (tasks 2-4 pending) and tasks 0
+// and 1 split off as jobs 11 and 12, plus an unrelated job 13.
+func arrayJobs(t *testing.T, s *Store) {
+	t.Helper()
+	meta := makeJob(10).obj()
+	meta.Array, meta.ArrayJobID, meta.ArrayPending = "0-4", 10, api.NewTaskSet([]int{2, 3, 4})
+	var tasks []*api.Job
+	for i, id := range []uint64{11, 12} {
+		j := makeJob(id).running(at(1)).obj()
+		j.Script, j.Environment = "", nil
+		j.Array, j.ArrayJobID, j.ArrayTaskID = "0-4", 10, i
+		tasks = append(tasks, j)
+	}
+	mustWrite(t, s, &Batch{NewJobs: []*api.Job{meta, makeJob(13).obj()}})
+	// Split tasks are written as updates, never with a spool.
+	mustWrite(t, s, &Batch{Jobs: tasks})
+}
+
+func TestQueryArrayJobs(t *testing.T) {
+	s := openTest(t)
+	arrayJobs(t, s)
+	tests := []struct {
+		name string
+		f    api.JobFilter
+		want []uint64
+	}{
+		{name: "array id selects every task", f: api.JobFilter{IDs: []uint64{10}}, want: []uint64{10, 11, 12}},
+		{name: "task id of a split task", f: api.JobFilter{IDs: []uint64{12}}, want: []uint64{12}},
+		{name: "started task", f: api.JobFilter{Tasks: []api.TaskRef{{JobID: 10, Task: 1}}}, want: []uint64{12}},
+		{name: "pending task is on the meta record", f: api.JobFilter{Tasks: []api.TaskRef{{JobID: 10, Task: 3}}}, want: []uint64{10}},
+		{name: "task and job", f: api.JobFilter{IDs: []uint64{13}, Tasks: []api.TaskRef{{JobID: 10, Task: 0}}}, want: []uint64{11, 13}},
+		{name: "unknown task", f: api.JobFilter{Tasks: []api.TaskRef{{JobID: 10, Task: 9}}}, want: []uint64{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := s.QueryJobs(context.Background(), tt.f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, ids(got)); diff != "" {
+				t.Errorf("ids (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestSpoolOfArrayTask(t *testing.T) {
+	s := openTest(t)
+	arrayJobs(t, s)
+	ctx := context.Background()
+	want, _, err := s.Spool(ctx, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, env, err := s.Spool(ctx, 12)
+	if err != nil || got != want || len(env) == 0 {
+		t.Fatalf("task spool = %q %v %v, want the array's %q", got, env, err, want)
+	}
+	if _, _, err := s.Spool(ctx, 99); !errors.Is(err, api.ErrNotFound) {
+		t.Fatalf("unknown job: %v", err)
+	}
+}
+
+// TestArraySpoolOutlivesMeta: the meta record may end (its last task
+// failed) while a task split off earlier still runs and may be
+// requeued; the array's script must stay.
+func TestArraySpoolOutlivesMeta(t *testing.T) {
+	s := openTest(t)
+	ctx := context.Background()
+	meta := makeJob(20).ended(api.StateFailed, at(5)).obj()
+	meta.ArrayJobID, meta.ArrayTaskID = 20, 1
+	task := makeJob(21).running(at(1)).obj()
+	task.Script, task.Environment, task.ArrayJobID = "", nil, 20
+	mustWrite(t, s, &Batch{NewJobs: []*api.Job{meta}})
+	mustWrite(t, s, &Batch{Jobs: []*api.Job{task}})
+	if n, err := s.PurgeSpool(ctx, at(100)); err != nil || n != 0 {
+		t.Fatalf("purged %d, %v while a task runs", n, err)
+	}
+	if n, err := s.PurgeJobs(ctx, at(100)); err != nil || n != 0 {
+		t.Fatalf("purged %d jobs, %v while a task runs", n, err)
+	}
+	task.State, task.EndTime = api.StateCompleted, at(6)
+	mustWrite(t, s, &Batch{Jobs: []*api.Job{task}})
+	if n, err := s.PurgeSpool(ctx, at(100)); err != nil || n != 1 {
+		t.Fatalf("purged %d, %v after the array ended", n, err)
+	}
+}
+
+// TestMigrateAddsArrayColumn opens a database written by schema 1 and
+// checks that its jobs gain array_job_id 0 and stay queryable.
+func TestMigrateAddsArrayColumn(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "old.db")
+	db, err := sql.Open("sqlite3", dsn(path, false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms, err := loadMigrations(migrationFS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stmts := []string{ms[0].sql,
+		`CREATE TABLE schema_version (version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL)`,
+		`INSERT INTO schema_version VALUES (1, 0)`,
+		`INSERT INTO jobs (id, "user", uid, name, "partition", account, state, submit_time, eligible_time,
+			start_time, end_time, record) VALUES (5, 'alice', 1000, 'old', 'gpu', '', 'COMPLETED', 1, 1, 1, 2,
+			'{"job_id":5,"name":"old","state":"COMPLETED"}')`}
+	for _, q := range stmts {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	db.Close()
+	s, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	got, err := s.QueryJobs(context.Background(), api.JobFilter{IDs: []uint64{5}})
+	if err != nil || len(got) != 1 || got[0].Name != "old" {
+		t.Fatalf("old job after migration: %+v %v", got, err)
+	}
+	var arr int64
+	if err := s.r.QueryRow(`SELECT array_job_id FROM jobs WHERE id = 5`).Scan(&arr); err != nil || arr != 0 {
+		t.Fatalf("array_job_id = %d, %v", arr, err)
+	}
+}

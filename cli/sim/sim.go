@@ -1,0 +1,276 @@
+// Package sim implements `tide sim`: replay a job trace through the
+// production scheduler under several policies and compare them, and
+// `tide sim convert`: turn `sacct -P` output into a trace.
+package sim
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tide-hpc/tide/cli/cmdutil"
+	"github.com/tide-hpc/tide/ctld/api"
+	tsim "github.com/tide-hpc/tide/sim"
+	"github.com/tide-hpc/tide/sim/trace"
+)
+
+// Options are tide sim's parsed command line.
+type Options struct {
+	IO *cmdutil.IOStreams
+
+	Trace       string
+	Nodes       int
+	GPUsPerNode int
+	CPUsPerNode int
+	MemPerNode  string
+	Leaf        int
+	Window      string
+	Load        float64
+	QueueMap    string
+	Seed        uint64
+	Compare     string
+	JSON        string
+	HTML        string
+	Starve      string
+	// Progress forces the progress line on (tests); by default it shows
+	// only when stderr is a terminal.
+	Progress bool
+}
+
+// NewCmd builds `tide sim`.
+func NewCmd(f *cmdutil.Factory) *cobra.Command {
+	o := &Options{IO: f.IO}
+	cmd := &cobra.Command{
+		Use:   "sim --trace FILE [options]",
+		Short: "Replay a job trace through the scheduler and compare policies",
+		Long: "Replays a trace (CSV or CSV.gz in the common schema: job_id, submit_time, start_time,\n" +
+			"end_time, duration, num_gpus, gpu_share, user, queue, status) on a generated cluster with\n" +
+			"the production scheduling core, once per policy of --compare (fifo, backfill, tide,\n" +
+			"priority), and prints a comparison table. Same inputs and --seed give the same --json.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return Run(o) },
+	}
+	cmd.CompletionOptions.DisableDefaultCmd = true
+	fl := cmd.Flags()
+	fl.StringVar(&o.Trace, "trace", "", "trace file (.csv or .csv.gz)")
+	fl.IntVar(&o.Nodes, "nodes", 64, "nodes of the generated cluster")
+	fl.IntVar(&o.GPUsPerNode, "gpus-per-node", 8, "GPUs per node")
+	fl.IntVar(&o.CPUsPerNode, "cpus-per-node", 64, "CPUs per node")
+	fl.StringVar(&o.MemPerNode, "mem-per-node", "512G", "memory per node (Slurm units: 512G, 1T, MB without unit)")
+	fl.IntVar(&o.Leaf, "leaf", 16, "nodes per leaf switch of a two-level tree (0: no topology)")
+	fl.StringVar(&o.Window, "window", "", "replay jobs submitted in START,END (seconds, or with unit s/m/h/d, from the trace's zero)")
+	fl.Float64Var(&o.Load, "load", 1, "compress inter-arrival times by this factor (2 = twice the arrival rate)")
+	fl.StringVar(&o.QueueMap, "queue-map", "", "map trace queues to partitions: QUEUE=PART,...,*=PART")
+	fl.Uint64Var(&o.Seed, "seed", 1, "orders jobs submitted in the same second")
+	fl.StringVar(&o.Compare, "compare", "fifo,backfill,tide", "policies to compare, comma-separated")
+	fl.StringVar(&o.JSON, "json", "", "write the report as JSON to FILE (deterministic)")
+	fl.StringVar(&o.HTML, "html", "", "write a self-contained HTML report with charts to FILE")
+	fl.StringVar(&o.Starve, "starve", "30m", "queueing delay above which a job counts as starved")
+	cmd.AddCommand(newConvertCmd(f))
+	return cmd
+}
+
+// Run replays the trace and writes the reports.
+func Run(o *Options) error {
+	if o.Trace == "" {
+		return cmdutil.Usagef("--trace is required")
+	}
+	mem, err := api.ParseMemMB(o.MemPerNode)
+	if err != nil {
+		return cmdutil.Usagef("--mem-per-node: %v", err)
+	}
+	starve, err := parseSeconds(o.Starve)
+	if err != nil {
+		return cmdutil.Usagef("--starve: %v", err)
+	}
+	from, to, err := trace.ParseWindow(o.Window)
+	if err != nil {
+		return cmdutil.Usagef("--window: %v", err)
+	}
+	qmap, err := trace.ParseQueueMap(o.QueueMap)
+	if err != nil {
+		return cmdutil.Usagef("--queue-map: %v", err)
+	}
+	if o.Load <= 0 {
+		return cmdutil.Usagef("--load %v: must be positive", o.Load)
+	}
+	policies, err := tsim.ParsePolicies(splitList(o.Compare))
+	if err != nil {
+		return cmdutil.Usagef("%v", err)
+	}
+	cluster, err := tsim.Generate(tsim.ClusterSpec{Nodes: o.Nodes, GPUsPerNode: o.GPUsPerNode,
+		CPUsPerNode: o.CPUsPerNode, MemPerNodeMB: mem, Leaf: o.Leaf})
+	if err != nil {
+		return cmdutil.Usagef("%v", err)
+	}
+	for q, part := range qmap {
+		if _, ok := cluster.Partitions[part]; !ok {
+			return cmdutil.Usagef("--queue-map: %s=%s: no partition %s (have %s)", q, part, part, cluster.DefaultPartition)
+		}
+	}
+	jobs, err := trace.Read(o.Trace, trace.Options{From: from, To: to, Load: o.Load, QueueMap: qmap})
+	if err != nil {
+		return err
+	}
+	// A replay allocates briskly and keeps little: trade memory for
+	// fewer collections.
+	defer debug.SetGCPercent(debug.SetGCPercent(400))
+
+	co := tsim.CompareOptions{Cluster: cluster, Policies: policies, Seed: o.Seed, StarveAfter: starve, TraceName: o.Trace}
+	var bar *progress
+	if o.Progress || isTerminal(o.IO.ErrOut) {
+		bar = &progress{w: o.IO.ErrOut}
+		co.Progress = bar.update
+	}
+	rep, err := tsim.Compare(jobs, co)
+	if bar != nil {
+		bar.done()
+	}
+	if err != nil {
+		return err
+	}
+	if err := rep.WriteText(o.IO.Out); err != nil {
+		return err
+	}
+	if o.JSON != "" {
+		if err := writeFile(o.JSON, rep.WriteJSON); err != nil {
+			return err
+		}
+	}
+	if o.HTML != "" {
+		if err := writeFile(o.HTML, rep.WriteHTML); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeFile writes a report through a temporary file, so that a failed
+// run never leaves half a report.
+func writeFile(path string, write func(io.Writer) error) error {
+	tmp := path + ".tmp"
+	f, err := os.Create(tmp)
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := write(f); err != nil {
+		f.Close()
+		os.Remove(tmp)
+		return err
+	}
+	if err := f.Close(); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// parseSeconds reads whole seconds ("1800") or a Go duration ("30m").
+func parseSeconds(s string) (int64, error) {
+	if n, err := strconv.ParseInt(s, 10, 64); err == nil && n > 0 {
+		return n, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d < time.Second {
+		return 0, fmt.Errorf("%q is not a duration of at least 1s (1800, 30m, 2h)", s)
+	}
+	return int64(d / time.Second), nil
+}
+
+// isTerminal reports whether w is a character device (a terminal).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// progress draws one updating line on stderr.
+type progress struct {
+	w    io.Writer
+	last int
+	any  bool
+}
+
+func (p *progress) update(done, total int) {
+	if total == 0 {
+		return
+	}
+	pct := done * 100 / total
+	if p.any && pct == p.last {
+		return
+	}
+	p.last, p.any = pct, true
+	const width = 30
+	fill := pct * width / 100
+	fmt.Fprintf(p.w, "\rsimulating [%s%s] %3d%% (%d/%d jobs)", strings.Repeat("#", fill), strings.Repeat(".", width-fill), pct, done, total)
+}
+
+func (p *progress) done() {
+	if p.any {
+		fmt.Fprintln(p.w)
+	}
+}
+
+// newConvertCmd builds `tide sim convert`.
+func newConvertCmd(f *cmdutil.Factory) *cobra.Command {
+	var out, tz string
+	cmd := &cobra.Command{
+		Use:   "convert [SACCT_FILE|-]",
+		Short: "Convert sacct -P output into a trace CSV",
+		Long: "Reads the output of\n  sacct -P -X --format=" + trace.SacctFormat + "\n" +
+			"(from a file or stdin) and writes a trace in the common schema.",
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			loc := time.Local
+			if tz != "" {
+				l, err := time.LoadLocation(tz)
+				if err != nil {
+					return cmdutil.Usagef("--tz: %v", err)
+				}
+				loc = l
+			}
+			in, name := f.IO.In, "stdin"
+			if len(args) == 1 && args[0] != "-" {
+				fh, err := os.Open(args[0])
+				if err != nil {
+					return fmt.Errorf("convert: %w", err)
+				}
+				defer fh.Close()
+				in, name = fh, args[0]
+			}
+			jobs, err := trace.ConvertSacct(in, name, loc)
+			if err != nil {
+				return err
+			}
+			if out == "" || out == "-" {
+				return trace.Write(f.IO.Out, jobs)
+			}
+			return writeFile(out, func(w io.Writer) error { return trace.Write(w, jobs) })
+		},
+	}
+	cmd.Flags().StringVarP(&out, "output", "o", "", "write the trace to FILE (default stdout)")
+	cmd.Flags().StringVar(&tz, "tz", "", "time zone of sacct's timestamps (default: local)")
+	return cmd
+}
