@@ -191,7 +191,7 @@ func (s *Server) requeue(j *api.Job, now time.Time, msg string) {
 	s.releaseJob(j)
 	j.State, j.Reason, j.ReasonDetail = api.StatePending, reason, ""
 	j.Restarts++
-	j.Alloc, j.Launched, j.CancelRequested, j.RequeueRequested, j.TimedOut = nil, false, false, false, false
+	j.Alloc, j.Placement, j.Launched, j.CancelRequested, j.RequeueRequested, j.TimedOut = nil, "", false, false, false, false
 	j.StartTime, j.EndTime, j.EligibleTime = time.Time{}, time.Time{}, now
 	j.Exit = api.ExitStatus{}
 	s.markDirty(j)

@@ -24,3 +24,7 @@ trap '"$ROOT/scripts/down.sh" >/dev/null 2>&1 || true' EXIT
 CTLD_PID=$(cat "$TIDE_RUN/tidectld.pid") WORK=$TIDE_RUN/work "$ROOT/scripts/bench-cluster.sh" > "$OUT/tide.tsv"
 
 "$ROOT/scripts/bench-table.sh" "$OUT/go-bench.txt" "$OUT/tide.tsv"
+
+echo
+echo "Placement on 512 nodes x 8 GPUs, 3-level tree (scripts/bench-topo.sh):"
+BENCH_OUT=$OUT "$ROOT/scripts/bench-topo.sh"
