@@ -19,7 +19,7 @@ TEST_TIMEOUT ?= 20m
 help: ## list targets
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
 
-build: ## build bin/tide, bin/tidectld, bin/tided, bin/tide-stepd and the Slurm-named links
+build: ## build bin/tide, bin/tide-sim, bin/tidectld, bin/tided, bin/tide-stepd and the Slurm-named links
 	@mkdir -p $(BIN)
 	@# The supervisor uses cgo to fork jobs without a /bin/sh trampoline
 	@# (noded/stepd/spawn_cgo.go); it runs once per node, so its start
@@ -27,7 +27,7 @@ build: ## build bin/tide, bin/tidectld, bin/tided, bin/tide-stepd and the Slurm-
 	$(GO) build $(GOFLAGS_BUILD) -o $(BIN)/ ./cmd/tidectld ./cmd/tided ./cmd/tide-stepd
 	@# The CLI needs no cgo: a static binary starts in half the time, and
 	@# every sbatch and squeue pays that start.
-	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/ ./cmd/tide
+	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/ ./cmd/tide ./cmd/tide-sim
 	@for l in $(SLURM_LINKS); do ln -sf tide $(BIN)/$$l; done
 
 test: ## vet, then unit and integration tests (integration starts real daemons on loopback)
@@ -75,7 +75,7 @@ tidy: ## go mod tidy
 
 install: build ## install binaries, links, example configs and systemd units under PREFIX
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/sbin $(DESTDIR)$(PREFIX)/etc/tide $(DESTDIR)$(PREFIX)/lib/systemd/system
-	install -m 0755 $(BIN)/tide $(DESTDIR)$(PREFIX)/bin/tide
+	install -m 0755 $(BIN)/tide $(BIN)/tide-sim $(DESTDIR)$(PREFIX)/bin/
 	install -m 0755 $(BIN)/tidectld $(BIN)/tided $(BIN)/tide-stepd $(DESTDIR)$(PREFIX)/sbin/
 	@for l in $(SLURM_LINKS); do ln -sf tide $(DESTDIR)$(PREFIX)/bin/$$l; done
 	@# Existing configs are kept: a reinstall must not reset a cluster.

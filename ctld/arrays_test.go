@@ -3,13 +3,18 @@ package ctld
 import (
 	"context"
 	"fmt"
+	"log/slog"
+	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/tide-hpc/tide/accounting"
 	"github.com/tide-hpc/tide/ctld/api"
+	"github.com/tide-hpc/tide/gres"
 )
 
 // arrayRecords returns copies of every record of array id, by task.
@@ -308,21 +313,60 @@ func BenchmarkPassWithLargeArray(b *testing.B) {
 		array bool
 	}{{"array=10000", true}, {"jobs=1", false}} {
 		b.Run(tc.name, func(b *testing.B) {
-			h := newHarness(&testing.T{})
-			h.register("gpu01")
-			h.register("gpu02")
+			s := benchServer(b)
+			alice := caller{uid: 1000, gid: 1000, user: "alice", known: true}
+			submit := func(spec api.JobSpec) {
+				spec.Script, spec.WorkDir = "#!/bin/sh\n", "/w"
+				if _, err := s.submit(context.Background(), alice, api.SubmitRequest{Spec: spec}); err != nil {
+					b.Fatal(err)
+				}
+			}
 			// Fill both nodes so that nothing starts.
-			h.submit(api.JobSpec{Name: "fill", Nodes: 2, CPUsPerTask: 8})
-			h.s.schedulePass()
-			spec := api.JobSpec{Name: "wait", CPUsPerTask: 1}
+			submit(api.JobSpec{Name: "fill", Nodes: 2, CPUsPerTask: 8})
+			s.schedulePass()
+			spec := api.JobSpec{Name: "wait"}
 			if tc.array {
 				spec.Array = "0-9999"
 			}
-			h.submit(spec)
-			h.s.schedulePass()
+			submit(spec)
+			s.schedulePass()
+			s.mu.Lock()
+			n := len(s.snapshot().Pending)
+			s.mu.Unlock()
+			if n != 1 {
+				b.Fatalf("pass sees %d pending, want 1", n)
+			}
 			for b.Loop() {
-				h.s.schedulePass()
+				s.schedulePass()
 			}
 		})
 	}
+}
+
+// benchServer is a controller on testConfig with both nodes registered.
+func benchServer(b *testing.B) *Server {
+	cfg, err := ParseConfig(strings.NewReader(testConfig))
+	if err != nil {
+		b.Fatal(err)
+	}
+	cl, err := cfg.Validate()
+	if err != nil {
+		b.Fatal(err)
+	}
+	st, err := accounting.Open(filepath.Join(b.TempDir(), "tide.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	s, err := newServer(cl, slog.New(slog.DiscardHandler), st, "k", time.Now)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close() })
+	for _, node := range []string{"gpu01", "gpu02"} {
+		gpus, _ := gres.Fake(node, gres.FakeConfig{Count: 8})
+		if _, err := s.register(api.NodeRegistration{Name: node, CPUs: 8, MemoryMB: 64 * 1024, GPUs: gpus}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return s
 }

@@ -228,3 +228,39 @@ func TestGPUMemHighWatermarkConfig(t *testing.T) {
 		})
 	}
 }
+
+func TestMaxArraySizeConfig(t *testing.T) {
+	const head = "version: 1\nnodes: [{names: n1}]\npartitions: [{name: a, nodes: n1}]\n"
+	tests := []struct {
+		name string
+		yaml string
+		want int
+		err  string
+	}{
+		{name: "default is Slurm's", yaml: "", want: 10001},
+		{name: "set", yaml: "max_array_size: 1001", want: 1001},
+		{name: "zero", yaml: "max_array_size: 0", err: "max_array_size: 0 is not between 1 and 4000001"},
+		{name: "above Slurm's hard limit", yaml: "max_array_size: 5000000", err: "max_array_size: 5000000 is not between 1 and 4000001"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, err := ParseConfig(strings.NewReader(head + tt.yaml + "\n"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			cl, err := cfg.Validate()
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("error %v, want one containing %q", err, tt.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cl.MaxArraySize != tt.want {
+				t.Fatalf("max_array_size = %d, want %d", cl.MaxArraySize, tt.want)
+			}
+		})
+	}
+}

@@ -337,6 +337,7 @@ func (s *Server) configSummary() map[string]string {
 		"KillWait":              fmt.Sprintf("%d sec", int(c.Timeouts.KillWait.Seconds())),
 		"MinJobAge":             fmt.Sprintf("%d sec", int(c.Timeouts.MinJobAge.Seconds())),
 		"FirstJobId":            strconv.FormatUint(c.FirstJobID, 10),
+		"MaxArraySize":          strconv.Itoa(c.MaxArraySize),
 		"DisableRootJobs":       yesno(!c.AllowRootJobs),
 		"SchedulerType":         "sched/tide",
 		"SelectType":            "select/tide",

@@ -180,6 +180,9 @@ func (s *Server) validateSpec(spec *api.JobSpec, c caller, warn *[]string) error
 	if spec.Comm != "" && spec.Comm != "model" && spec.Comm != "data" {
 		return api.Invalid("Batch job submission failed: --comm must be model or data, not %q", spec.Comm)
 	}
+	if err := s.containerSpec(spec, part); err != nil {
+		return err
+	}
 	nodes := s.nodeInfos(part.Nodes)
 	if err := sliceSpec(spec, part, nodes); err != nil {
 		return err
@@ -201,6 +204,42 @@ func (s *Server) validateSpec(spec *api.JobSpec, c caller, warn *[]string) error
 		return api.Invalid("Batch job submission failed: Requested node configuration is not available (%s)", why)
 	}
 	return nil
+}
+
+// containerSpec normalises --container-image and constrains the job to
+// nodes that run containers (feature containerd), refusing it when the
+// partition has none.
+func (s *Server) containerSpec(spec *api.JobSpec, part *api.Partition) error {
+	if spec.ContainerImage == "" {
+		if len(spec.ContainerMounts) > 0 {
+			return api.Invalid("Batch job submission failed: --container-mounts needs --container-image")
+		}
+		return nil
+	}
+	img, err := api.NormalizeImage(spec.ContainerImage)
+	if err != nil {
+		return api.Invalid("Batch job submission failed: %v", err)
+	}
+	spec.ContainerImage = img
+	has := false
+	for _, f := range strings.FieldsFunc(spec.Constraint, func(r rune) bool { return strings.ContainsRune("&|,[]*() ", r) }) {
+		has = has || f == api.FeatureContainerd
+	}
+	if !has {
+		if spec.Constraint == "" {
+			spec.Constraint = api.FeatureContainerd
+		} else {
+			spec.Constraint = "(" + spec.Constraint + ")&" + api.FeatureContainerd
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, name := range part.Nodes {
+		if n := s.nodes[name]; n != nil && slices.Contains(n.Features, api.FeatureContainerd) {
+			return nil
+		}
+	}
+	return api.Invalid("Batch job submission failed: Requested node configuration is not available (no node of partition %s runs containers: none has feature %s)", part.Name, api.FeatureContainerd)
 }
 
 // partInfo converts a partition for the scheduler.

@@ -106,6 +106,8 @@ func (s *Server) launchSpec(j *api.Job) (api.LaunchSpec, error) {
 		Stdout: j.Stdout, Stderr: j.Stderr, Stdin: j.Stdin, OpenMode: j.OpenMode,
 		TimeLimit: j.TimeLimit, StartTime: j.StartTime, KillWait: int64(s.cl.Timeouts.KillWait / time.Second),
 		Signal: j.Signal, Alloc: j.Alloc, NumTasks: j.ReqTasks(), CPUsPerTask: j.ReqCPUsPerTask(),
+		ContainerImage: j.ContainerImage, ContainerMounts: j.ContainerMounts,
+		Array: api.ArrayLaunchOf(j),
 	}
 	if spec.Stdout == "" {
 		spec.Stdout = api.DefaultStdout
@@ -141,6 +143,8 @@ func (s *Server) finish(j *api.Job, rep api.NodeJobReport) {
 		state, reason = api.StateCancelled, api.ReasonCancelled
 	case rep.TimedOut:
 		state, reason = api.StateTimeout, api.ReasonTimeLimit
+	case rep.OOM:
+		state, reason = api.StateOOM, api.ReasonOutOfMemory
 	case rep.Error != "":
 		state, reason, msg = api.StateFailed, api.ReasonLaunchFailed, rep.Error
 	case rep.Exit.Code != 0 || rep.Exit.Signal != 0:

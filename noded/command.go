@@ -9,6 +9,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/tide-hpc/tide/cli/cmdutil"
+	"github.com/tide-hpc/tide/cli/image"
 	"github.com/tide-hpc/tide/noded/stepd"
 )
 
@@ -43,8 +45,42 @@ func NewCommand() *cobra.Command {
 		},
 	}
 	addConfigFlags(root.PersistentFlags())
-	root.AddCommand(newConfigCommand(), newStepdCommand(), newStepdExecCommand(), newStepdServeCommand())
+	root.AddCommand(newConfigCommand(), newStepdCommand(), newStepdExecCommand(), newStepdServeCommand(), newImageCommand())
 	return root
+}
+
+// newImageCommand is "tided image import|ls|rm" (also reached as "tide
+// image"): the image commands against the containerd of tided's
+// configuration (containerd.socket, namespace and snapshotter), which
+// --containerd-socket (else $TIDE_CONTAINERD_SOCKET), --namespace and
+// --snapshotter override.
+func newImageCommand() *cobra.Command {
+	var t image.Target
+	var ns, snap string
+	c := image.Command(cmdutil.System(), &t, image.Connect, time.Now)
+	c.PersistentFlags().StringVar(&ns, "namespace", "", "containerd namespace of Tide's images (default: containerd.namespace)")
+	c.PersistentFlags().StringVar(&snap, "snapshotter", "", "snapshotter that unpacks images (default: containerd.snapshotter)")
+	c.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
+		cfg, err := LoadConfig(cmd.Flags())
+		if err != nil {
+			return err
+		}
+		if cfg.Containerd.Socket == "" {
+			cfg.Containerd.Socket = os.Getenv("TIDE_CONTAINERD_SOCKET")
+		}
+		if cfg.Containerd.Socket == "" {
+			return errors.New("no containerd socket: set containerd.socket in tided's configuration, TIDE_CONTAINERD_SOCKET, or pass --containerd-socket")
+		}
+		t = image.Target{Socket: cfg.Containerd.Socket, Namespace: cfg.Containerd.Namespace, Snapshotter: cfg.Containerd.Snapshotter}
+		if ns != "" {
+			t.Namespace = ns
+		}
+		if snap != "" {
+			t.Snapshotter = snap
+		}
+		return nil
+	}
+	return c
 }
 
 func newConfigCommand() *cobra.Command {

@@ -69,6 +69,21 @@ type Config struct {
 	KillWait      time.Duration `mapstructure:"kill_wait"`
 	AllowRootJobs bool          `mapstructure:"allow_root_jobs"`
 	LogLevel      string        `mapstructure:"log_level"`
+	// Containerd runs jobs that ask for a container image; an empty
+	// socket means the node runs no containers.
+	Containerd ContainerdConfig `mapstructure:"containerd"`
+}
+
+// ContainerdConfig says how tided reaches containerd for container jobs.
+type ContainerdConfig struct {
+	// Socket is containerd's gRPC socket ("" = no container support).
+	Socket string `mapstructure:"socket"`
+	// Namespace keeps Tide's containers and images apart from those of
+	// other containerd users (Docker, Kubernetes).
+	Namespace string `mapstructure:"namespace"`
+	// Snapshotter unpacks images for jobs (overlayfs; native where
+	// overlay on overlay fails, as in some CI containers).
+	Snapshotter string `mapstructure:"snapshotter"`
 }
 
 // Supervisor modes (Config.Supervisor).
@@ -114,6 +129,7 @@ func DefaultConfig() Config {
 		Heartbeat:  10 * time.Second,
 		KillWait:   30 * time.Second,
 		LogLevel:   "info",
+		Containerd: ContainerdConfig{Namespace: "tide", Snapshotter: "overlayfs"},
 	}
 }
 
@@ -145,6 +161,9 @@ func configKeys(c Config) []struct {
 		{"kill_wait", c.KillWait},
 		{"allow_root_jobs", c.AllowRootJobs},
 		{"log_level", c.LogLevel},
+		{"containerd.socket", c.Containerd.Socket},
+		{"containerd.namespace", c.Containerd.Namespace},
+		{"containerd.snapshotter", c.Containerd.Snapshotter},
 	}
 }
 
@@ -200,20 +219,21 @@ func Parse(r io.Reader) (Config, error) {
 
 // flagKeys maps tided's override flags to config keys.
 var flagKeys = map[string]string{
-	"name":            "name",
-	"controller":      "controller",
-	"key-file":        "key_file",
-	"state-dir":       "state_dir",
-	"supervisor":      "supervisor",
-	"cpus":            "cpus",
-	"memory":          "memory",
-	"features":        "features",
-	"gpu-source":      "gpus.source",
-	"fake-gpus":       "gpus.fake.count",
-	"heartbeat":       "heartbeat",
-	"kill-wait":       "kill_wait",
-	"allow-root-jobs": "allow_root_jobs",
-	"log-level":       "log_level",
+	"name":              "name",
+	"controller":        "controller",
+	"key-file":          "key_file",
+	"state-dir":         "state_dir",
+	"supervisor":        "supervisor",
+	"cpus":              "cpus",
+	"memory":            "memory",
+	"features":          "features",
+	"gpu-source":        "gpus.source",
+	"fake-gpus":         "gpus.fake.count",
+	"heartbeat":         "heartbeat",
+	"kill-wait":         "kill_wait",
+	"allow-root-jobs":   "allow_root_jobs",
+	"log-level":         "log_level",
+	"containerd-socket": "containerd.socket",
 }
 
 // addConfigFlags declares --config and the override flags.
@@ -233,6 +253,7 @@ func addConfigFlags(fs *pflag.FlagSet) {
 	fs.Duration("kill-wait", 0, "grace between SIGTERM and SIGKILL")
 	fs.Bool("allow-root-jobs", false, "run jobs of uid 0")
 	fs.String("log-level", "", "debug, info, warn or error")
+	fs.String("containerd-socket", "", "containerd socket for container jobs (empty: none)")
 }
 
 // LoadConfig builds the effective configuration: defaults, then the file
@@ -334,6 +355,17 @@ func (c *Config) Validate() error {
 	}
 	if c.KillWait < 0 {
 		bad("kill_wait: %s must not be negative", c.KillWait)
+	}
+	if s := c.Containerd.Socket; s != "" && !filepath.IsAbs(s) {
+		bad("containerd.socket: %q must be an absolute path", s)
+	}
+	if c.Containerd.Socket != "" {
+		if !validNamespace(c.Containerd.Namespace) {
+			bad("containerd.namespace: %q must be letters, digits, '.', '_' or '-', starting with a letter or digit", c.Containerd.Namespace)
+		}
+		if c.Containerd.Snapshotter == "" {
+			bad("containerd.snapshotter: must not be empty")
+		}
 	}
 	if _, err := parseLevel(c.LogLevel); err != nil {
 		errs = append(errs, fmt.Errorf("log_level: %w", err))
@@ -471,4 +503,19 @@ func yamlString(s string) string {
 		return s
 	}
 	return strconv.Quote(s)
+}
+
+// validNamespace accepts containerd's namespace syntax (a subset of DNS
+// labels joined by dots).
+func validNamespace(ns string) bool {
+	if ns == "" || len(ns) > 76 {
+		return false
+	}
+	for i, r := range ns {
+		alnum := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9'
+		if !alnum && (i == 0 || !strings.ContainsRune("._-", r)) {
+			return false
+		}
+	}
+	return true
 }

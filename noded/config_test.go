@@ -50,7 +50,8 @@ func TestParseExampleConfig(t *testing.T) {
 		StateDir: "/run/tided", Supervisor: "shared", CPUs: 64, Memory: "512G",
 		GPUs:     GPUConfig{Source: "none", Fake: gres.FakeConfig{Count: 0, Model: "h100", MemoryMB: 81920, Topology: "dgx"}},
 		Features: []string{"nvlink", "ib"}, Heartbeat: 10 * time.Second, KillWait: 30 * time.Second,
-		LogLevel: "info",
+		LogLevel:   "info",
+		Containerd: ContainerdConfig{Namespace: "tide", Snapshotter: "overlayfs"},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
@@ -103,6 +104,16 @@ func TestValidate(t *testing.T) {
 		{name: "key file empty", edit: func(t *testing.T, c *Config) {
 			c.KeyFile = writeKey(t, t.TempDir(), 0o600, " \n")
 		}, want: []string{"is empty"}},
+		{name: "containerd socket", edit: func(_ *testing.T, c *Config) { c.Containerd.Socket = "/run/containerd/containerd.sock" }},
+		{name: "containerd relative socket", edit: func(_ *testing.T, c *Config) { c.Containerd.Socket = "containerd.sock" },
+			want: []string{"containerd.socket:", "absolute"}},
+		{name: "containerd bad namespace", edit: func(_ *testing.T, c *Config) {
+			c.Containerd = ContainerdConfig{Socket: "/s", Namespace: "-tide", Snapshotter: "overlayfs"}
+		}, want: []string{"containerd.namespace:"}},
+		{name: "containerd no snapshotter", edit: func(_ *testing.T, c *Config) {
+			c.Containerd = ContainerdConfig{Socket: "/s", Namespace: "tide"}
+		}, want: []string{"containerd.snapshotter:"}},
+		{name: "namespace unchecked without socket", edit: func(_ *testing.T, c *Config) { c.Containerd.Namespace = "" }},
 		{name: "every problem at once", edit: func(_ *testing.T, c *Config) {
 			c.Version = 2
 			c.Name = "bad name"
@@ -236,6 +247,7 @@ func TestWriteYAML(t *testing.T) {
 		GPUs:     GPUConfig{Source: GPUSourceFake, Fake: gres.FakeConfig{Count: 8, Model: "h200", MemoryMB: 144384}},
 		Features: []string{"nvlink", "yes"}, Heartbeat: 15 * time.Second, KillWait: time.Minute,
 		AllowRootJobs: true, LogLevel: "debug",
+		Containerd: ContainerdConfig{Socket: "/run/containerd/containerd.sock", Namespace: "tide", Snapshotter: "native"},
 	}
 	var b bytes.Buffer
 	if err := c.WriteYAML(&b); err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/tide-hpc/tide/ctld/api"
 	"github.com/tide-hpc/tide/ctld/client"
 	"github.com/tide-hpc/tide/gres"
+	"github.com/tide-hpc/tide/noded/ctr"
 )
 
 // Version is tided's version, reported at registration; set with
@@ -74,6 +75,11 @@ type Daemon struct {
 	gpuStatusAt time.Time
 	asRoot      bool
 	hostname    string
+	// ctr runs container jobs; nil without containerd.socket.
+	ctr *ctrRuntime
+	// features are the configured features plus the runtime's
+	// (containerd), as registered.
+	features []string
 
 	mu   sync.Mutex
 	jobs map[api.JobRef]*job
@@ -152,7 +158,21 @@ func Setup(ctx context.Context, cfg Config, opts Options) (*Daemon, error) {
 	if err := os.Chmod(d.jobsDir, 0o711); err != nil {
 		return nil, fmt.Errorf("state directory: %w", err)
 	}
+	d.features = slices.Clone(cfg.Features)
+	if cfg.Containerd.Socket != "" {
+		c, err := ctr.Connect(ctx, cfg.Containerd.Socket, cfg.Containerd.Namespace, cfg.Containerd.Snapshotter)
+		if err != nil {
+			d.closeGPUs()
+			return nil, fmt.Errorf("containerd (containerd.socket): %w", err)
+		}
+		d.ctr = newCtrRuntime(d, c)
+		if !slices.Contains(d.features, api.FeatureContainerd) {
+			d.features = append(d.features, api.FeatureContainerd)
+		}
+		d.log.Info("containerd connected", "socket", cfg.Containerd.Socket, "namespace", c.Namespace, "version", c.ServerVersion)
+	}
 	if err := d.recover(); err != nil {
+		d.closeCtr()
 		return nil, err
 	}
 	return d, ctx.Err()
@@ -238,6 +258,7 @@ func (d *Daemon) stop() {
 		d.closeAPI()
 	}
 	d.closeGPUs()
+	d.closeCtr()
 	d.log.Info("tided stopped; jobs keep running")
 }
 
@@ -278,7 +299,7 @@ func (d *Daemon) register(ctx context.Context) (api.NodeSyncResponse, error) {
 		CPUs:     d.cfg.CPUs,
 		MemoryMB: d.memMB,
 		GPUs:     d.gpus,
-		Features: d.cfg.Features,
+		Features: d.features,
 		Version:  Version,
 		OS:       runtime.GOOS,
 		Arch:     runtime.GOARCH,
@@ -378,4 +399,11 @@ const StepdBinary = "tide-stepd"
 func isExecutable(path string) bool {
 	fi, err := os.Stat(path)
 	return err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0
+}
+
+// closeCtr closes the containerd connection; tasks keep running.
+func (d *Daemon) closeCtr() {
+	if d.ctr != nil {
+		d.ctr.c.Close()
+	}
 }

@@ -53,6 +53,7 @@ func report(ref api.JobRef, spec *api.LaunchSpec, st *jobStatus, m markers) api.
 	r.EndTime = st.EndTime
 	r.Exit = st.Exit
 	r.Error = st.Error
+	r.OOM = st.OOM
 	r.TimedOut = m.TimedOut != nil
 	r.Killed = m.Killed != nil
 	return r

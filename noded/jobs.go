@@ -105,16 +105,11 @@ func (d *Daemon) launch(j *job) {
 			Error: fmt.Sprintf("root jobs are not allowed on node %s", d.cfg.Name)})
 		return
 	}
-	var wait func()
-	var err error
-	if d.cfg.Supervisor == SupervisorPerJob {
-		wait, err = d.startSupervisor(j.dir)
-	} else {
-		wait, err = d.superviseShared(j.dir)
-	}
+	rt := d.runtimeFor(j)
+	wait, err := rt.start(j)
 	if err != nil {
-		log.Error("cannot start supervisor", "err", err)
-		d.finishNow(j, jobStatus{Exit: api.ExitStatus{Code: 1}, EndTime: time.Now(), Error: "start supervisor: " + err.Error()})
+		log.Error("cannot start "+rt.name(), "err", err)
+		d.finishNow(j, jobStatus{Exit: api.ExitStatus{Code: 1}, EndTime: time.Now(), Error: "start " + rt.name() + ": " + err.Error()})
 		return
 	}
 	log.Info("job launched", "user", j.spec.User)
@@ -390,30 +385,11 @@ func (d *Daemon) sendWarning(j *job) {
 	d.signalLocked(j, syscall.Signal(j.spec.Signal.Signal), j.spec.Signal.BatchOnly)
 }
 
-// signalLocked sends sig to the job's process group (or to the batch
-// shell alone). Before the supervisor has recorded the job's pid there
-// is nothing to signal; kill markers cover that window.
+// signalLocked sends sig to the job's processes (or to the batch shell
+// alone) through the job's runtime. Before the job has started there is
+// nothing to signal; kill markers cover that window.
 func (d *Daemon) signalLocked(j *job, sig syscall.Signal, batchOnly bool) {
-	if j.pid.PID == 0 {
-		id, err := readIdentity(filepath.Join(j.dir, filePID))
-		if err != nil {
-			d.log.Error("cannot read job pid", "job_id", j.ref.JobID, "err", err)
-		}
-		j.pid = id
-	}
-	if !j.pid.Alive() {
-		d.log.Debug("job process not running, signal not sent", "job_id", j.ref.JobID, "signal", int(sig))
-		return
-	}
-	var err error
-	if batchOnly {
-		err = signalProcess(j.pid.PID, sig)
-	} else {
-		err = signalGroup(j.pid.PID, sig)
-	}
-	if err != nil {
-		d.log.Error("cannot signal job", "job_id", j.ref.JobID, "err", err)
-	}
+	d.runtimeFor(j).signalLocked(j, sig, batchOnly)
 }
 
 // applySignal carries out one SignalCommand and reports whether it did
@@ -520,16 +496,45 @@ func (d *Daemon) recover() error {
 	if err != nil {
 		return err
 	}
+	type reattached struct {
+		j    *job
+		wait func()
+	}
+	var waits []reattached
 	for _, sj := range found {
 		j := &job{ref: sj.Ref, dir: sj.Dir, marks: sj.Markers, stepd: sj.Stepd}
 		if sj.Spec != nil {
 			j.spec, j.hasSpec = *sj.Spec, true
 		}
 		log := d.log.With("job_id", sj.Ref.JobID, "restart", sj.Ref.Restart)
-		switch sj.Class {
+		class := sj.Class
+		if class != scanFinished && j.hasSpec && j.spec.ContainerImage != "" {
+			// No supervisor: containerd says whether the task runs.
+			st, wait, err := d.reattachContainer(j)
+			switch {
+			case err != nil:
+				log.Warn("container job lost", "err", err)
+				sj.Problem = nil
+				class = scanLost
+			case st != nil:
+				j.status, class = st, scanFinished
+				log.Info("container job ended while tided was down", "exit", st.Exit.String())
+			default:
+				class = scanRunning
+				log.Info("reattached running container job")
+				waits = append(waits, reattached{j, wait})
+			}
+		}
+		switch class {
 		case scanFinished:
+			if j.status != nil {
+				break
+			}
 			j.status = sj.Status
 		case scanRunning:
+			if j.spec.ContainerImage != "" {
+				break // watched by its wait, below
+			}
 			j.reattached = true
 			log.Info("reattached running job", "supervisor_pid", sj.Stepd.PID)
 		case scanLost:
@@ -553,6 +558,15 @@ func (d *Daemon) recover() error {
 			continue
 		}
 		d.jobs[j.ref] = j
+	}
+	for _, r := range waits {
+		go func() {
+			r.wait()
+			d.supervisorDone(r.j)
+		}()
+	}
+	if d.ctr != nil {
+		d.ctr.removeOrphans(d.jobs)
 	}
 	return nil
 }

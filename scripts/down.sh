@@ -36,6 +36,11 @@ for pf in "$RUN"/nodes/*.pid; do
   stop "$pf" "tided $(basename "$pf" .pid)"
 done
 stop "$RUN/tidectld.pid" tidectld
+# The private containerd that up.sh started for container jobs, if any
+# (its tasks first: shims outlive containerd).
+if [ -f "$RUN/containerd/containerd.pid" ]; then
+  scripts/containerd-private.sh stop "$RUN/containerd"
+fi
 # The nodes' shared job supervisors (tide-stepd stepd-serve) outlive
 # tided by design; with the jobs cancelled above, stop them too, each by
 # the pid it recorded and only if that pid still runs stepd-serve.

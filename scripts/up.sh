@@ -77,6 +77,25 @@ if [ -d /dev/shm ] && [ -w /dev/shm ] && [ "$(stat -f -c %T /dev/shm 2>/dev/null
 fi
 echo "$NODESTATE" > "$RUN/nodes/state-dir"
 
+# Container jobs: a private containerd under run/containerd when we are
+# root and containerd is installed (stopped by down.sh), with the busybox
+# test image imported as docker.io/tide-test/bb:latest.
+CTRD_YAML=
+if [ "$(id -u)" != 0 ]; then
+  echo "up: not root: nodes run without container support (containerd needs root)"
+elif ! command -v containerd >/dev/null || ! command -v runc >/dev/null; then
+  echo "up: containerd or runc not installed (apt-get install containerd runc): nodes run without container support"
+else
+  scripts/containerd-private.sh start "$RUN/containerd"
+  CTRD_SOCK=$RUN/containerd/containerd.sock
+  CTRD_YAML="containerd: {socket: $CTRD_SOCK, namespace: tide}"
+  if scripts/build-test-image.sh "$RUN/containerd/tide-test-bb.tar" >/dev/null 2>&1; then
+    "$BIN/tide" image --containerd-socket "$CTRD_SOCK" import "$RUN/containerd/tide-test-bb.tar" | sed 's/^/up: /'
+  else
+    echo "up: busybox-static not installed: no test image (apt-get install busybox-static; scripts/build-test-image.sh)"
+  fi
+fi
+
 for i in $(seq 1 "$NNODES"); do
   n=$(printf 'gpu%02d' "$i")
   mkdir -p "$NODESTATE/$n"
@@ -94,6 +113,7 @@ gpus:
 heartbeat: 10s
 kill_wait: 5s
 allow_root_jobs: $ROOTJOBS
+$CTRD_YAML
 YAML
   "$BIN/tided" --config "$RUN/nodes/$n.yaml" >"$RUN/nodes/$n.log" 2>&1 &
   echo $! > "$RUN/nodes/$n.pid"

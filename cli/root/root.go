@@ -18,7 +18,6 @@ import (
 	"github.com/tide-hpc/tide/cli/sbatch"
 	"github.com/tide-hpc/tide/cli/scancel"
 	"github.com/tide-hpc/tide/cli/scontrol"
-	"github.com/tide-hpc/tide/cli/sim"
 	"github.com/tide-hpc/tide/cli/sinfo"
 	"github.com/tide-hpc/tide/cli/squeue"
 )
@@ -44,7 +43,10 @@ var commands = []command{
 	{"sacct", "acct", sacct.NewCmd, "Show accounting of finished and running jobs"},
 	{"", "events", events.NewCmd, "Show a job's trail of state changes and decisions"},
 	{"", "audit", events.NewAuditCmd, "Show who did what (operators)"},
-	{"", "sim", sim.NewCmd, "Replay a job trace through the scheduler and compare policies"},
+	{"", "sim", handoff("sim --trace FILE [options]", "Replay a job trace through the scheduler and compare policies (runs tide-sim)", "tide-sim"),
+		"Replay a job trace through the scheduler and compare policies"},
+	{"", "image", handoff("image <import|ls|rm> [options]", "Manage container images in this node's containerd (runs tided image; node-side, root)", "tided", "image"),
+		"Manage container images in this node's containerd (node-side, root)"},
 }
 
 // SlurmNames lists the names `make build` links to tide.
@@ -80,6 +82,12 @@ func Main(args []string, f *cmdutil.Factory) int {
 		}
 	}
 	return run(newTide(f), args[1:], "tide", f)
+}
+
+// Run executes cmd as program prog with Slurm-style error reporting and
+// returns the exit code (tide-sim, which tide hands over to, uses it too).
+func Run(cmd *cobra.Command, args []string, prog string, f *cmdutil.Factory) int {
+	return run(cmd, args, prog, f)
 }
 
 func run(cmd *cobra.Command, args []string, prog string, f *cmdutil.Factory) int {

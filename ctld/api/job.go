@@ -205,6 +205,14 @@ type JobSpec struct {
 	// MailType and MailUser are recorded; no mail is sent.
 	MailType string `json:"mail_type,omitempty"`
 	MailUser string `json:"mail_user,omitempty"`
+
+	// ContainerImage (--container-image) runs the batch script inside
+	// this image on a node with the containerd feature; the controller
+	// stores it normalised ("docker.io/library/ubuntu:latest").
+	ContainerImage string `json:"container_image,omitempty"`
+	// ContainerMounts (--container-mounts) are host paths bound into the
+	// container besides the work and output directories.
+	ContainerMounts []ContainerMount `json:"container_mounts,omitempty"`
 }
 
 // MemWholeNode is MemPerNodeMB for --mem=0: all memory of each node.

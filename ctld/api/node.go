@@ -242,6 +242,9 @@ type NodeJobReport struct {
 	Killed   bool `json:"killed,omitempty"`
 	// Error explains a launch that failed before the script ran.
 	Error string `json:"error,omitempty"`
+	// OOM: the kernel killed a process of the job for exceeding its
+	// memory limit (the job ends OUT_OF_MEMORY).
+	OOM bool `json:"oom,omitempty"`
 }
 
 // NodeRegistration is the body of POST /api/v1/node/register.
@@ -356,6 +359,11 @@ type LaunchSpec struct {
 	// Array is set when the job is an array task: tided exports it as
 	// SLURM_ARRAY_* and expands %A and %a in output patterns with it.
 	Array *ArrayLaunch `json:"array,omitempty"`
+	// ContainerImage and ContainerMounts are the job's --container-image
+	// and --container-mounts: set, the node runs the job as a containerd
+	// task instead of a process.
+	ContainerImage  string           `json:"container_image,omitempty"`
+	ContainerMounts []ContainerMount `json:"container_mounts,omitempty"`
 }
 
 // ArrayLaunch describes the array task a launch runs: its array id and

@@ -31,6 +31,9 @@ const (
 	ReasonCancelled         ReasonCode = "Cancelled"
 	ReasonNonZeroExit       ReasonCode = "NonZeroExitCode"
 	ReasonLaunchFailed      ReasonCode = "LaunchFailed"
+	// ReasonOutOfMemory: the kernel's OOM killer ended a process of the
+	// job at its memory limit.
+	ReasonOutOfMemory ReasonCode = "OutOfMemory"
 	// ReasonTopology: the job waits for a placement within its
 	// --switches limit (until its wait runs out).
 	ReasonTopology ReasonCode = "Topology"

@@ -3,6 +3,7 @@ package sched_test
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"testing"
 	"time"
@@ -224,5 +225,56 @@ func TestParsePolicy(t *testing.T) {
 				t.Errorf("String %q does not parse back", got.String())
 			}
 		})
+	}
+}
+
+// TestClosedPrefix checks Plan.Closed's promise on random queues: when a
+// pass over the first k jobs closes the partition, the pass over all
+// jobs starts exactly the same jobs in the same places.
+func TestClosedPrefix(t *testing.T) {
+	for _, pol := range []sched.Policy{sched.PolicyPriority, sched.PolicyFIFO, sched.PolicyBackfill} {
+		for seed := range uint64(20) {
+			t.Run(fmt.Sprintf("%s/seed=%d", pol, seed), func(t *testing.T) {
+				rng := rand.New(rand.NewPCG(seed, 11))
+				w := benchCluster(rng, 16, 8)
+				s := w.Obj()
+				for i := range s.Nodes {
+					n := &s.Nodes[i]
+					var held []int
+					for g := range n.GPUs {
+						if !slices.Contains(n.FreeGPUs, g) {
+							held = append(held, g)
+						}
+					}
+					if len(held) > 0 {
+						n.Releases = []sched.Release{{At: now.Add(time.Duration(60+rng.IntN(3600)) * time.Second),
+							CPUs: n.CPUs - n.FreeCPUs, MemMB: n.MemoryMB - n.FreeMemMB, GPUs: held}}
+					}
+				}
+				jobs := benchJobs(rng, 200)
+				for _, j := range jobs {
+					j.TimeLimit = int64(60 * (1 + rng.IntN(120)))
+				}
+				cfg := sched.Config{DefMemPerCPUMB: 1000, Policy: pol}
+				full := sched.Schedule(w.Jobs(jobs...).Obj(), now, cfg)
+				ordered := slices.Clone(jobs)
+				slices.SortStableFunc(ordered, func(a, b *api.Job) int { return int(b.EffPriority) - int(a.EffPriority) })
+				closedOnce := false
+				for k := 1; k < len(ordered); k++ {
+					s.Pending = ordered[:k]
+					plan := sched.Schedule(s, now, cfg)
+					if !slices.Contains(plan.Closed, "gpu") {
+						continue
+					}
+					closedOnce = true
+					if diff := cmp.Diff(full.Starts, plan.Starts); diff != "" {
+						t.Fatalf("prefix %d closed the partition but starts differ (-full +prefix):\n%s", k, diff)
+					}
+				}
+				if pol != sched.PolicyBackfill && !closedOnce {
+					t.Logf("no prefix closed the partition")
+				}
+			})
+		}
 	}
 }

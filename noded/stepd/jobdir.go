@@ -77,6 +77,8 @@ type Status struct {
 	StartTime time.Time      `json:"start_time,omitzero"`
 	EndTime   time.Time      `json:"end_time"`
 	Error     string         `json:"error,omitempty"`
+	// OOM: the kernel's OOM killer ended a process of the job.
+	OOM bool `json:"oom,omitempty"`
 }
 
 // Markers are the persisted flags of a job.

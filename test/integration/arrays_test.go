@@ -88,7 +88,9 @@ func TestArrayThrottleOnLocalCluster(t *testing.T) {
 	if len(evs) != 40 || len(jobs) != 20 {
 		t.Fatalf("%d log lines from %d jobs, want 40 from 20", len(evs), len(jobs))
 	}
-	sort.Slice(evs, func(a, b int) bool { return evs[a].at < evs[b].at || evs[a].at == evs[b].at && evs[a].delta < evs[b].delta })
+	sort.Slice(evs, func(a, b int) bool {
+		return evs[a].at < evs[b].at || evs[a].at == evs[b].at && evs[a].delta < evs[b].delta
+	})
 	cur, peak := 0, 0
 	for _, e := range evs {
 		cur += e.delta

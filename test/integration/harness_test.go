@@ -90,6 +90,13 @@ func freePort(t *testing.T) int {
 // until every node is idle. Everything is stopped by PID at cleanup.
 func newCluster(t *testing.T, n int) *cluster {
 	t.Helper()
+	return newClusterWith(t, n, "")
+}
+
+// newClusterWith is newCluster with nodeYAML appended to every node's
+// configuration (containerd keys, for instance).
+func newClusterWith(t *testing.T, n int, nodeYAML string) *cluster {
+	t.Helper()
 	dir, err := os.MkdirTemp("", "tide-it-")
 	if err != nil {
 		t.Fatal(err)
@@ -139,7 +146,7 @@ gpus: {source: fake, fake: {count: 8, model: a100, memory_mb: 81920}}
 heartbeat: 2s
 kill_wait: 2s
 allow_root_jobs: %v
-`, name, c.port, key, dir, name, root)
+%s`, name, c.port, key, dir, name, root, nodeYAML)
 		if err := os.WriteFile(filepath.Join(dir, name+".yaml"), []byte(ncfg), 0o644); err != nil {
 			t.Fatal(err)
 		}

@@ -234,6 +234,8 @@ func buildTable() []option {
 		{Spec: Spec{Long: "open-mode", Arg: RequiredArg}, env: []string{"SBATCH_OPEN_MODE"}, group: grpOther, argName: "append|truncate", help: "open the output and error files in append or truncate mode", set: setOpenMode},
 		{Spec: Spec{Long: "test-only", Arg: NoArg}, group: grpOther, help: "validate the job and estimate when it would start; submit nothing", set: func(st *state, _ string, _ bool) error { st.req.TestOnly = true; return nil }},
 		{Spec: Spec{Long: "version", Short: 'V', Arg: NoArg}, group: grpOther, help: "output version information and exit", early: true},
+		{Spec: Spec{Long: "container-image", Arg: RequiredArg}, env: []string{"SBATCH_CONTAINER_IMAGE"}, group: grpOther, argName: "image", help: "run the batch script in this container image (Pyxis-style)", set: setContainerImage},
+		{Spec: Spec{Long: "container-mounts", Arg: RequiredArg}, env: []string{"SBATCH_CONTAINER_MOUNTS"}, group: grpOther, argName: "SRC:DST[:ro],...", help: "bind host paths into the job's container", set: setContainerMounts},
 	}
 	for _, o := range t {
 		if o.set == nil && !o.early {

@@ -1,0 +1,215 @@
+// Package image is "tide image" and "tided image": import container
+// images from tarballs into a node's containerd, list and remove them.
+// It is a node-side administration command: it talks to the containerd
+// socket of the machine it runs on (root, usually), not to the
+// controller, and images must be imported on every node that runs
+// container jobs.
+package image
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tide-hpc/tide/cli/cmdutil"
+	"github.com/tide-hpc/tide/noded/ctr"
+)
+
+// Store is what the commands need from containerd; *ctr.Client
+// implements it, tests use a fake.
+type Store interface {
+	Import(ctx context.Context, r io.Reader) ([]ctr.Image, error)
+	Images(ctx context.Context) ([]ctr.Image, error)
+	RemoveImage(ctx context.Context, ref string) (string, error)
+	Close() error
+}
+
+// Target says which containerd the commands talk to.
+type Target struct {
+	Socket, Namespace, Snapshotter string
+}
+
+// Connector opens the Store for a target.
+type Connector func(ctx context.Context, t Target) (Store, error)
+
+// Connect is the production Connector.
+func Connect(ctx context.Context, t Target) (Store, error) {
+	c, err := ctr.Connect(ctx, t.Socket, t.Namespace, t.Snapshotter)
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Command builds the image command over streams. t is read when a
+// subcommand runs, so that the caller may fill it from flags or, as
+// tided does, from its configuration in a PersistentPreRunE.
+func Command(streams *cmdutil.IOStreams, t *Target, connect Connector, now func() time.Time) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "image <import|ls|rm>",
+		Short: "Manage the container images of this node's containerd (node-side, as root)",
+		Long: `image manages the images that container jobs (sbatch --container-image) run,
+in the containerd of the machine it runs on. Run it on every node that runs
+container jobs, as a user who may use containerd's socket (root). No registry
+is needed: import OCI-layout or docker-save tarballs.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Args:          cobra.NoArgs,
+		RunE:          func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+	}
+	root.SetOut(streams.Out)
+	root.SetErr(streams.ErrOut)
+	withStore := func(cmd *cobra.Command, fn func(context.Context, Store) error) error {
+		ctx := cmd.Context()
+		if ctx == nil {
+			ctx = context.Background()
+		}
+		s, err := connect(ctx, *t)
+		if err != nil {
+			return err
+		}
+		defer s.Close()
+		return fn(ctx, s)
+	}
+	root.AddCommand(&cobra.Command{
+		Use:   "import FILE.tar...",
+		Short: "Import OCI-layout or docker-save tarballs (- reads standard input)",
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return cmdutil.Usagef("import needs at least one tarball")
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return withStore(cmd, func(ctx context.Context, s Store) error {
+				for _, a := range args {
+					if err := importFile(ctx, s, a, streams); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+		},
+	}, &cobra.Command{
+		Use:     "ls",
+		Aliases: []string{"list"},
+		Short:   "List the images",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return withStore(cmd, func(ctx context.Context, s Store) error {
+				imgs, err := s.Images(ctx)
+				if err != nil {
+					return err
+				}
+				return List(streams.Out, imgs, now())
+			})
+		},
+	}, &cobra.Command{
+		Use:     "rm IMAGE...",
+		Aliases: []string{"remove"},
+		Short:   "Remove images (by any spelling of their name)",
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return cmdutil.Usagef("rm needs at least one image")
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return withStore(cmd, func(ctx context.Context, s Store) error {
+				var errs []error
+				for _, a := range args {
+					name, err := s.RemoveImage(ctx, a)
+					if err != nil {
+						errs = append(errs, err)
+						continue
+					}
+					fmt.Fprintf(streams.Out, "removed %s\n", name)
+				}
+				return errors.Join(errs...)
+			})
+		},
+	})
+	return root
+}
+
+func importFile(ctx context.Context, s Store, path string, streams *cmdutil.IOStreams) error {
+	var r io.Reader = streams.In
+	if path != "-" {
+		f, err := os.Open(path)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		r = f
+	}
+	imgs, err := s.Import(ctx, r)
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	for _, im := range imgs {
+		fmt.Fprintf(streams.Out, "imported %s (%s)\n", im.Name, shortDigest(im.Digest))
+	}
+	return nil
+}
+
+// List prints images as a table: name, digest, size, age.
+func List(w io.Writer, imgs []ctr.Image, now time.Time) error {
+	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	fmt.Fprintln(tw, "IMAGE\tDIGEST\tSIZE\tCREATED")
+	for _, im := range imgs {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", im.Name, shortDigest(im.Digest), humanSize(im.Size), age(now, im.Created))
+	}
+	return tw.Flush()
+}
+
+func shortDigest(d string) string {
+	d = strings.TrimPrefix(d, "sha256:")
+	if len(d) > 12 {
+		d = d[:12]
+	}
+	return d
+}
+
+func humanSize(n int64) string {
+	units := []string{"B", "KiB", "MiB", "GiB", "TiB"}
+	f := float64(n)
+	i := 0
+	for f >= 1024 && i < len(units)-1 {
+		f /= 1024
+		i++
+	}
+	if i == 0 {
+		return fmt.Sprintf("%d B", n)
+	}
+	return fmt.Sprintf("%.1f %s", f, units[i])
+}
+
+func age(now, t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	d := now.Sub(t)
+	switch {
+	case d < time.Minute:
+		return "just now"
+	case d < time.Hour:
+		return plural(int(d/time.Minute), "minute")
+	case d < 48*time.Hour:
+		return plural(int(d/time.Hour), "hour")
+	}
+	return plural(int(d/(24*time.Hour)), "day")
+}
+
+func plural(n int, unit string) string {
+	if n == 1 {
+		return "1 " + unit + " ago"
+	}
+	return fmt.Sprintf("%d %ss ago", n, unit)
+}

@@ -1,0 +1,135 @@
+package image
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tide-hpc/tide/cli/cmdutil"
+	goldenpkg "github.com/tide-hpc/tide/internal/golden"
+	"github.com/tide-hpc/tide/noded/ctr"
+)
+
+var now = time.Date(2026, 3, 10, 12, 0, 0, 0, time.UTC)
+
+// fakeStore keeps images in memory and records the target it was
+// opened for.
+type fakeStore struct {
+	target  Target
+	images  map[string]ctr.Image
+	imports []string
+	closed  bool
+}
+
+func (f *fakeStore) Import(_ context.Context, r io.Reader) ([]ctr.Image, error) {
+	b, _ := io.ReadAll(r)
+	if strings.HasPrefix(string(b), "bad") {
+		return nil, errors.New("import: not a tar archive")
+	}
+	name := strings.TrimSpace(string(b))
+	im := ctr.Image{Name: name, Digest: "sha256:0123456789abcdef0123", Size: 1 << 20, Created: now}
+	f.images[name] = im
+	f.imports = append(f.imports, name)
+	return []ctr.Image{im}, nil
+}
+
+func (f *fakeStore) Images(context.Context) ([]ctr.Image, error) {
+	var out []ctr.Image
+	for _, n := range []string{"docker.io/library/alpine:latest", "docker.io/tide-test/bb:latest"} {
+		if im, ok := f.images[n]; ok {
+			out = append(out, im)
+		}
+	}
+	return out, nil
+}
+
+func (f *fakeStore) RemoveImage(_ context.Context, ref string) (string, error) {
+	name := "docker.io/" + ref + ":latest"
+	if _, ok := f.images[name]; !ok {
+		return name, fmt.Errorf("%s: %w", name, ctr.ErrImageNotFound)
+	}
+	delete(f.images, name)
+	return name, nil
+}
+
+func (f *fakeStore) Close() error { f.closed = true; return nil }
+
+func TestImageCommands(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "bb.tar")
+	os.WriteFile(good, []byte("docker.io/tide-test/bb:latest\n"), 0o644)
+	bad := filepath.Join(dir, "bad.tar")
+	os.WriteFile(bad, []byte("bad"), 0o644)
+	tests := []struct {
+		name    string
+		args    []string
+		stdin   string
+		want    string
+		wantErr string
+		target  Target
+	}{
+		{name: "import", args: []string{"import", good}, want: "imported docker.io/tide-test/bb:latest (0123456789ab)\n"},
+		{name: "import from stdin", args: []string{"import", "-"}, stdin: "docker.io/library/alpine:latest",
+			want: "imported docker.io/library/alpine:latest (0123456789ab)\n"},
+		{name: "import error names the file", args: []string{"import", bad}, wantErr: bad + ": import: not a tar archive"},
+		{name: "import needs a file", args: []string{"import"}, wantErr: "import needs at least one tarball"},
+		{name: "rm", args: []string{"rm", "library/alpine"}, want: "removed docker.io/library/alpine:latest\n"},
+		{name: "rm missing", args: []string{"rm", "tide-test/none"}, wantErr: "docker.io/tide-test/none:latest: image not found"},
+		{name: "flags pick the target", args: []string{"--containerd-socket", "/s", "--namespace", "ns2", "ls"},
+			want: "IMAGE", target: Target{Socket: "/s", Namespace: "ns2", Snapshotter: "overlayfs"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			store := &fakeStore{images: map[string]ctr.Image{"docker.io/library/alpine:latest": {Name: "docker.io/library/alpine:latest"}}}
+			io, _, out, errb := cmdutil.Test()
+			io.In = strings.NewReader(tt.stdin)
+			def := Target{Socket: "/run/containerd/containerd.sock", Namespace: "tide", Snapshotter: "overlayfs"}
+			tg := def
+			cmd := Command(io, &tg, func(_ context.Context, t Target) (Store, error) { store.target = t; return store, nil }, func() time.Time { return now })
+			pf := cmd.PersistentFlags()
+			pf.StringVar(&tg.Socket, "containerd-socket", def.Socket, "")
+			pf.StringVar(&tg.Namespace, "namespace", def.Namespace, "")
+			pf.StringVar(&tg.Snapshotter, "snapshotter", def.Snapshotter, "")
+			cmd.SetArgs(tt.args)
+			err := cmd.Execute()
+			if tt.wantErr != "" {
+				if err == nil || err.Error() != tt.wantErr {
+					t.Fatalf("err = %v, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("err = %v (stderr %q)", err, errb.String())
+			}
+			if !strings.HasPrefix(out.String(), tt.want) {
+				t.Fatalf("out = %q, want prefix %q", out.String(), tt.want)
+			}
+			if tt.target != (Target{}) && store.target != tt.target {
+				t.Fatalf("target %+v, want %+v", store.target, tt.target)
+			}
+			if !store.closed {
+				t.Fatal("store not closed")
+			}
+		})
+	}
+}
+
+func TestList(t *testing.T) {
+	imgs := []ctr.Image{
+		{Name: "docker.io/library/ubuntu:22.04", Digest: "sha256:aaaaaaaaaaaaaaaaaaaa", Size: 29 << 20, Created: now.Add(-72 * time.Hour)},
+		{Name: "docker.io/tide-test/bb:latest", Digest: "sha256:4aa1a1faaed388e4", Size: 1032192, Created: now.Add(-90 * time.Minute)},
+		{Name: "reg.local:5000/x:1", Digest: "sha256:b0", Size: 900, Created: now.Add(-10 * time.Second)},
+		{Name: "unknown-time/x:1", Digest: "sha256:c1", Size: 5 << 30},
+	}
+	var b strings.Builder
+	if err := List(&b, imgs, now); err != nil {
+		t.Fatal(err)
+	}
+	goldenpkg.Check(t, "image-ls", b.String())
+}

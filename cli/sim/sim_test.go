@@ -1,0 +1,112 @@
+package sim
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	goldenpkg "github.com/tide-hpc/tide/internal/golden"
+
+	"github.com/tide-hpc/tide/cli/clitest"
+)
+
+// small is a trace for command tests: one node's worth of jobs.
+const small = `job_id,submit_time,start_time,end_time,duration,num_gpus,gpu_share,user,queue,status
+A,0,,,100,4,1.0,,q1,
+B,10,,,50,8,1.0,,q1,
+C,20,,,30,2,1.0,,q2,
+D,30,,,10,32,1.0,,q2,
+`
+
+func run(t *testing.T, args ...string) (string, string, int) {
+	t.Helper()
+	f, buf := clitest.Factory(&clitest.FakeAPI{}, nil)
+	return clitest.Run(NewCmd(f), buf, "tide sim", args)
+}
+
+// stable drops the wall-clock rows, which differ from run to run.
+func stable(out string) string {
+	var keep []string
+	for _, l := range strings.Split(out, "\n") {
+		if !strings.Contains(l, "sched time/pass") {
+			keep = append(keep, l)
+		}
+	}
+	return strings.Join(keep, "\n")
+}
+
+func TestSim(t *testing.T) {
+	dir := t.TempDir()
+	tr := filepath.Join(dir, "small.csv")
+	if err := os.WriteFile(tr, []byte(small), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name   string
+		args   []string
+		golden string
+		code   int
+		errOut string
+	}{
+		{name: "compare on one node", args: []string{"--trace", tr, "--nodes", "1", "--leaf", "0", "--compare", "fifo,backfill,tide"}, golden: "one-node"},
+		{name: "no trace", args: []string{}, code: 2, errOut: "--trace is required"},
+		{name: "bad policy", args: []string{"--trace", tr, "--compare", "lottery"}, code: 2, errOut: "unknown policy"},
+		{name: "bad window", args: []string{"--trace", tr, "--window", "5"}, code: 2, errOut: "--window"},
+		{name: "queue map to a missing partition", args: []string{"--trace", tr, "--queue-map", "q1=debug"}, code: 2, errOut: "no partition debug"},
+		{name: "missing file", args: []string{"--trace", filepath.Join(dir, "nope.csv")}, code: 1, errOut: "read trace"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			out, errOut, code := run(t, tc.args...)
+			if code != tc.code {
+				t.Fatalf("exit %d, want %d; stderr %q", code, tc.code, errOut)
+			}
+			if tc.errOut != "" && !strings.Contains(errOut, tc.errOut) {
+				t.Errorf("stderr %q lacks %q", errOut, tc.errOut)
+			}
+			if tc.golden != "" {
+				goldenpkg.Check(t, tc.golden, stable(strings.ReplaceAll(out, tr, "small.csv")))
+			}
+		})
+	}
+}
+
+func TestSimWritesReports(t *testing.T) {
+	dir := t.TempDir()
+	tr := filepath.Join(dir, "small.csv")
+	os.WriteFile(tr, []byte(small), 0o644)
+	j1, j2, html := filepath.Join(dir, "1.json"), filepath.Join(dir, "2.json"), filepath.Join(dir, "r.html")
+	for _, j := range []string{j1, j2} {
+		if _, errOut, code := run(t, "--trace", tr, "--nodes", "2", "--json", j, "--html", html, "--seed", "7"); code != 0 {
+			t.Fatalf("exit %d: %s", code, errOut)
+		}
+	}
+	a, _ := os.ReadFile(j1)
+	b, _ := os.ReadFile(j2)
+	if len(a) == 0 || string(a) != string(b) {
+		t.Errorf("JSON reports differ or are empty (%d, %d bytes)", len(a), len(b))
+	}
+	h, _ := os.ReadFile(html)
+	if !strings.Contains(string(h), "<svg") {
+		t.Errorf("HTML report has no chart")
+	}
+}
+
+func TestConvert(t *testing.T) {
+	in := "JobID|Submit|Start|End|Elapsed|AllocTRES|User|Account|State\n" +
+		"7|2024-03-01T10:00:00|2024-03-01T10:00:30|2024-03-01T10:10:30|00:10:00|cpu=8,gres/gpu=2|alice|vision|COMPLETED\n" +
+		"8|2024-03-01T10:01:00|Unknown|Unknown|00:00:00|cpu=1|bob|nlp|PENDING\n"
+	f, buf := clitest.Factory(&clitest.FakeAPI{}, nil)
+	buf.In.WriteString(in)
+	out, errOut, code := clitest.Run(NewCmd(f), buf, "tide sim", []string{"convert", "--tz", "UTC"})
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	want := "job_id,submit_time,start_time,end_time,duration,num_gpus,gpu_share,user,queue,status\n" +
+		"7,0,30,630,600,2,1.0,alice,vision,COMPLETED\n" +
+		"8,60,,,,0,1.0,bob,nlp,PENDING\n"
+	if out != want {
+		t.Errorf("got\n%s\nwant\n%s", out, want)
+	}
+}

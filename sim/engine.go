@@ -1,0 +1,484 @@
+package sim
+
+import (
+	"container/heap"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	"github.com/tide-hpc/tide/ctld/api"
+	"github.com/tide-hpc/tide/ctld/sched"
+	"github.com/tide-hpc/tide/sim/trace"
+)
+
+// Epoch is the virtual time of the trace's zero: job submit, start and
+// end times the scheduler sees are Epoch plus trace seconds. It is fixed
+// so that runs are reproducible.
+var Epoch = time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// Options configures one replay.
+type Options struct {
+	Cluster *Cluster
+	Policy  PolicySpec
+	// Seed orders jobs submitted in the same second (trace files list
+	// them by job id, which carries no meaning): a seeded shuffle of each
+	// such group.
+	Seed uint64
+	// Progress, when set, is called now and then with the jobs finished
+	// (or rejected) so far and the total.
+	Progress func(done, total int)
+	// FullPasses hands every pass the whole queue. By default a pass
+	// hands sched.Schedule a prefix of the queue (in the scheduler's own
+	// order) and grows it until the plan closes the partitions of the
+	// jobs left out (sched.Plan.Closed), which gives the same starts at a
+	// fraction of the cost on deep, blocked queues. Tests compare both.
+	FullPasses bool
+}
+
+// firstPrefix is the queue prefix a pass starts with.
+const firstPrefix = 256
+
+// Job outcomes.
+const (
+	OutcomeDone      = "done"
+	OutcomeRejected  = "rejected"   // can never fit the cluster
+	OutcomeSkipped   = "skipped"    // the trace has no duration
+	OutcomeUnstarted = "unfinished" // still pending or running when the replay stopped
+)
+
+// JobResult is what happened to one trace job.
+type JobResult struct {
+	ID      uint64
+	TraceID string
+	GPUs    int
+	// Submit, Start and End are trace seconds (Start and End -1 unless
+	// the job ran); Duration is the trace's run time.
+	Submit, Start, End, Duration int64
+	Outcome                      string
+	// Why says why a job was rejected.
+	Why string
+}
+
+// Sample is the cluster after the scheduling pass of one instant; it
+// holds until the next sample.
+type Sample struct {
+	T         int64
+	UsedGPUs  int
+	Pending   int
+	Running   int
+	FragGPUs  int
+	StartedAt int // jobs started by this instant's pass
+}
+
+// Result is one replay.
+type Result struct {
+	Policy    string
+	TotalGPUs int
+	Jobs      []JobResult
+	Samples   []Sample
+	// Passes counts scheduling passes; PassTimes holds the wall time of
+	// each (not deterministic: reported apart).
+	Passes    int
+	PassTimes []time.Duration
+}
+
+// simJob is a trace job inside the engine.
+type simJob struct {
+	job   api.Job
+	res   *JobResult
+	limit int64
+	// minNodeGPUs is the GPUs its smallest per-node slot needs (0 for
+	// CPU-only jobs): the fragmentation measure's job shape.
+	minNodeGPUs int
+	alloc       []api.NodeAlloc
+}
+
+// engine is the replay state.
+type engine struct {
+	opts    Options
+	cfg     sched.Config
+	nodes   []sched.NodeInfo
+	nodeIdx map[string]int
+	// relJob[i][k] is the job of nodes[i].Releases[k] (backfill only).
+	relJob   [][]uint64
+	backfill bool
+	snap     sched.Snapshot
+
+	jobs    []*simJob
+	pending []*api.Job
+	byID    map[uint64]*simJob
+	running completions
+	// needs counts pending jobs by minNodeGPUs (fragmentation).
+	needs []int
+	// parts counts pending jobs by partition.
+	parts map[string]int
+
+	usedGPUs int
+	done     int
+	res      *Result
+}
+
+// Run replays jobs (any order) on opts.Cluster under opts.Policy.
+func Run(jobs []trace.Job, opts Options) (*Result, error) {
+	if opts.Cluster == nil {
+		return nil, api.Invalid("no cluster")
+	}
+	e := newEngine(opts)
+	if err := e.load(jobs); err != nil {
+		return nil, err
+	}
+	if err := e.loop(); err != nil {
+		return nil, err
+	}
+	return e.res, nil
+}
+
+func newEngine(opts Options) *engine {
+	c := opts.Cluster
+	e := &engine{
+		opts:     opts,
+		cfg:      opts.Policy.Sched,
+		nodes:    make([]sched.NodeInfo, len(c.Nodes)),
+		nodeIdx:  make(map[string]int, len(c.Nodes)),
+		relJob:   make([][]uint64, len(c.Nodes)),
+		backfill: opts.Policy.Sched.Policy == sched.PolicyBackfill,
+		byID:     map[uint64]*simJob{},
+		parts:    map[string]int{},
+		needs:    make([]int, c.GPUsPerNode+2),
+		res:      &Result{Policy: opts.Policy.Name, TotalGPUs: c.TotalGPUs()},
+	}
+	for i, n := range c.Nodes {
+		n.FreeGPUs = slices.Clone(n.FreeGPUs)
+		n.Releases = nil
+		e.nodes[i] = n
+		e.nodeIdx[n.Name] = i
+	}
+	e.snap = sched.Snapshot{Nodes: e.nodes, Partitions: c.Partitions}
+	if opts.Policy.Topology {
+		e.snap.Tree = c.Tree
+	}
+	return e
+}
+
+// jobSpec is the request of a trace job: its GPUs (a fractional share
+// rounds up to one whole GPU), spread over as few nodes as can hold
+// them, with the node's share of CPUs and memory per GPU; CPU-only jobs
+// ask one CPU and its share of memory.
+func jobSpec(c *Cluster, gpus int, part string, limit int64) api.JobSpec {
+	s := api.JobSpec{Partition: part, TimeLimit: limit}
+	if gpus == 0 {
+		s.Tasks, s.CPUsPerTask = 1, 1
+		s.MemPerCPUMB = c.MemPerNodeMB / int64(c.CPUsPerNode)
+		return s
+	}
+	gpn := c.GPUsPerNode
+	s.GPUs = gpus
+	if gpus > gpn {
+		s.Nodes = (gpus + gpn - 1) / gpn
+	}
+	s.CPUsPerGPU = max(1, c.CPUsPerNode/gpn)
+	s.MemPerGPUMB = c.MemPerNodeMB / int64(gpn)
+	return s
+}
+
+// limitOf is a duration rounded up to whole minutes (at least one), as
+// a user would ask for it.
+func limitOf(dur int64) int64 {
+	return max(1, (dur+59)/60) * 60
+}
+
+// load turns trace jobs into engine jobs: ordered by submit time (equal
+// times shuffled by the seed), numbered from 1, with rejected and
+// skipped ones marked.
+func (e *engine) load(in []trace.Job) error {
+	c := e.opts.Cluster
+	jobs := slices.Clone(in)
+	trace.SortBySubmit(jobs)
+	rng := rand.New(rand.NewPCG(e.opts.Seed, 0x7469646573696d)) // "tidesim"
+	for i := 0; i < len(jobs); {
+		k := i + 1
+		for k < len(jobs) && jobs[k].Submit == jobs[i].Submit {
+			k++
+		}
+		if k-i > 1 {
+			g := jobs[i:k]
+			rng.Shuffle(len(g), func(a, b int) { g[a], g[b] = g[b], g[a] })
+		}
+		i = k
+	}
+	type shape struct {
+		part string
+		gpus int
+	}
+	feasible := map[shape]string{}
+	e.jobs = make([]*simJob, len(jobs))
+	results := make([]JobResult, len(jobs))
+	for i, tj := range jobs {
+		id := uint64(i + 1)
+		gpus := tj.GPUs
+		res := &results[i]
+		*res = JobResult{ID: id, TraceID: tj.ID, GPUs: gpus, Submit: tj.Submit, Start: -1, End: -1, Duration: tj.Duration}
+		part := c.DefaultPartition
+		if _, ok := c.Partitions[tj.Queue]; ok {
+			part = tj.Queue
+		}
+		limit := limitOf(max(tj.Duration, 0))
+		spec := jobSpec(c, gpus, part, limit)
+		sj := &simJob{res: res, limit: limit}
+		sj.job = api.Job{ID: id, JobSpec: spec, State: api.StatePending, SubmitTime: Epoch.Add(time.Duration(tj.Submit) * time.Second)}
+		sj.job.Name = tj.ID
+		if gpus > 0 {
+			n := spec.ReqNodes()
+			sj.minNodeGPUs = gpus / n
+		}
+		e.jobs[i] = sj
+		e.byID[id] = sj
+		if tj.Duration < 0 {
+			res.Outcome = OutcomeSkipped
+			continue
+		}
+		key := shape{part, gpus}
+		why, seen := feasible[key]
+		if !seen {
+			ok, w := sched.CheckFeasible(&spec, c.Partitions[part], c.Nodes, e.cfg)
+			if !ok {
+				why = w
+				if why == "" {
+					why = "does not fit"
+				}
+			}
+			feasible[key] = why
+		}
+		if why != "" {
+			res.Outcome, res.Why = OutcomeRejected, why
+		}
+	}
+	e.res.Jobs = results
+	return nil
+}
+
+// loop runs the replay to its end.
+func (e *engine) loop() error {
+	next := 0 // next job to arrive
+	total := len(e.jobs)
+	step := max(1, total/200)
+	lastReport := -step
+	for next < len(e.jobs) || e.running.Len() > 0 {
+		t := int64(math.MaxInt64)
+		if next < len(e.jobs) {
+			t = e.jobs[next].res.Submit
+		}
+		if e.running.Len() > 0 && e.running[0].end < t {
+			t = e.running[0].end
+		}
+		changed := false
+		for e.running.Len() > 0 && e.running[0].end == t {
+			c := heap.Pop(&e.running).(completion)
+			e.finish(e.byID[c.id], t)
+			changed = true
+		}
+		for next < len(e.jobs) && e.jobs[next].res.Submit == t {
+			sj := e.jobs[next]
+			next++
+			if sj.res.Outcome != "" {
+				e.done++
+				continue
+			}
+			e.pending = append(e.pending, &sj.job)
+			e.needs[min(sj.minNodeGPUs, len(e.needs)-1)]++
+			e.parts[sj.job.Partition]++
+			changed = true
+		}
+		started := 0
+		if changed && len(e.pending) > 0 {
+			var err error
+			if started, err = e.pass(t); err != nil {
+				return err
+			}
+		}
+		e.sample(t, started)
+		if p := e.opts.Progress; p != nil && e.done-lastReport >= step {
+			lastReport = e.done
+			p(e.done, total)
+		}
+	}
+	for _, j := range e.pending {
+		e.byID[j.ID].res.Outcome = OutcomeUnstarted
+	}
+	if p := e.opts.Progress; p != nil {
+		p(total, total)
+	}
+	return nil
+}
+
+// pass runs one scheduling pass at trace second t and applies its
+// starts. e.pending is in the scheduler's order already (equal
+// priorities, then submit time, then id = arrival order), so a prefix of
+// it is what the scheduler would consider first.
+func (e *engine) pass(t int64) (int, error) {
+	now := Epoch.Add(time.Duration(t) * time.Second)
+	begin := time.Now()
+	k := len(e.pending)
+	if !e.opts.FullPasses {
+		k = min(k, firstPrefix)
+	}
+	var plan sched.Plan
+	for {
+		e.snap.Pending = e.pending[:k]
+		plan = sched.Schedule(&e.snap, now, e.cfg)
+		if k == len(e.pending) || e.closes(&plan) {
+			break
+		}
+		k = min(len(e.pending), 4*k)
+	}
+	e.res.PassTimes = append(e.res.PassTimes, time.Since(begin))
+	e.res.Passes++
+	if len(plan.Starts) == 0 {
+		return 0, nil
+	}
+	for i := range plan.Starts {
+		if err := e.start(&plan.Starts[i], t); err != nil {
+			return 0, err
+		}
+	}
+	e.pending = slices.DeleteFunc(e.pending, func(j *api.Job) bool { return j.State != api.StatePending })
+	return len(plan.Starts), nil
+}
+
+// closes reports whether plan closed every partition that pending jobs
+// ask for, so that the jobs it did not see could not have started.
+func (e *engine) closes(plan *sched.Plan) bool {
+	for part, n := range e.parts {
+		if n > 0 && !slices.Contains(plan.Closed, part) {
+			return false
+		}
+	}
+	return true
+}
+
+// start applies one Start: takes its resources from the nodes (checking
+// that the plan gives only what is free: the simulator doubles as an
+// invariant check of the core) and schedules its completion.
+func (e *engine) start(s *sched.Start, t int64) error {
+	sj, ok := e.byID[s.JobID]
+	if !ok || sj.job.State != api.StatePending {
+		return fmt.Errorf("plan starts job %d, which is not pending", s.JobID)
+	}
+	at := Epoch.Add(time.Duration(t+sj.limit) * time.Second)
+	for _, a := range s.Alloc {
+		i, ok := e.nodeIdx[a.Node]
+		if !ok {
+			return fmt.Errorf("plan puts job %d on unknown node %s", s.JobID, a.Node)
+		}
+		n := &e.nodes[i]
+		if a.CPUs > n.FreeCPUs || a.MemoryMB > n.FreeMemMB {
+			return fmt.Errorf("plan gives job %d %d CPUs and %d MB on %s, which has %d and %d free",
+				s.JobID, a.CPUs, a.MemoryMB, a.Node, n.FreeCPUs, n.FreeMemMB)
+		}
+		for _, g := range a.GPUs {
+			k, found := slices.BinarySearch(n.FreeGPUs, g)
+			if !found {
+				return fmt.Errorf("plan gives job %d GPU %d on %s, which is not free", s.JobID, g, a.Node)
+			}
+			n.FreeGPUs = slices.Delete(n.FreeGPUs, k, k+1)
+		}
+		n.FreeCPUs -= a.CPUs
+		n.FreeMemMB -= a.MemoryMB
+		n.Idle = false
+		e.usedGPUs += len(a.GPUs)
+		if e.backfill {
+			n.Releases = append(n.Releases, sched.Release{At: at, CPUs: a.CPUs, MemMB: a.MemoryMB, GPUs: a.GPUs})
+			e.relJob[i] = append(e.relJob[i], sj.job.ID)
+		}
+	}
+	sj.alloc = s.Alloc
+	sj.job.State = api.StateRunning
+	sj.res.Start = t
+	e.needs[min(sj.minNodeGPUs, len(e.needs)-1)]--
+	e.parts[sj.job.Partition]--
+	heap.Push(&e.running, completion{end: t + sj.res.Duration, id: sj.job.ID})
+	return nil
+}
+
+// finish ends a running job at t and gives its resources back.
+func (e *engine) finish(sj *simJob, t int64) {
+	for _, a := range sj.alloc {
+		i := e.nodeIdx[a.Node]
+		n := &e.nodes[i]
+		n.FreeCPUs += a.CPUs
+		n.FreeMemMB += a.MemoryMB
+		for _, g := range a.GPUs {
+			k, _ := slices.BinarySearch(n.FreeGPUs, g)
+			n.FreeGPUs = slices.Insert(n.FreeGPUs, k, g)
+		}
+		n.Idle = n.FreeCPUs == n.CPUs && n.FreeMemMB == n.MemoryMB && len(n.FreeGPUs) == n.GPUs
+		e.usedGPUs -= len(a.GPUs)
+		if e.backfill {
+			if k := slices.Index(e.relJob[i], sj.job.ID); k >= 0 {
+				e.relJob[i] = slices.Delete(e.relJob[i], k, k+1)
+				n.Releases = slices.Delete(n.Releases, k, k+1)
+			}
+		}
+	}
+	sj.alloc = nil
+	sj.job.State = api.StateCompleted
+	sj.res.End = t
+	sj.res.Outcome = OutcomeDone
+	e.done++
+}
+
+// sample records the cluster after instant t. Fragmented GPUs are free
+// GPUs on nodes with fewer free than the smallest per-node GPU need of
+// any pending job: no waiting shape can use them.
+func (e *engine) sample(t int64, started int) {
+	frag := 0
+	if len(e.pending) > 0 {
+		minNeed := -1
+		for g := 1; g < len(e.needs); g++ {
+			if e.needs[g] > 0 {
+				minNeed = g
+				break
+			}
+		}
+		if minNeed > 0 {
+			for i := range e.nodes {
+				if f := len(e.nodes[i].FreeGPUs); f > 0 && f < minNeed {
+					frag += f
+				}
+			}
+		}
+	}
+	s := Sample{T: t, UsedGPUs: e.usedGPUs, Pending: len(e.pending), Running: e.running.Len(), FragGPUs: frag, StartedAt: started}
+	if k := len(e.res.Samples); k > 0 && e.res.Samples[k-1].T == t {
+		e.res.Samples[k-1] = s
+		return
+	}
+	e.res.Samples = append(e.res.Samples, s)
+}
+
+// completion is a running job's end.
+type completion struct {
+	end int64
+	id  uint64
+}
+
+// completions is a min-heap by end time, then job id (deterministic).
+type completions []completion
+
+func (h completions) Len() int { return len(h) }
+func (h completions) Less(i, j int) bool {
+	if h[i].end != h[j].end {
+		return h[i].end < h[j].end
+	}
+	return h[i].id < h[j].id
+}
+func (h completions) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *completions) Push(x any)   { *h = append(*h, x.(completion)) }
+func (h *completions) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}

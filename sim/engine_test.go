@@ -1,0 +1,295 @@
+package sim
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/tide-hpc/tide/sim/trace"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/*.golden")
+
+// golden compares got with testdata/name.golden (rewritten with -update).
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name+".golden")
+	if *update {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("read golden file (run go test -update): %v", err)
+	}
+	if diff := cmp.Diff(string(want), got); diff != "" {
+		t.Errorf("%s mismatch (-want +got):\n%s", path, diff)
+	}
+}
+
+func oneNode(t *testing.T) *Cluster {
+	t.Helper()
+	c, err := Generate(ClusterSpec{Nodes: 1, GPUsPerNode: 8, CPUsPerNode: 64, MemPerNodeMB: 512000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func policy(t *testing.T, name string) PolicySpec {
+	t.Helper()
+	p, err := ParsePolicies([]string{name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p[0]
+}
+
+// TestHandComputed replays three jobs on one 8-GPU node. A (4 GPUs,
+// 100s, limit 120s) starts at 0. B (8 GPUs) arrives at 10 and must wait
+// for A. C (2 GPUs) arrives at 20: FIFO and Tide's priority blocking keep
+// it behind B (B starts at 100 when A ends, C at 150 when B ends);
+// backfill starts it at once when its limit ends it by B's reserved
+// start (A's limit: 120s), and not when it would run past it.
+func TestHandComputed(t *testing.T) {
+	jobs := func(cDur int64) []trace.Job {
+		return []trace.Job{
+			{ID: "A", Submit: 0, Duration: 100, GPUs: 4, Share: 1},
+			{ID: "B", Submit: 10, Duration: 50, GPUs: 8, Share: 1},
+			{ID: "C", Submit: 20, Duration: cDur, GPUs: 2, Share: 1},
+		}
+	}
+	type times struct{ Start, End int64 }
+	tests := []struct {
+		name   string
+		policy string
+		cDur   int64
+		want   map[string]times
+	}{
+		{name: "fifo", policy: "fifo", cDur: 30,
+			want: map[string]times{"A": {0, 100}, "B": {100, 150}, "C": {150, 180}}},
+		{name: "tide", policy: "tide", cDur: 30,
+			want: map[string]times{"A": {0, 100}, "B": {100, 150}, "C": {150, 180}}},
+		{name: "backfill, C ends before B's reservation", policy: "backfill", cDur: 30,
+			want: map[string]times{"A": {0, 100}, "B": {100, 150}, "C": {20, 50}}},
+		{name: "backfill, C's limit would delay B", policy: "backfill", cDur: 90,
+			want: map[string]times{"A": {0, 100}, "B": {100, 150}, "C": {150, 240}}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			res, err := Run(jobs(tc.cDur), Options{Cluster: oneNode(t), Policy: policy(t, tc.policy)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := map[string]times{}
+			for _, j := range res.Jobs {
+				if j.Outcome != OutcomeDone {
+					t.Errorf("job %s: outcome %s", j.TraceID, j.Outcome)
+				}
+				got[j.TraceID] = times{j.Start, j.End}
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("start/end (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestOutcomes(t *testing.T) {
+	jobs := []trace.Job{
+		{ID: "big", Submit: 0, Duration: 10, GPUs: 16, Share: 1},
+		{ID: "unknown", Submit: 0, Duration: -1, GPUs: 1, Share: 1},
+		{ID: "cpu", Submit: 5, Duration: 10, GPUs: 0, Share: 0},
+		{ID: "share", Submit: 5, Duration: 10, GPUs: 1, Share: 0.25},
+	}
+	res, err := Run(jobs, Options{Cluster: oneNode(t), Policy: policy(t, "tide")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, j := range res.Jobs {
+		got[j.TraceID] = j.Outcome
+	}
+	want := map[string]string{"big": OutcomeRejected, "unknown": OutcomeSkipped, "cpu": OutcomeDone, "share": OutcomeDone}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("outcomes (-want +got):\n%s", diff)
+	}
+}
+
+// samples are the test traces shipped with the repository's shared data.
+var samples = []string{
+	"/work/shared/traces/philly-pollux/jobs_sample_first1000.csv",
+	"/work/shared/traces/alibaba-pai-v2023-openb/jobs_sample_first1000.csv",
+}
+
+func readSample(t testing.TB, path string, opts trace.Options) []trace.Job {
+	t.Helper()
+	jobs, err := trace.Read(path, opts)
+	if os.IsNotExist(err) || err != nil && strings.Contains(err.Error(), "no such file") {
+		t.Skipf("trace not available: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return jobs
+}
+
+// TestPrefixPassesMatchFullPasses checks the engine's shortcut: handing
+// the scheduler growing prefixes of the queue gives the same replay as
+// handing it the whole queue every time.
+func TestPrefixPassesMatchFullPasses(t *testing.T) {
+	for _, path := range samples {
+		// Load 40 makes the sparse first weeks a deep queue.
+		jobs := readSample(t, path, trace.Options{Load: 40})
+		c, err := Generate(ClusterSpec{Nodes: 4, GPUsPerNode: 8, CPUsPerNode: 64, MemPerNodeMB: 512000, Leaf: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range []string{"fifo", "backfill", "tide"} {
+			t.Run(filepath.Base(filepath.Dir(path))+"/"+name, func(t *testing.T) {
+				fast, err := Run(jobs, Options{Cluster: c, Policy: policy(t, name), Seed: 3})
+				if err != nil {
+					t.Fatal(err)
+				}
+				full, err := Run(jobs, Options{Cluster: c, Policy: policy(t, name), Seed: 3, FullPasses: true})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if diff := cmp.Diff(full.Jobs, fast.Jobs); diff != "" {
+					t.Errorf("jobs differ (-full +prefix):\n%s", diff)
+				}
+				maxQ := 0
+				for _, s := range full.Samples {
+					maxQ = max(maxQ, s.Pending)
+				}
+				if maxQ <= firstPrefix {
+					t.Errorf("max queue %d: the trace never exercises prefixes (> %d)", maxQ, firstPrefix)
+				}
+			})
+		}
+	}
+}
+
+// TestDeterministicJSON runs the same comparison twice (in parallel
+// replays) and wants byte-identical JSON, pinned by a golden file.
+func TestDeterministicJSON(t *testing.T) {
+	jobs := readSample(t, samples[0], trace.Options{Load: 20})
+	c, err := Generate(ClusterSpec{Nodes: 4, GPUsPerNode: 8, CPUsPerNode: 64, MemPerNodeMB: 512000, Leaf: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pols, err := ParsePolicies([]string{"fifo", "backfill", "tide"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out [2]bytes.Buffer
+	var text bytes.Buffer
+	for i := range out {
+		rep, err := Compare(jobs, CompareOptions{Cluster: c, Policies: pols, Seed: 7, TraceName: "philly-sample"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := rep.WriteJSON(&out[i]); err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			rep.Wall = nil // wall-clock times vary
+			if err := rep.WriteText(&text); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if !bytes.Equal(out[0].Bytes(), out[1].Bytes()) {
+		t.Fatalf("two runs wrote different JSON")
+	}
+	if bytes.Contains(out[0].Bytes(), []byte("Wall")) {
+		t.Errorf("JSON holds wall-clock times")
+	}
+	golden(t, "philly-sample.txt", text.String())
+}
+
+func TestHTMLReport(t *testing.T) {
+	jobs := readSample(t, samples[0], trace.Options{Load: 20})
+	c, err := Generate(ClusterSpec{Nodes: 4, GPUsPerNode: 8, CPUsPerNode: 64, MemPerNodeMB: 512000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pols, _ := ParsePolicies([]string{"fifo", "backfill"})
+	rep, err := Compare(jobs, CompareOptions{Cluster: c, Policies: pols, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := rep.WriteHTML(&b); err != nil {
+		t.Fatal(err)
+	}
+	html := b.String()
+	for _, want := range []string{"<svg", "GPU utilisation over time", "Queue length over time", "Job completion time CDF", "<polyline"} {
+		if !strings.Contains(html, want) {
+			t.Errorf("HTML lacks %q", want)
+		}
+	}
+	for _, bad := range []string{"<script", "http://", "https://"} {
+		if strings.Contains(strings.ReplaceAll(html, `xmlns="http://www.w3.org/2000/svg"`, ""), bad) {
+			t.Errorf("HTML is not self-contained: holds %q", bad)
+		}
+	}
+}
+
+func TestParsePolicies(t *testing.T) {
+	tests := []struct {
+		name string
+		in   []string
+		want []string
+		err  bool
+	}{
+		{name: "all", in: []string{"fifo", "backfill", "tide", "priority"}, want: []string{"fifo", "backfill", "tide", "priority"}},
+		{name: "unknown", in: []string{"lottery"}, err: true},
+		{name: "twice", in: []string{"fifo", "fifo"}, err: true},
+		{name: "none", in: nil, err: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := ParsePolicies(tc.in)
+			if (err != nil) != tc.err {
+				t.Fatalf("err = %v, want error %v", err, tc.err)
+			}
+			var names []string
+			for _, p := range got {
+				names = append(names, p.Name)
+			}
+			if diff := cmp.Diff(tc.want, names); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func BenchmarkSimPhilly(b *testing.B) {
+	jobs := readSample(b, "/work/shared/traces/philly-pollux/jobs.csv.gz", trace.Options{From: 30 * 86400, To: 37 * 86400})
+	c, err := Generate(ClusterSpec{Nodes: 64, GPUsPerNode: 8, CPUsPerNode: 64, MemPerNodeMB: 512000, Leaf: 16})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, name := range []string{"fifo", "backfill", "tide"} {
+		b.Run("policy="+name, func(b *testing.B) {
+			p, _ := ParsePolicies([]string{name})
+			for b.Loop() {
+				if _, err := Run(jobs, Options{Cluster: c, Policy: p[0], Seed: 7}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(len(jobs))*float64(b.N)/b.Elapsed().Seconds(), "jobs/s")
+		})
+	}
+}

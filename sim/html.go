@@ -1,0 +1,155 @@
+package sim
+
+import (
+	"fmt"
+	"html/template"
+	"io"
+	"math"
+	"strings"
+)
+
+// palette colours the policies in charts (colour-blind safe).
+var palette = []string{"#0072b2", "#d55e00", "#009e73", "#cc79a7", "#e69f00", "#56b4e9"}
+
+// chart geometry, in SVG units.
+const (
+	chartW, chartH         = 760, 260
+	padL, padR, padT, padB = 64, 16, 24, 40
+)
+
+// series is one line of a chart.
+type line struct {
+	name  string
+	color string
+	x, y  []float64
+}
+
+// svgChart draws lines as an inline SVG with axes, ticks and a legend.
+// With logX the x axis is logarithmic (values <= 0 are clamped to 1).
+func svgChart(title, xLabel, yLabel string, lines []line, logX bool, xFmt, yFmt func(float64) string) template.HTML {
+	minX, maxX, maxY := math.Inf(1), math.Inf(-1), 0.0
+	tx := func(v float64) float64 {
+		if logX {
+			return math.Log10(math.Max(v, 1))
+		}
+		return v
+	}
+	for _, l := range lines {
+		for i := range l.x {
+			minX, maxX = math.Min(minX, tx(l.x[i])), math.Max(maxX, tx(l.x[i]))
+			maxY = math.Max(maxY, l.y[i])
+		}
+	}
+	if math.IsInf(minX, 0) || maxX <= minX {
+		minX, maxX = 0, 1
+	}
+	if maxY <= 0 {
+		maxY = 1
+	}
+	pw, ph := float64(chartW-padL-padR), float64(chartH-padT-padB)
+	px := func(v float64) float64 { return padL + (tx(v)-minX)/(maxX-minX)*pw }
+	py := func(v float64) float64 { return padT + ph - v/maxY*ph }
+	var b strings.Builder
+	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 %d %d" width="%d" height="%d" role="img" aria-label="%s">`,
+		chartW, chartH, chartW, chartH, template.HTMLEscapeString(title))
+	fmt.Fprintf(&b, `<text x="%d" y="16" font-size="14" font-weight="bold">%s</text>`, padL, template.HTMLEscapeString(title))
+	// Axes and ticks.
+	fmt.Fprintf(&b, `<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#333"/>`, padL, padT+ph, chartW-padR, padT+ph)
+	fmt.Fprintf(&b, `<line x1="%d" y1="%d" x2="%d" y2="%.1f" stroke="#333"/>`, padL, padT, padL, padT+ph)
+	for k := 0; k <= 4; k++ {
+		yv := maxY * float64(k) / 4
+		y := py(yv)
+		fmt.Fprintf(&b, `<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#ddd"/>`, padL, y, chartW-padR, y)
+		fmt.Fprintf(&b, `<text x="%d" y="%.1f" font-size="11" text-anchor="end">%s</text>`, padL-4, y+4, template.HTMLEscapeString(yFmt(yv)))
+	}
+	for k := 0; k <= 5; k++ {
+		t := minX + (maxX-minX)*float64(k)/5
+		xv := t
+		if logX {
+			xv = math.Pow(10, t)
+		}
+		x := padL + float64(k)/5*pw
+		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-size="11" text-anchor="middle">%s</text>`, x, padT+ph+16, template.HTMLEscapeString(xFmt(xv)))
+	}
+	fmt.Fprintf(&b, `<text x="%.1f" y="%d" font-size="11" text-anchor="middle">%s</text>`, padL+pw/2, chartH-4, template.HTMLEscapeString(xLabel))
+	fmt.Fprintf(&b, `<text x="12" y="%.1f" font-size="11" text-anchor="middle" transform="rotate(-90 12 %.1f)">%s</text>`,
+		padT+ph/2, padT+ph/2, template.HTMLEscapeString(yLabel))
+	for i, l := range lines {
+		var pts strings.Builder
+		for k := range l.x {
+			fmt.Fprintf(&pts, "%.1f,%.1f ", px(l.x[k]), py(l.y[k]))
+		}
+		fmt.Fprintf(&b, `<polyline fill="none" stroke="%s" stroke-width="1.5" points="%s"/>`, l.color, strings.TrimSpace(pts.String()))
+		lx := float64(chartW - padR - 120)
+		ly := float64(padT + 14*i + 4)
+		fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="12" height="3" fill="%s"/>`, lx, ly, l.color)
+		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-size="11">%s</text>`, lx+16, ly+5, template.HTMLEscapeString(l.name))
+	}
+	b.WriteString(`</svg>`)
+	return template.HTML(b.String()) // #nosec: built from escaped parts
+}
+
+var htmlPage = template.Must(template.New("report").Parse(`<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>tide sim: {{.R.Trace}}</title>
+<style>
+body{font-family:system-ui,sans-serif;margin:24px;color:#222;max-width:900px}
+table{border-collapse:collapse;margin:12px 0}
+td,th{border:1px solid #ccc;padding:3px 8px;text-align:right;font-variant-numeric:tabular-nums}
+th:first-child,td:first-child{text-align:left}
+figure{margin:16px 0}
+</style></head><body>
+<h1>tide sim</h1>
+<p>Trace <code>{{.R.Trace}}</code> on {{.R.Cluster.Nodes}} nodes × {{.R.Cluster.GPUsPerNode}} GPUs
+({{.R.Cluster.GPUs}} GPUs, {{.R.Cluster.Leaves}} leaf switches), seed {{.R.Seed}}.</p>
+<pre>{{.Table}}</pre>
+<figure id="utilisation">{{.Util}}</figure>
+<figure id="queue">{{.Queue}}</figure>
+<figure id="jct-cdf">{{.CDF}}</figure>
+<p>Scheduler time per pass is wall-clock time on the machine that ran the simulation; everything else is deterministic.</p>
+</body></html>
+`))
+
+// WriteHTML writes a self-contained HTML report: the comparison table
+// and SVG charts of utilisation and queue length over time and of the
+// JCT distribution per policy. It loads nothing from the network.
+func (r *Report) WriteHTML(w io.Writer) error {
+	var table strings.Builder
+	if err := r.WriteText(&table); err != nil {
+		return err
+	}
+	var util, queue, cdf []line
+	for i, p := range r.Policies {
+		color := palette[i%len(palette)]
+		u := line{name: p.Policy, color: color}
+		q := line{name: p.Policy, color: color}
+		for _, pt := range p.Series {
+			day := float64(pt.T) / 86400
+			u.x, u.y = append(u.x, day), append(u.y, 100*pt.Utilisation)
+			q.x, q.y = append(q.x, day), append(q.y, pt.Queue)
+		}
+		c := line{name: p.Policy, color: color}
+		for k, v := range p.JCTCDF {
+			c.x, c.y = append(c.x, v), append(c.y, float64(k))
+		}
+		util, queue, cdf = append(util, u), append(queue, q), append(cdf, c)
+	}
+	days := func(v float64) string { return fmt.Sprintf("%.1fd", v) }
+	data := struct {
+		R                *Report
+		Table            string
+		Util, Queue, CDF template.HTML
+	}{
+		R:     r,
+		Table: table.String(),
+		Util: svgChart("GPU utilisation over time", "trace time (days)", "allocated GPUs %", util, false, days,
+			func(v float64) string { return fmt.Sprintf("%.0f%%", v) }),
+		Queue: svgChart("Queue length over time", "trace time (days)", "pending jobs", queue, false, days,
+			func(v float64) string { return fmt.Sprintf("%.0f", v) }),
+		CDF: svgChart("Job completion time CDF", "JCT (log scale)", "jobs %", cdf, true, formatSeconds,
+			func(v float64) string { return fmt.Sprintf("%.0f%%", v) }),
+	}
+	if err := htmlPage.Execute(w, data); err != nil {
+		return fmt.Errorf("write HTML report: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,433 @@
+package sim
+
+import (
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// DefaultStarveAfter is the queueing delay above which a job counts as
+// starved.
+const DefaultStarveAfter = 30 * 60 // seconds
+
+// seriesPoints is the resolution of the time series in reports.
+const seriesPoints = 240
+
+// Report compares replays of one trace. It is deterministic: the same
+// inputs give the same JSON, byte for byte; wall-clock measurements live
+// in Wall, which JSON leaves out.
+type Report struct {
+	Trace        string         `json:"trace"`
+	Cluster      ClusterSummary `json:"cluster"`
+	Seed         uint64         `json:"seed"`
+	StarveAfterS int64          `json:"starve_after_s"`
+	Policies     []PolicyReport `json:"policies"`
+	// Wall holds each policy's scheduler time per pass (same order as
+	// Policies); it varies from run to run and is not part of JSON.
+	Wall []WallTimes `json:"-"`
+}
+
+// ClusterSummary describes the simulated cluster.
+type ClusterSummary struct {
+	Nodes       int    `json:"nodes"`
+	GPUs        int    `json:"gpus"`
+	GPUsPerNode int    `json:"gpus_per_node"`
+	CPUsPerNode int    `json:"cpus_per_node"`
+	MemPerNode  int64  `json:"mem_per_node_mb"`
+	Leaves      int    `json:"leaf_switches"`
+	Partitions  string `json:"partitions"`
+}
+
+// Stats summarises a distribution (seconds, or a ratio for slowdown).
+type Stats struct {
+	N    int     `json:"n"`
+	Mean float64 `json:"mean"`
+	P50  float64 `json:"p50"`
+	P95  float64 `json:"p95"`
+	P99  float64 `json:"p99"`
+	Max  float64 `json:"max"`
+}
+
+// SizeClass holds the delay and JCT of jobs of one GPU count class.
+type SizeClass struct {
+	Class      string `json:"class"`
+	QueueDelay Stats  `json:"queue_delay_s"`
+	JCT        Stats  `json:"jct_s"`
+}
+
+// Point is one step of a time series: averages over [T, next T).
+type Point struct {
+	T           int64   `json:"t"`
+	Utilisation float64 `json:"utilisation"`
+	Queue       float64 `json:"queue"`
+}
+
+// PolicyReport is one replay's outcome.
+type PolicyReport struct {
+	Policy     string `json:"policy"`
+	Jobs       int    `json:"jobs"`
+	Completed  int    `json:"completed"`
+	Rejected   int    `json:"rejected"`
+	Skipped    int    `json:"skipped_no_duration"`
+	Unfinished int    `json:"unfinished"`
+	// Span is from the first submission to the last completion.
+	SpanS             int64   `json:"span_s"`
+	Utilisation       float64 `json:"utilisation"`
+	AllocatedGPUHours float64 `json:"allocated_gpu_hours"`
+	CapacityGPUHours  float64 `json:"capacity_gpu_hours"`
+	// MakespanS is the end of the last job, in trace seconds.
+	MakespanS  int64       `json:"makespan_s"`
+	QueueDelay Stats       `json:"queue_delay_s"`
+	JCT        Stats       `json:"jct_s"`
+	Slowdown   Stats       `json:"bounded_slowdown"`
+	BySize     []SizeClass `json:"by_size"`
+	Starved    int         `json:"starved"`
+	// FragmentedGPUs is the time-averaged count of free GPUs that no
+	// pending job's per-node shape could use; FragmentedShare divides it
+	// by the cluster's GPUs.
+	FragmentedGPUs  float64 `json:"fragmented_gpus"`
+	FragmentedShare float64 `json:"fragmented_share"`
+	MaxQueue        int     `json:"max_queue"`
+	Preemptions     int     `json:"preemptions"`
+	LostGPUHours    float64 `json:"lost_gpu_hours"`
+	Passes          int     `json:"passes"`
+	Series          []Point `json:"series"`
+	// JCTCDF holds the JCT at each percentile 0..100 (101 values).
+	JCTCDF []float64 `json:"jct_cdf_s"`
+	// Rejections counts rejected jobs by reason.
+	Rejections map[string]int `json:"rejections,omitempty"`
+}
+
+// WallTimes is the scheduler's wall time per pass of one replay.
+type WallTimes struct {
+	Passes int
+	P50    time.Duration
+	P99    time.Duration
+	Max    time.Duration
+	Total  time.Duration
+}
+
+// Summarize computes the report of one replay; starveAfter is in seconds.
+func Summarize(r *Result, starveAfter int64) (PolicyReport, WallTimes) {
+	pr := PolicyReport{Policy: r.Policy, Jobs: len(r.Jobs), Passes: r.Passes}
+	var delays, jcts, slow []float64
+	classes := []string{"1", "2-4", "5-8", ">8"}
+	cd := make([][]float64, len(classes))
+	cj := make([][]float64, len(classes))
+	first, last := int64(math.MaxInt64), int64(0)
+	var gpuSec float64
+	for i := range r.Jobs {
+		j := &r.Jobs[i]
+		switch j.Outcome {
+		case OutcomeRejected:
+			pr.Rejected++
+			if pr.Rejections == nil {
+				pr.Rejections = map[string]int{}
+			}
+			pr.Rejections[j.Why]++
+			continue
+		case OutcomeSkipped:
+			pr.Skipped++
+			continue
+		case OutcomeUnstarted:
+			pr.Unfinished++
+			first = min(first, j.Submit)
+			continue
+		}
+		pr.Completed++
+		first = min(first, j.Submit)
+		last = max(last, j.End)
+		d := float64(j.Start - j.Submit)
+		jct := float64(j.End - j.Submit)
+		delays = append(delays, d)
+		jcts = append(jcts, jct)
+		slow = append(slow, max(1, jct/math.Max(float64(j.Duration), 10)))
+		if j.Start-j.Submit > starveAfter {
+			pr.Starved++
+		}
+		gpuSec += float64(j.GPUs) * float64(j.End-j.Start)
+		if j.GPUs > 0 {
+			k := sizeClass(j.GPUs)
+			cd[k] = append(cd[k], d)
+			cj[k] = append(cj[k], jct)
+		}
+	}
+	pr.QueueDelay, pr.JCT, pr.Slowdown = stats(delays), stats(jcts), stats(slow)
+	for k, c := range classes {
+		pr.BySize = append(pr.BySize, SizeClass{Class: c, QueueDelay: stats(cd[k]), JCT: stats(cj[k])})
+	}
+	if len(jcts) > 0 {
+		slices.Sort(jcts)
+		pr.JCTCDF = make([]float64, 101)
+		for p := range pr.JCTCDF {
+			pr.JCTCDF[p] = percentileSorted(jcts, float64(p))
+		}
+	}
+	if pr.Completed > 0 {
+		pr.SpanS = last - first
+		pr.MakespanS = last
+		pr.AllocatedGPUHours = round6(gpuSec / 3600)
+		pr.CapacityGPUHours = round6(float64(r.TotalGPUs) * float64(pr.SpanS) / 3600)
+		if pr.SpanS > 0 && r.TotalGPUs > 0 {
+			pr.Utilisation = round6(gpuSec / (float64(r.TotalGPUs) * float64(pr.SpanS)))
+		}
+		pr.FragmentedGPUs, pr.Series = series(r, first, last)
+		if r.TotalGPUs > 0 {
+			pr.FragmentedShare = round6(pr.FragmentedGPUs / float64(r.TotalGPUs))
+		}
+	}
+	for _, s := range r.Samples {
+		pr.MaxQueue = max(pr.MaxQueue, s.Pending)
+	}
+
+	w := WallTimes{Passes: r.Passes}
+	if len(r.PassTimes) > 0 {
+		ts := slices.Clone(r.PassTimes)
+		slices.Sort(ts)
+		for _, t := range ts {
+			w.Total += t
+		}
+		w.P50, w.P99, w.Max = ts[rank(len(ts), 50)], ts[rank(len(ts), 99)], ts[len(ts)-1]
+	}
+	return pr, w
+}
+
+func sizeClass(gpus int) int {
+	switch {
+	case gpus <= 1:
+		return 0
+	case gpus <= 4:
+		return 1
+	case gpus <= 8:
+		return 2
+	}
+	return 3
+}
+
+// series integrates the piecewise-constant samples over [from, to]:
+// the mean fragmented GPUs, and seriesPoints buckets of utilisation and
+// queue length.
+func series(r *Result, from, to int64) (float64, []Point) {
+	if to <= from || len(r.Samples) == 0 {
+		return 0, nil
+	}
+	n := int64(seriesPoints)
+	span := to - from
+	// edge(k) is bucket k's start, in whole seconds (integer arithmetic,
+	// so that buckets tile [from, to] exactly).
+	edge := func(k int64) int64 { return from + span*k/n }
+	util := make([]float64, n)
+	queue := make([]float64, n)
+	var frag float64
+	for i, s := range r.Samples {
+		a := max(s.T, from)
+		b := to
+		if i+1 < len(r.Samples) {
+			b = min(r.Samples[i+1].T, to)
+		}
+		if b <= a {
+			continue
+		}
+		frag += float64(s.FragGPUs) * float64(b-a)
+		// Spread [a, b) over the buckets it covers.
+		k := min((a-from)*n/span, n-1)
+		for k > 0 && edge(k) > a {
+			k--
+		}
+		for ; k < n && edge(k) < b; k++ {
+			d := float64(min(b, edge(k+1)) - max(a, edge(k)))
+			if d > 0 {
+				util[k] += float64(s.UsedGPUs) * d
+				queue[k] += float64(s.Pending) * d
+			}
+		}
+	}
+	pts := make([]Point, n)
+	for k := range pts {
+		width := float64(edge(int64(k)+1) - edge(int64(k)))
+		pts[k] = Point{T: edge(int64(k))}
+		if width <= 0 {
+			continue
+		}
+		pts[k].Queue = round6(queue[k] / width)
+		if r.TotalGPUs > 0 {
+			pts[k].Utilisation = round6(util[k] / width / float64(r.TotalGPUs))
+		}
+	}
+	return round6(frag / float64(span)), pts
+}
+
+func stats(v []float64) Stats {
+	if len(v) == 0 {
+		return Stats{}
+	}
+	s := slices.Clone(v)
+	slices.Sort(s)
+	var sum float64
+	for _, x := range s {
+		sum += x
+	}
+	return Stats{N: len(s), Mean: round6(sum / float64(len(s))), P50: percentileSorted(s, 50),
+		P95: percentileSorted(s, 95), P99: percentileSorted(s, 99), Max: s[len(s)-1]}
+}
+
+// rank is the nearest-rank index of percentile p in n sorted values.
+func rank(n int, p float64) int {
+	k := int(math.Ceil(p/100*float64(n))) - 1
+	return min(max(k, 0), n-1)
+}
+
+func percentileSorted(s []float64, p float64) float64 { return s[rank(len(s), p)] }
+
+// round6 keeps reports readable and stable across platforms.
+func round6(x float64) float64 { return math.Round(x*1e6) / 1e6 }
+
+// WriteJSON writes the report as indented JSON (without Wall).
+func (r *Report) WriteJSON(w io.Writer) error {
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode report: %w", err)
+	}
+	b = append(b, '\n')
+	if _, err := w.Write(b); err != nil {
+		return fmt.Errorf("write report: %w", err)
+	}
+	return nil
+}
+
+// WriteText writes the comparison table: one column per policy, and for
+// every policy after the first its ratio to the first.
+func (r *Report) WriteText(w io.Writer) error {
+	if len(r.Policies) == 0 {
+		_, err := fmt.Fprintln(w, "no policies")
+		return err
+	}
+	c := r.Cluster
+	fmt.Fprintf(w, "trace %s on %d nodes × %d GPUs (%d GPUs, %d leaf switches), seed %d\n",
+		r.Trace, c.Nodes, c.GPUsPerNode, c.GPUs, c.Leaves, r.Seed)
+	p0 := r.Policies[0]
+	fmt.Fprintf(w, "jobs %d: %d completed, %d rejected (never fit), %d skipped (no duration), %d unfinished\n\n",
+		p0.Jobs, p0.Completed, p0.Rejected, p0.Skipped, p0.Unfinished)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	head := []string{"metric"}
+	for _, p := range r.Policies {
+		head = append(head, p.Policy)
+	}
+	row := func(name string, val func(p *PolicyReport) float64, format func(float64) string) {
+		cells := []string{name}
+		base := val(&r.Policies[0])
+		// A base that prints as zero gives no meaningful ratio.
+		shownZero := format(base) == format(0)
+		for i := range r.Policies {
+			v := val(&r.Policies[i])
+			cell := format(v)
+			switch {
+			case i == 0:
+			case shownZero && format(v) == format(0):
+				cell += " (1.00×)"
+			case shownZero:
+				cell += " (–)"
+			default:
+				cell += " " + ratio(v, base)
+			}
+			cells = append(cells, cell)
+		}
+		fmt.Fprintln(tw, strings.Join(cells, "\t")+"\t")
+	}
+	fmt.Fprintln(tw, strings.Join(head, "\t")+"\t")
+	pct := func(v float64) string { return fmt.Sprintf("%.1f%%", 100*v) }
+	num := func(v float64) string { return fmt.Sprintf("%.0f", v) }
+	dur := func(v float64) string { return formatSeconds(v) }
+	x := func(v float64) string { return fmt.Sprintf("%.2f", v) }
+	row("GPU utilisation", func(p *PolicyReport) float64 { return p.Utilisation }, pct)
+	row("makespan", func(p *PolicyReport) float64 { return float64(p.SpanS) }, dur)
+	row("queue delay mean", func(p *PolicyReport) float64 { return p.QueueDelay.Mean }, dur)
+	row("queue delay p50", func(p *PolicyReport) float64 { return p.QueueDelay.P50 }, dur)
+	row("queue delay p95", func(p *PolicyReport) float64 { return p.QueueDelay.P95 }, dur)
+	row("queue delay p99", func(p *PolicyReport) float64 { return p.QueueDelay.P99 }, dur)
+	row("JCT mean", func(p *PolicyReport) float64 { return p.JCT.Mean }, dur)
+	row("JCT p50", func(p *PolicyReport) float64 { return p.JCT.P50 }, dur)
+	row("JCT p95", func(p *PolicyReport) float64 { return p.JCT.P95 }, dur)
+	row("JCT p99", func(p *PolicyReport) float64 { return p.JCT.P99 }, dur)
+	for k, cl := range p0.BySize {
+		if cl.QueueDelay.N == 0 {
+			continue
+		}
+		row(fmt.Sprintf("delay mean %s GPUs (%d)", cl.Class, cl.QueueDelay.N),
+			func(p *PolicyReport) float64 { return p.BySize[k].QueueDelay.Mean }, dur)
+		row(fmt.Sprintf("JCT mean %s GPUs", cl.Class),
+			func(p *PolicyReport) float64 { return p.BySize[k].JCT.Mean }, dur)
+	}
+	row("bounded slowdown mean", func(p *PolicyReport) float64 { return p.Slowdown.Mean }, x)
+	row("bounded slowdown p99", func(p *PolicyReport) float64 { return p.Slowdown.P99 }, x)
+	row(fmt.Sprintf("starved (waited > %s)", formatSeconds(float64(r.StarveAfterS))),
+		func(p *PolicyReport) float64 { return float64(p.Starved) }, num)
+	row("fragmented GPUs (avg)", func(p *PolicyReport) float64 { return p.FragmentedGPUs }, x)
+	row("max queue length", func(p *PolicyReport) float64 { return float64(p.MaxQueue) }, num)
+	row("preemptions", func(p *PolicyReport) float64 { return float64(p.Preemptions) }, num)
+	row("scheduling passes", func(p *PolicyReport) float64 { return float64(p.Passes) }, num)
+	if len(r.Wall) == len(r.Policies) {
+		cells50, cells99 := []string{"sched time/pass p50"}, []string{"sched time/pass p99"}
+		for _, wt := range r.Wall {
+			cells50 = append(cells50, formatDuration(wt.P50))
+			cells99 = append(cells99, formatDuration(wt.P99))
+		}
+		fmt.Fprintln(tw, strings.Join(cells50, "\t")+"\t")
+		fmt.Fprintln(tw, strings.Join(cells99, "\t")+"\t")
+	}
+	if err := tw.Flush(); err != nil {
+		return fmt.Errorf("write report: %w", err)
+	}
+	return nil
+}
+
+// ratio is v relative to base: "(0.85×)"; "(–)" when base is zero.
+func ratio(v, base float64) string {
+	if base == 0 {
+		if v == 0 {
+			return "(1.00×)"
+		}
+		return "(–)"
+	}
+	return fmt.Sprintf("(%.2f×)", v/base)
+}
+
+// formatSeconds prints a duration in seconds compactly: 45s, 12.5m,
+// 3.2h, 4.1d.
+func formatSeconds(s float64) string {
+	switch {
+	case s < 120:
+		return fmt.Sprintf("%.0fs", s)
+	case s < 2*3600:
+		return fmt.Sprintf("%.1fm", s/60)
+	case s < 2*86400:
+		return fmt.Sprintf("%.1fh", s/3600)
+	}
+	return fmt.Sprintf("%.1fd", s/86400)
+}
+
+func formatDuration(d time.Duration) string {
+	switch {
+	case d < time.Millisecond:
+		return fmt.Sprintf("%.0fµs", float64(d)/float64(time.Microsecond))
+	case d < time.Second:
+		return fmt.Sprintf("%.2fms", float64(d)/float64(time.Millisecond))
+	}
+	return d.Round(time.Millisecond).String()
+}
+
+// sortedKeys lists a map's keys in order (for deterministic output).
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, cmp.Compare[string])
+	return keys
+}
