@@ -28,3 +28,8 @@ CTLD_PID=$(cat "$TIDE_RUN/tidectld.pid") WORK=$TIDE_RUN/work "$ROOT/scripts/benc
 echo
 echo "Placement on 512 nodes x 8 GPUs, 3-level tree (scripts/bench-topo.sh):"
 BENCH_OUT=$OUT "$ROOT/scripts/bench-topo.sh"
+
+echo
+echo "Simulator replay speed: one week of the Philly trace on 64 nodes x 8 GPUs, per policy (BenchmarkSimPhilly):"
+go test -tags "$TAGS" -run '^$' -bench 'BenchmarkSimPhilly' -benchtime=1x ./sim/ > "$OUT/sim-bench.txt" 2>&1 || true
+awk '/^BenchmarkSimPhilly/ { for (i = 3; i < NF; i += 2) if ($(i+1) == "jobs/s") printf "  %-40s %12.0f jobs simulated/s\n", $1, $(i) }' "$OUT/sim-bench.txt"
