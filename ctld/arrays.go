@@ -93,7 +93,6 @@ func (ix *jobIndex) add(j *api.Job) {
 // held from snapshot.
 func (s *Server) addPending(snap *sched.Snapshot) {
 	now := s.now()
-	ix := s.index()
 	var cands []*api.Job
 	ordered := false
 	for _, j := range s.jobs {
@@ -104,11 +103,16 @@ func (s *Server) addPending(snap *sched.Snapshot) {
 			ordered = ordered || j.ArrayJobID != 0 || j.Dependency != ""
 		}
 	}
-	if ordered {
-		// Map order must not decide which array task or singleton goes
-		// first (the scheduler orders plain jobs itself).
-		sort.Slice(cands, func(a, b int) bool { return cands[a].ID < cands[b].ID })
+	if !ordered {
+		// Plain jobs only: no array or dependency bookkeeping, whose
+		// index costs a walk over every job the controller keeps.
+		snap.Pending = append(snap.Pending, cands...)
+		return
 	}
+	ix := s.index()
+	// Map order must not decide which array task or singleton goes
+	// first (the scheduler orders plain jobs itself).
+	sort.Slice(cands, func(a, b int) bool { return cands[a].ID < cands[b].ID })
 	var caps *capacity
 	var splits []corrFailure
 	for _, j := range cands {

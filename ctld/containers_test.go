@@ -34,9 +34,9 @@ func TestContainerSubmit(t *testing.T) {
 		{name: "bad image", features: []string{"containerd"}, spec: api.JobSpec{ContainerImage: "UPPER"}, wantErr: "invalid container image"},
 		{name: "image implies the feature", features: []string{"containerd"}, spec: api.JobSpec{ContainerImage: "tide-test/bb"},
 			wantImage: "docker.io/tide-test/bb:latest", wantConstraint: "containerd"},
-		{name: "added to the user's constraint", features: []string{"containerd", "ib"}, spec: api.JobSpec{ContainerImage: "alpine", Constraint: "ib|nvlink"},
+		{name: "added to the user's constraint", features: []string{"containerd", "ib", "nvlink"}, spec: api.JobSpec{ContainerImage: "alpine", Constraint: "ib|nvlink"},
 			wantImage: "docker.io/library/alpine:latest", wantConstraint: "(ib|nvlink)&containerd"},
-		{name: "already asked for", features: []string{"containerd"}, spec: api.JobSpec{ContainerImage: "alpine", Constraint: "containerd&ib"},
+		{name: "already asked for", features: []string{"containerd", "ib"}, spec: api.JobSpec{ContainerImage: "alpine", Constraint: "containerd&ib"},
 			wantImage: "docker.io/library/alpine:latest", wantConstraint: "containerd&ib"},
 	}
 	for _, tt := range tests {

@@ -180,7 +180,13 @@ func (s *Server) validateSpec(spec *api.JobSpec, c caller, warn *[]string) error
 	if spec.Comm != "" && spec.Comm != "model" && spec.Comm != "data" {
 		return api.Invalid("Batch job submission failed: --comm must be model or data, not %q", spec.Comm)
 	}
+	if _, err := sched.ParseConstraint(spec.Constraint); err != nil {
+		return api.Invalid("Batch job submission failed: Invalid feature specification (%v)", err)
+	}
 	if err := s.containerSpec(spec, part); err != nil {
+		return err
+	}
+	if err := s.checkFeatures(spec.Constraint, part); err != nil {
 		return err
 	}
 	nodes := s.nodeInfos(part.Nodes)
@@ -240,6 +246,33 @@ func (s *Server) containerSpec(spec *api.JobSpec, part *api.Partition) error {
 		}
 	}
 	return api.Invalid("Batch job submission failed: Requested node configuration is not available (no node of partition %s runs containers: none has feature %s)", part.Name, api.FeatureContainerd)
+}
+
+// checkFeatures refuses, as Slurm does, a --constraint that names a
+// feature no node of the partition has (even inside an OR): such a typo
+// would otherwise leave the job pending for ever. Whether enough nodes
+// match is CheckFeasible's to say.
+func (s *Server) checkFeatures(constraint string, part *api.Partition) error {
+	c, err := sched.ParseConstraint(constraint)
+	if err != nil || c == nil {
+		// containerSpec only wraps a constraint that parsed.
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, f := range c.Names() {
+		found := false
+		for _, name := range part.Nodes {
+			if n := s.nodes[name]; n != nil && slices.Contains(n.Features, f) {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return api.Invalid("Batch job submission failed: Invalid feature specification (no node of partition %s has feature %s)", part.Name, f)
+		}
+	}
+	return nil
 }
 
 // partInfo converts a partition for the scheduler.
@@ -317,7 +350,8 @@ func (s *Server) capacity(n *nodeRec) sched.NodeInfo {
 		gpuMem = sched.GPUMemUnknown
 	}
 	return sched.NodeInfo{Name: n.Name, Usable: true, CPUs: cpus, FreeCPUs: cpus, MemoryMB: mem, FreeMemMB: mem,
-		GPUModel: model, GPUs: gpus, FreeGPUs: free, Idle: true, Switch: n.Switch, GPUMemMB: gpuMem}
+		GPUModel: model, GPUs: gpus, FreeGPUs: free, Idle: true, Switch: n.Switch, GPUMemMB: gpuMem,
+		Features: sched.SortedFeatures(n.Features)}
 }
 
 // gpuMemMB is the memory of the node's smallest GPU (0 when unknown or

@@ -191,9 +191,10 @@ func (s *Server) register(r api.NodeRegistration) (api.NodeSyncResponse, error) 
 	n.Hostname, n.Addr, n.Version, n.OS, n.Arch, n.BootTime = r.Hostname, r.Addr, r.Version, r.OS, r.Arch, r.BootTime
 	n.CPUs, n.MemoryMB, n.GPUs = r.CPUs, r.MemoryMB, r.GPUs
 	n.matrix = linkMatrix(r.GPUs)
-	if len(r.Features) > 0 {
-		n.Features = r.Features
-	}
+	// What the operator declared stays; the node adds what it found
+	// (containerd, for one), so a tided without features: of its own
+	// does not wipe the declared ones.
+	n.Features = slices.Compact(slices.Sorted(slices.Values(append(slices.Clone(n.decl.Features), r.Features...))))
 	if why := n.shortfall(); why != "" && !n.Drain {
 		n.Drain, n.Reason, n.ReasonUser, n.ReasonTime = true, why, "tidectld", now
 		s.dirtyNodes[n.Name] = true

@@ -36,6 +36,7 @@ func (s *Server) snapshot() *sched.Snapshot {
 			GPUModel: n.GPUModel(), GPUs: len(n.GPUs), FreeGPUs: free,
 			Idle: n.AllocCPUs == 0 && len(n.AllocGPUs) == 0 && n.AllocMemMB == 0, Switch: n.Switch,
 			Matrix: n.matrix, Shared: shared[name], GPUMemMB: gpuMemMB(n.GPUs),
+			Features: sched.SortedFeatures(n.Features),
 		})
 	}
 	// Held jobs, unmet dependencies and throttled arrays stay out; an

@@ -7,7 +7,14 @@
 # of bench-vs-slurm come from identical loops.
 #
 # Environment: CTLD_PID (controller pid, for memory), NJOBS (1000),
-# PENDING (10000), START_N (20), LAT_N (20), WORK (scratch dir).
+# PENDING (10000), START_N (20), LAT_N (20), WORK (scratch dir), TARGET
+# (tide or slurm; default: tide when sbatch --version names Tide),
+# CONTAINER_IMAGE (tide-test/bb, imported by up.sh).
+#
+# start_latency_container (submit -> first output line of a
+# --container-image job) is measured only on Tide, when a node has the
+# feature containerd and a probe job runs the image: Slurm's
+# --container-image is another mechanism (OCI bundles), not compared.
 set -uo pipefail
 NJOBS=${NJOBS:-1000}
 PENDING=${PENDING:-10000}
@@ -73,6 +80,47 @@ for ((i = 1; i <= START_N; i++)); do
 done
 log "submit->start: ${LAT[*]}"
 row start_latency ms "${LAT[@]}"
+
+# --- submit -> first output line of a process job and a container job
+# (Tide only; see the header)
+if [ -z "${TARGET:-}" ]; then
+  if sbatch --version 2>/dev/null | grep tide >/dev/null; then TARGET=tide; else TARGET=slurm; fi
+fi
+CONTAINER_IMAGE=${CONTAINER_IMAGE:-tide-test/bb}
+# first_line ARGS... -> ms from submit until the job's output file has a line
+first_line() {
+  local f=$WORK/first.$RANDOM.$i t0 _
+  rm -f "$f"
+  t0=$EPOCHREALTIME
+  sbatch -o "$f" "$@" --wrap 'echo started' >/dev/null || return 1
+  for _ in $(seq 5000); do [ -s "$f" ] && break; sleep 0.002; done
+  [ -s "$f" ] || return 1
+  ms "$EPOCHREALTIME" "$t0"
+  rm -f "$f"
+}
+container_ready() {
+  [ "$TARGET" = tide ] || return 1
+  sinfo -h -N -o '%f' | tr ',' '\n' | grep -x containerd >/dev/null || { log "no node has the feature containerd: no container row"; return 1; }
+  wait_empty
+  local probe=$WORK/probe.out id _
+  rm -f "$probe"
+  id=$(sbatch --parsable -o "$probe" --container-image="$CONTAINER_IMAGE" --wrap 'echo ok') || { log "container probe refused: no container row"; return 1; }
+  for _ in $(seq 600); do [ -z "$(squeue -h -j "$id" -t PENDING,RUNNING,COMPLETING -o %i 2>/dev/null)" ] && break; sleep 0.1; done
+  grep -x ok "$probe" >/dev/null 2>&1 || { log "container probe job $id printed no ok (image $CONTAINER_IMAGE imported?): no container row"; return 1; }
+}
+if container_ready; then
+  PROC=() CONT=()
+  for ((i = 1; i <= START_N; i++)); do
+    wait_empty; sleep 0.$((RANDOM % 9 + 1))
+    v=$(first_line) && PROC+=("$v")
+    wait_empty; sleep 0.$((RANDOM % 9 + 1))
+    v=$(first_line --container-image="$CONTAINER_IMAGE") && CONT+=("$v")
+  done
+  log "submit->first line, process: ${PROC[*]}"
+  log "submit->first line, container: ${CONT[*]}"
+  row first_line_process ms "${PROC[@]}"
+  row start_latency_container ms "${CONT[@]}"
+fi
 
 # --- CLI latency and controller memory with PENDING held jobs
 wait_empty; sleep 1

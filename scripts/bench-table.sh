@@ -13,6 +13,8 @@ label() {
     drain_4) echo "drain 1,000 --wrap true jobs (4 clients)";;
     drain_16) echo "drain 1,000 --wrap true jobs (16 clients)";;
     start_latency) echo "submit -> start, idle cluster";;
+    first_line_process) echo "submit -> first output line, process job";;
+    start_latency_container) echo "submit -> first output line, container job";;
     rss_idle) echo "controller memory, idle";;
     rss_pending) echo "controller memory, 10,000 pending";;
     squeue_pending) echo "squeue, 10,000 pending";;

@@ -17,7 +17,7 @@ echo "== reference Slurm" >&2
 SCHED_PARAMS=${SCHED_PARAMS-batch_sched_delay=0} "$REF/setup.sh" >&2
 (
   export SLURM_CONF=/tmp/slurm-bench/etc/slurm.conf
-  export PATH=/usr/bin:/usr/sbin:$PATH
+  export PATH=/usr/bin:/usr/sbin:$PATH TARGET=slurm
   CTLD_PID=$(cat /tmp/slurm-bench/run/slurmctld.mypid) WORK=/tmp/slurm-bench/out/tide-bench \
     "$ROOT/scripts/bench-cluster.sh" > "$OUT/slurm.tsv"
 ) || true
@@ -32,6 +32,7 @@ trap '"$ROOT/scripts/down.sh" >/dev/null 2>&1 || true' EXIT
 (
   # shellcheck disable=SC1091
   . "$TIDE_RUN/env.sh"
+  export TARGET=tide
   CTLD_PID=$(cat "$TIDE_RUN/tidectld.pid") WORK=$TIDE_RUN/work "$ROOT/scripts/bench-cluster.sh" > "$OUT/tide.tsv"
 )
 "$ROOT/scripts/bench-table.sh" /dev/null "$OUT/tide.tsv" "$OUT/slurm.tsv"

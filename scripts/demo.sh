@@ -42,4 +42,53 @@ for f in "$DEMO"/out-*.txt; do echo "--- $f"; cat "$f"; done
 echo
 echo "$ tide events ${ids[0]}"; tide events "${ids[0]}"
 echo
+
+# --- one container job (sbatch --container-image), when the nodes run
+# containers: up.sh starts a private containerd when one is installed
+# and we are root; tided then adds the node feature containerd.
+container_job() {
+  if ! command -v containerd >/dev/null; then
+    echo "containerd is not installed: skipping the container job (apt-get install containerd runc, then make down demo)"
+    return 0
+  fi
+  if ! sinfo -h -N -o '%f' | tr ',' '\n' | grep -qx containerd; then
+    echo "no node has the feature containerd (tided runs containers only as root, with containerd and runc installed; see $RUN/nodes/*.log): skipping the container job"
+    return 0
+  fi
+  local img=tide-test/bb tar=$DEMO/tide-test-bb.tar
+  echo "$ scripts/build-test-image.sh $tar"
+  if ! "$ROOT/scripts/build-test-image.sh" "$tar"; then
+    echo "could not build the test image (apt-get install busybox-static): skipping the container job"
+    return 0
+  fi
+  # Every node imports it into the containerd of its configuration (on
+  # this one machine they share up.sh's private containerd).
+  local cfg
+  for cfg in "$RUN"/nodes/gpu*.yaml; do
+    grep -q '^containerd:' "$cfg" || continue
+    if tided image --config "$cfg" ls 2>/dev/null | grep -q "$img"; then
+      echo "$(basename "$cfg" .yaml): $img already imported"
+    else
+      echo "$ tided image --config ${cfg#"$ROOT"/} import ${tar#"$ROOT"/}"
+      tided image --config "$cfg" import "$tar" || { echo "import failed: skipping the container job"; return 0; }
+    fi
+  done
+  echo
+  local out cid f
+  # shellcheck disable=SC2016
+  out=$(sbatch --container-image="$img" -J container -o "$DEMO/container-%j.txt" \
+    --wrap 'echo "in the image: $(busybox | head -1)"; echo "root dir: $(ls / | tr "\n" " ")"; echo "/etc/passwd users: $(cut -d: -f1 /etc/passwd | tr "\n" " ")"; echo "uid: $(id -u)"')
+  echo "$ sbatch --container-image=$img --wrap '...busybox, ls /, /etc/passwd, id -u...'  -> $out"
+  cid=${out##* }
+  for _ in $(seq 1 120); do
+    [ -z "$(squeue -h -j "$cid" -t PENDING,RUNNING,COMPLETING -o %i 2>/dev/null)" ] && break
+    sleep 0.5
+  done
+  echo "$ sacct -X -j $cid -P -n --format=JobID,JobName,State,ExitCode,NodeList,Constraints"
+  sacct -X -j "$cid" -P -n --format=JobID,JobName,State,ExitCode,NodeList,Constraints
+  f=$DEMO/container-$cid.txt
+  echo "--- $f (host uid $(id -u))"; cat "$f" 2>/dev/null || echo "(no output)"
+}
+container_job
+echo
 echo "The cluster is still up: '. $RUN/env.sh' to use it, 'make down' to stop it."

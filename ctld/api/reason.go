@@ -61,4 +61,7 @@ const (
 	DetailNodeNotRequested       = "NodeNotRequested"
 	DetailNodeBusy               = "NodeNotIdle"
 	DetailNoNVLinkSet            = "NoNVLinkSet"
+	// DetailNodeFeatures: the node lacks the features the job's
+	// --constraint asks for.
+	DetailNodeFeatures = "NodeFeatures"
 )

@@ -87,6 +87,8 @@ type policy struct {
 
 	bf   int
 	bfAt time.Time
+	// reservations is what Plan.Reservations reports.
+	reservations []Reservation
 	// started records the releases of jobs started earlier in the pass
 	// (until a reservation is made), which the snapshot cannot know.
 	started []relEvent
@@ -251,10 +253,13 @@ func (pol *policy) reserveInTime(p *pass, r *Request) (time.Time, bool) {
 		ok := p.find(r)
 		p.nodes = saved
 		if ok {
-			for _, i := range p.picked {
+			res := Reservation{JobID: r.Job.ID, At: time.Unix(0, at).In(pol.now.Location()), Nodes: make([]string, len(p.picked))}
+			for k, i := range p.picked {
 				p.reserve(i)
+				res.Nodes[k] = p.nodes[i].Info.Name
 			}
-			return time.Unix(0, at).In(pol.now.Location()), true
+			pol.reservations = append(pol.reservations, res)
+			return res.At, true
 		}
 	}
 	return time.Time{}, false

@@ -157,10 +157,14 @@ func (p *pass) explainImpossible(r *Request) string {
 		return "the required nodes can never hold the job"
 	}
 	largest, smallest := &r.Slots[base], &r.Slots[len(r.Slots)-1]
+	if why := p.explainFeatures(r); why != "" {
+		return why
+	}
 
 	var maxCPUs, maxGPUs, eligible, fit, maxPct int
 	var maxMem, maxGPUMem int64
 	modelSeen := r.GPUType == ""
+	featureless := true // no node of the right model matches -C
 	for _, i := range ps.members {
 		if p.nodes[i].required == r.stamp {
 			continue
@@ -170,6 +174,9 @@ func (p *pass) explainImpossible(r *Request) string {
 			continue
 		}
 		modelSeen = true
+		if (featureFilter{}).Check(r, smallest, v) == "" {
+			featureless = false
+		}
 		if p.chain.checkStatic(r, smallest, v) != "" {
 			continue
 		}
@@ -186,6 +193,9 @@ func (p *pass) explainImpossible(r *Request) string {
 	switch {
 	case !modelSeen:
 		return fmt.Sprintf("no node of partition %s has GPU model %s", part, r.GPUType)
+	case eligible == 0 && r.Features != nil && featureless:
+		// Some node matches -C, but not one of the requested GPU model.
+		return fmt.Sprintf("no node of partition %s with GPU model %s has features matching --constraint=%s", part, r.GPUType, r.Features)
 	case eligible == 0:
 		return fmt.Sprintf("no node of partition %s is left after -w/-x", part)
 	case largest.GPUs > maxGPUs:
@@ -292,8 +302,11 @@ func CheckFeasible(spec *api.JobSpec, part *PartitionInfo, nodes []NodeInfo, cfg
 	if why := slicingRefused(r, part); why != "" {
 		return false, why
 	}
-	if p.fitsEmpty(r, true) {
-		return true, ""
+	for k := range r.Features.Alternatives() {
+		if r.FeatureAlt = k; p.fitsEmpty(r, true) {
+			return true, ""
+		}
 	}
+	r.FeatureAlt = p.likelyAlt(r)
 	return false, p.explainImpossible(r)
 }

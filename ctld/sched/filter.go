@@ -63,6 +63,7 @@ var (
 	_ Filter = excludeFilter{}
 	_ Filter = requestedFilter{}
 	_ Filter = gpuModelFilter{}
+	_ Filter = featureFilter{}
 	_ Filter = reservedFilter{}
 	_ Filter = idleFilter{}
 	_ Filter = cpuFilter{}
@@ -80,6 +81,10 @@ type chain struct {
 
 	active       []Filter
 	activeStatic int
+
+	// constraints caches parsed --constraint strings for the pass
+	// (features.go).
+	constraints map[string]constraintEntry
 }
 
 // newChain builds the filter chain, cheapest checks first. Membership in
@@ -91,6 +96,7 @@ func newChain() chain {
 		excludeFilter{},   // -x
 		requestedFilter{}, // -w names the whole allocation
 		gpuModelFilter{},  // --gpus=TYPE:N
+		featureFilter{},   // -C/--constraint
 		// --- static filters end here ---
 		reservedFilter{}, // held for a higher-priority pending job
 		idleFilter{},     // --exclusive
@@ -99,12 +105,15 @@ func newChain() chain {
 		gpuFilter{},
 		nvlinkFilter{}, // --comm=model
 	}
-	return chain{filters: filters, static: 4, active: make([]Filter, 0, len(filters))}
+	return chain{filters: filters, static: 5, active: make([]Filter, 0, len(filters))}
 }
 
 // prepare selects the filters relevant to r; call it once per job after
-// r.Slots is set and before check or checkStatic.
+// r.Slots is set and before check or checkStatic. It also resolves the
+// job's --constraint; calling it again for the same job keeps the
+// matching-OR alternative chosen.
 func (c *chain) prepare(r *Request) {
+	c.constraintOf(r)
 	c.active, c.activeStatic = c.active[:0], 0
 	for k, f := range c.filters {
 		if !f.Relevant(r) {

@@ -190,18 +190,18 @@ func TestHistogramString(t *testing.T) {
 
 func TestChainOrder(t *testing.T) {
 	// The chain must run cheap, static checks before the ones on free
-	// amounts, and exactly the first four are static.
+	// amounts, and exactly the first five are static.
 	c := newChain()
 	var names []string
 	for _, f := range c.filters {
 		names = append(names, f.Name())
 	}
-	want := []string{"usable", "exclude", "requested", "gpu-model", "reserved", "idle", "cpu", "memory", "gpu", "nvlink"}
+	want := []string{"usable", "exclude", "requested", "gpu-model", "features", "reserved", "idle", "cpu", "memory", "gpu", "nvlink"}
 	if diff := cmp.Diff(want, names); diff != "" {
 		t.Errorf("chain (-want +got):\n%s", diff)
 	}
-	if c.static != 4 {
-		t.Errorf("static = %d, want 4", c.static)
+	if c.static != 5 {
+		t.Errorf("static = %d, want 5", c.static)
 	}
 }
 
@@ -264,8 +264,8 @@ func TestChainPrepare(t *testing.T) {
 		{
 			name: "everything relevant",
 			req: Request{Slots: []Slot{{CPUs: 1, MemMB: 1, GPUs: 1}}, Excludes: true, OnlyRequired: true,
-				GPUType: "a100", AnyReserved: true, Exclusive: true},
-			want: []string{"usable", "exclude", "requested", "gpu-model", "reserved", "idle", "cpu", "memory", "gpu"},
+				GPUType: "a100", AnyReserved: true, Exclusive: true, Job: &api.Job{JobSpec: api.JobSpec{Constraint: "nvlink"}}},
+			want: []string{"usable", "exclude", "requested", "gpu-model", "features", "reserved", "idle", "cpu", "memory", "gpu"},
 		},
 		{
 			name: "largest slot decides",

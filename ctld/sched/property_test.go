@@ -194,6 +194,56 @@ func addTopology(t *testing.T, snap *sched.Snapshot, seed int64) {
 	snap.Tree = tree
 }
 
+// addFeatures gives a random snapshot node features and some of its jobs
+// a --constraint (from its own generator, so the rest of the snapshot
+// stays as randomSnapshot made it): plain, AND, per-node OR, matching OR
+// ([r1|r2]), grouping, and a feature no node has.
+func addFeatures(snap *sched.Snapshot, seed int64) {
+	rng := rand.New(rand.NewPCG(uint64(seed), 0x66656174))
+	for i := range snap.Nodes {
+		var fs []string
+		for _, f := range []string{"containerd", "ib", "nvlink"} {
+			if rng.IntN(2) == 0 {
+				fs = append(fs, f)
+			}
+		}
+		fs = append(fs, []string{"r1", "r2"}[rng.IntN(2)])
+		slices.Sort(fs)
+		snap.Nodes[i].Features = fs
+	}
+	constraints := []string{"nvlink", "ib&nvlink", "ib|nvlink", "[r1|r2]", "nvlink&[r1|r2]",
+		"(ib|nvlink)&containerd", "r1", "nosuch", "ib,r2"}
+	for _, j := range snap.Pending {
+		if rng.IntN(3) == 0 {
+			j.Constraint = constraints[rng.IntN(len(constraints))]
+		}
+	}
+}
+
+// checkFeatures verifies that a started job's nodes all satisfy one
+// alternative of its --constraint.
+func checkFeatures(t *testing.T, j *api.Job, s sched.Start, nodes map[string]*sched.NodeInfo) {
+	t.Helper()
+	c, err := sched.ParseConstraint(j.Constraint)
+	if err != nil {
+		t.Errorf("job %d started with invalid constraint %q: %v", j.ID, j.Constraint, err)
+		return
+	}
+	for k := range c.Alternatives() {
+		all := true
+		for _, a := range s.Alloc {
+			if n := nodes[a.Node]; n == nil || !c.Match(k, n.Features) {
+				all = false
+				break
+			}
+		}
+		if all {
+			return
+		}
+	}
+	t.Errorf("job %d (-C %s): nodes %v do not share one alternative", j.ID, j.Constraint, s.Alloc)
+}
+
 // checkPlan verifies the invariants every plan must keep.
 func checkPlan(t *testing.T, snap *sched.Snapshot, plan sched.Plan) {
 	t.Helper()
@@ -250,6 +300,9 @@ func checkPlan(t *testing.T, snap *sched.Snapshot, plan sched.Plan) {
 		}
 		if s.TimeLimit == 0 {
 			t.Errorf("job %d: no time limit", j.ID)
+		}
+		if j.Constraint != "" {
+			checkFeatures(t, j, s, nodes)
 		}
 		gpus, tasks := 0, 0
 		inAlloc := map[string]bool{}
@@ -334,11 +387,15 @@ func TestScheduleProperties(t *testing.T) {
 	}
 	var starts, pending int
 	var underSwitch, crossRoots, linked int // starts on the topology paths
+	constrained := 0                        // starts of jobs with -C
 	reasons := map[api.ReasonCode]int{}
 	for seed := range seeds {
 		snap := randomSnapshot(int64(seed), 4+seed%40, 10+seed%150)
 		if seed%3 != 0 {
 			addTopology(t, snap, int64(seed))
+		}
+		if seed%2 == 0 {
+			addFeatures(snap, int64(seed))
 		}
 		cfg := sched.Config{DefMemPerCPUMB: int64(seed % 3 * 500)}
 		if seed%7 == 0 {
@@ -351,6 +408,9 @@ func TestScheduleProperties(t *testing.T) {
 		}
 		starts += len(plan.Starts)
 		for _, sp := range plan.Starts {
+			if j := jobByID(snap, sp.JobID); j != nil && j.Constraint != "" {
+				constrained++
+			}
 			switch {
 			case strings.Contains(sp.Why, " under "):
 				underSwitch++
@@ -378,10 +438,23 @@ func TestScheduleProperties(t *testing.T) {
 	if starts < seeds {
 		t.Errorf("only %d starts over %d seeds", starts, seeds)
 	}
+	if constrained == 0 {
+		t.Errorf("no job with --constraint started over %d seeds", seeds)
+	}
 	if underSwitch == 0 || crossRoots == 0 || linked == 0 {
 		t.Errorf("topology paths not exercised: %d starts under a switch, %d across roots, %d by link score",
 			underSwitch, crossRoots, linked)
 	}
-	t.Logf("%d starts (%d under a switch, %d across roots, %d by link score), %d pending: %v",
-		starts, underSwitch, crossRoots, linked, pending, reasons)
+	t.Logf("%d starts (%d under a switch, %d across roots, %d by link score, %d with -C), %d pending: %v",
+		starts, underSwitch, crossRoots, linked, constrained, pending, reasons)
+}
+
+// jobByID finds a pending job of snap.
+func jobByID(snap *sched.Snapshot, id uint64) *api.Job {
+	for _, j := range snap.Pending {
+		if j.ID == id {
+			return j
+		}
+	}
+	return nil
 }

@@ -69,6 +69,13 @@ type Request struct {
 	// configured value, 1.0 when unset) that cap shared GPUs.
 	Sliced                 bool
 	MemRatio, ComputeRatio float64
+	// Features is the parsed --constraint (nil = none), FeatureErr the
+	// parse error of one that does not parse (the job can never start),
+	// and FeatureAlt the matching-OR alternative ([a|b]) being tried:
+	// every node of the job matches the same one.
+	Features   *Constraint
+	FeatureErr string
+	FeatureAlt int
 
 	// stamp marks the nodes this request excludes or requires in
 	// NodeState (>= 1, unique per job in a pass), so membership checks

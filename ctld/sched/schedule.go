@@ -41,6 +41,7 @@ func Schedule(snap *Snapshot, now time.Time, cfg Config) Plan {
 		}
 	}
 	plan.Closed = pol.closed(p, &plan)
+	plan.Reservations = pol.reservations
 	return plan
 }
 
@@ -262,7 +263,7 @@ func (p *pass) resolve(job *api.Job, pi int) (api.ReasonCode, string, bool) {
 // pass, chooses them and takes their resources. On failure p.hist holds
 // why nodes were turned away and p.cand the nodes that passed.
 func (p *pass) place(r *Request) (Start, bool) {
-	if !p.find(r) {
+	if !p.findFeatures(r) {
 		return Start{}, false
 	}
 	return p.commit(r), true

@@ -46,6 +46,10 @@ type NodeInfo struct {
 	// so NVLink islands stay whole); nil means no link data and the
 	// lowest free indices are taken. It is shared, never modified.
 	Matrix *topology.Matrix
+	// Features are the node's features (configured, plus containerd
+	// where tided runs containers), sorted; --constraint matches them.
+	// They are shared, never modified.
+	Features []string
 	// Releases lists what the node's running jobs give back and when
 	// their time limits expire (start + limit; jobs without a limit are
 	// left out). Only PolicyBackfill reads it, to compute when a blocked
@@ -141,4 +145,20 @@ type Plan struct {
 	// a deep queue in growing prefixes and stops at the first prefix
 	// that closes every partition.
 	Closed []string
+	// Reservations lists the pass's timed backfill reservations
+	// (PolicyBackfill; EASY makes at most one): the blocked job, when it
+	// is expected to start and the nodes held for it until then. Jobs
+	// ordered after it start only if they end by At or stay off Nodes.
+	// The simulator reads it to decide the jobs a prefix pass left out.
+	Reservations []Reservation
+}
+
+// Reservation is one job's backfill reservation in time.
+type Reservation struct {
+	JobID uint64
+	// At is the earliest instant at which the job fits once running
+	// jobs end at their time limits.
+	At time.Time
+	// Nodes are the nodes it would get then, in slot order.
+	Nodes []string
 }
