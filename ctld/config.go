@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/viper"
 
 	"github.com/tide-hpc/tide/ctld/api"
+	"github.com/tide-hpc/tide/ctld/sched"
 	"github.com/tide-hpc/tide/hostlist"
 	"github.com/tide-hpc/tide/topology"
 )
@@ -100,6 +101,11 @@ type SchedulerConfig struct {
 	// physical memory whose real use triggers reclaim (partitions may
 	// override it); see docs/operations.md.
 	GPUMemHighWatermark float64 `mapstructure:"gpu_mem_high_watermark" json:"gpu_mem_high_watermark"`
+	// Policy decides what jobs behind one that does not fit may do:
+	// priority (the default: the blocked job holds the nodes it could
+	// use), backfill (EASY: a reservation in time, shorter jobs pass)
+	// or fifo (strict order). See ctld/sched/README.md, "Policies".
+	Policy string `mapstructure:"policy" json:"policy"`
 }
 
 // DefaultMaxArraySize is max_array_size's default, Slurm's: task ids
@@ -197,7 +203,7 @@ func DefaultConfig() Config {
 			SpoolKeep: 7 * 24 * time.Hour,
 		},
 		Scheduler: SchedulerConfig{Interval: time.Second, MaxGPUOversubscribe: DefaultMaxGPUOversubscribe,
-			GPUMemHighWatermark: DefaultGPUMemHighWatermark},
+			GPUMemHighWatermark: DefaultGPUMemHighWatermark, Policy: sched.PolicyPriority.String()},
 	}
 }
 
@@ -243,6 +249,7 @@ func ParseConfig(r io.Reader) (Config, error) {
 		"scheduler.interval": def.Scheduler.Interval, "scheduler.max_starts": 0,
 		"scheduler.def_mem_per_cpu_mb": 0, "scheduler.max_gpu_oversubscribe": def.Scheduler.MaxGPUOversubscribe,
 		"scheduler.gpu_mem_high_watermark": def.Scheduler.GPUMemHighWatermark,
+		"scheduler.policy":                 def.Scheduler.Policy,
 	} {
 		v.SetDefault(k, val)
 	}
@@ -275,6 +282,8 @@ type Cluster struct {
 	NodeDecl     map[string]NodeConfig
 	NodeMemoryMB map[string]int64
 	Tree         *topology.Tree
+	// Policy is scheduler.policy, parsed once.
+	Policy sched.Policy
 }
 
 // Validate checks the config and expands node lists. It reports every
@@ -323,7 +332,11 @@ func (c Config) Validate() (*Cluster, error) {
 	if w := c.Scheduler.GPUMemHighWatermark; !watermarkOK(w) {
 		bad("scheduler.gpu_mem_high_watermark: %g is not between %g and 1.0", w, minGPUMemHighWatermark)
 	}
-	cl := &Cluster{Config: c, NodeDecl: map[string]NodeConfig{}, NodeMemoryMB: map[string]int64{}}
+	policy, perr := sched.ParsePolicy(c.Scheduler.Policy)
+	if perr != nil {
+		bad("scheduler.policy: %q is not priority, backfill or fifo", c.Scheduler.Policy)
+	}
+	cl := &Cluster{Config: c, NodeDecl: map[string]NodeConfig{}, NodeMemoryMB: map[string]int64{}, Policy: policy}
 	for i, n := range c.Nodes {
 		names, err := hostlist.Expand(n.Names)
 		if err != nil || len(names) == 0 {

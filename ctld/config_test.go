@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/tide-hpc/tide/ctld/api"
+	"github.com/tide-hpc/tide/ctld/sched"
 )
 
 func TestSampleConfigValidates(t *testing.T) {
@@ -260,6 +261,43 @@ func TestMaxArraySizeConfig(t *testing.T) {
 			}
 			if cl.MaxArraySize != tt.want {
 				t.Fatalf("max_array_size = %d, want %d", cl.MaxArraySize, tt.want)
+			}
+		})
+	}
+}
+
+func TestSchedulerPolicyConfig(t *testing.T) {
+	const head = "version: 1\nnodes: [{names: n1}]\npartitions: [{name: a, nodes: n1}]\n"
+	tests := []struct {
+		name string
+		yaml string
+		want sched.Policy
+		err  string
+	}{
+		{name: "default is priority", yaml: "", want: sched.PolicyPriority},
+		{name: "backfill", yaml: "scheduler: {policy: backfill}", want: sched.PolicyBackfill},
+		{name: "fifo, any case", yaml: "scheduler: {policy: FIFO}", want: sched.PolicyFIFO},
+		{name: "priority", yaml: "scheduler: {policy: priority}", want: sched.PolicyPriority},
+		{name: "unknown", yaml: "scheduler: {policy: lottery}", err: `scheduler.policy: "lottery" is not priority, backfill or fifo`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, err := ParseConfig(strings.NewReader(head + tt.yaml + "\n"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			cl, err := cfg.Validate()
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("error %v, want one containing %q", err, tt.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cl.Policy != tt.want {
+				t.Fatalf("policy = %v, want %v", cl.Policy, tt.want)
 			}
 		})
 	}

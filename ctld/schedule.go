@@ -1,6 +1,7 @@
 package ctld
 
 import (
+	"cmp"
 	"slices"
 	"time"
 
@@ -9,7 +10,8 @@ import (
 )
 
 func (s *Server) schedConfig() sched.Config {
-	return sched.Config{MaxStarts: s.cl.Scheduler.MaxStarts, DefMemPerCPUMB: s.cl.Scheduler.DefMemPerCPUMB}
+	return sched.Config{MaxStarts: s.cl.Scheduler.MaxStarts, DefMemPerCPUMB: s.cl.Scheduler.DefMemPerCPUMB,
+		Policy: s.cl.Policy}
 }
 
 // snapshot builds the scheduler's input from live state. Called with mu
@@ -21,6 +23,10 @@ func (s *Server) snapshot() *sched.Snapshot {
 	}
 	snap.Nodes = make([]sched.NodeInfo, 0, len(s.nodes))
 	shared := s.sharedGPUs()
+	var releases map[string][]sched.Release
+	if s.cl.Policy == sched.PolicyBackfill {
+		releases = s.releases()
+	}
 	for _, name := range s.cl.NodeOrder {
 		n := s.nodes[name]
 		ok, why := n.usable()
@@ -36,7 +42,7 @@ func (s *Server) snapshot() *sched.Snapshot {
 			GPUModel: n.GPUModel(), GPUs: len(n.GPUs), FreeGPUs: free,
 			Idle: n.AllocCPUs == 0 && len(n.AllocGPUs) == 0 && n.AllocMemMB == 0, Switch: n.Switch,
 			Matrix: n.matrix, Shared: shared[name], GPUMemMB: gpuMemMB(n.GPUs),
-			Features: sched.SortedFeatures(n.Features),
+			Features: sched.SortedFeatures(n.Features), Releases: releases[name],
 		})
 	}
 	// Held jobs, unmet dependencies and throttled arrays stay out; an
@@ -143,6 +149,30 @@ func (s *Server) sharedGPUs() map[string][]sched.SharedGPU {
 	}
 	for _, sh := range out {
 		slices.SortFunc(sh, func(a, b sched.SharedGPU) int { return a.Index - b.Index })
+	}
+	return out
+}
+
+// releases lists, per node, what the active jobs hold there and when
+// their time limits run out (start + limit), in job id order, for
+// backfill's reservations in time. Jobs without a limit are left out:
+// nobody knows when they end. Called with mu held.
+func (s *Server) releases() map[string][]sched.Release {
+	var active []*api.Job
+	for _, n := range s.nodes {
+		for _, j := range n.batch {
+			if j.State.Active() && j.TimeLimit != api.Infinite && j.TimeLimit > 0 && !j.StartTime.IsZero() {
+				active = append(active, j)
+			}
+		}
+	}
+	slices.SortFunc(active, func(a, b *api.Job) int { return cmp.Compare(a.ID, b.ID) })
+	out := map[string][]sched.Release{}
+	for _, j := range active {
+		at := j.StartTime.Add(time.Duration(j.TimeLimit) * time.Second)
+		for _, a := range j.Alloc {
+			out[a.Node] = append(out[a.Node], sched.Release{At: at, CPUs: a.CPUs, MemMB: a.MemoryMB, GPUs: a.GPUs})
+		}
 	}
 	return out
 }

@@ -82,6 +82,9 @@ type Result struct {
 	// each (not deterministic: reported apart).
 	Passes    int
 	PassTimes []time.Duration
+	// repPasses counts passes that a prefix plus representatives
+	// decided (tests check that the shortcut is exercised).
+	repPasses int
 }
 
 // simJob is a trace job inside the engine.
@@ -93,6 +96,9 @@ type simJob struct {
 	// CPU-only jobs): the fragmentation measure's job shape.
 	minNodeGPUs int
 	alloc       []api.NodeAlloc
+	// shape numbers the job's (partition, GPUs): jobs of one shape ask
+	// the same of the scheduler but for their time limits.
+	shape int
 }
 
 // engine is the replay state.
@@ -108,8 +114,11 @@ type engine struct {
 
 	jobs    []*simJob
 	pending []*api.Job
-	byID    map[uint64]*simJob
-	running completions
+	// pendMeta runs parallel to pending: what representatives reads,
+	// without touching the jobs.
+	pendMeta []jobMeta
+	byID     map[uint64]*simJob
+	running  completions
 	// needs counts pending jobs by minNodeGPUs (fragmentation).
 	needs []int
 	// parts counts pending jobs by partition.
@@ -118,6 +127,15 @@ type engine struct {
 	usedGPUs int
 	done     int
 	res      *Result
+
+	// Scratch of pass, reused: the queue handed to the scheduler and
+	// the representatives of left-out jobs.
+	passBuf []*api.Job
+	reps    []shapeRep // by simJob.shape
+	repGen  int
+	repJobs []*api.Job
+	// shapes counts the distinct (partition, GPUs) of the trace's jobs.
+	shapes int
 }
 
 // Run replays jobs (any order) on opts.Cluster under opts.Policy.
@@ -213,6 +231,7 @@ func (e *engine) load(in []trace.Job) error {
 		gpus int
 	}
 	feasible := map[shape]string{}
+	shapeIDs := map[shape]int{}
 	e.jobs = make([]*simJob, len(jobs))
 	results := make([]JobResult, len(jobs))
 	for i, tj := range jobs {
@@ -226,7 +245,13 @@ func (e *engine) load(in []trace.Job) error {
 		}
 		limit := limitOf(max(tj.Duration, 0))
 		spec := jobSpec(c, gpus, part, limit)
-		sj := &simJob{res: res, limit: limit}
+		key := shape{part, gpus}
+		sid, ok := shapeIDs[key]
+		if !ok {
+			sid = len(shapeIDs)
+			shapeIDs[key] = sid
+		}
+		sj := &simJob{res: res, limit: limit, shape: sid}
 		sj.job = api.Job{ID: id, JobSpec: spec, State: api.StatePending, SubmitTime: Epoch.Add(time.Duration(tj.Submit) * time.Second)}
 		sj.job.Name = tj.ID
 		if gpus > 0 {
@@ -239,7 +264,6 @@ func (e *engine) load(in []trace.Job) error {
 			res.Outcome = OutcomeSkipped
 			continue
 		}
-		key := shape{part, gpus}
 		why, seen := feasible[key]
 		if !seen {
 			ok, w := sched.CheckFeasible(&spec, c.Partitions[part], c.Nodes, e.cfg)
@@ -256,6 +280,7 @@ func (e *engine) load(in []trace.Job) error {
 		}
 	}
 	e.res.Jobs = results
+	e.shapes = len(shapeIDs)
 	return nil
 }
 
@@ -287,6 +312,7 @@ func (e *engine) loop() error {
 				continue
 			}
 			e.pending = append(e.pending, &sj.job)
+			e.pendMeta = append(e.pendMeta, jobMeta{shape: int32(sj.shape), limit: sj.limit})
 			e.needs[min(sj.minNodeGPUs, len(e.needs)-1)]++
 			e.parts[sj.job.Partition]++
 			changed = true
@@ -317,6 +343,13 @@ func (e *engine) loop() error {
 // starts. e.pending is in the scheduler's order already (equal
 // priorities, then submit time, then id = arrival order), so a prefix of
 // it is what the scheduler would consider first.
+//
+// A prefix pass is enough when the jobs it leaves out could not have
+// started. Under priority blocking and FIFO, Plan.Closed says so. Under
+// backfill a short job can pass a blocked partition, so the pass also
+// hands the scheduler one representative per shape of the left-out jobs
+// (representatives): when the prefix made the timed reservation and no
+// representative starts, no left-out job could have started either.
 func (e *engine) pass(t int64) (int, error) {
 	now := Epoch.Add(time.Duration(t) * time.Second)
 	begin := time.Now()
@@ -327,12 +360,27 @@ func (e *engine) pass(t int64) (int, error) {
 	var plan sched.Plan
 	for {
 		e.snap.Pending = e.pending[:k]
+		var reps []*api.Job
+		if e.backfill && k < len(e.pending) {
+			reps = e.representatives(k)
+			e.passBuf = append(append(e.passBuf[:0], e.pending[:k]...), reps...)
+			e.snap.Pending = e.passBuf
+		}
 		plan = sched.Schedule(&e.snap, now, e.cfg)
-		if k == len(e.pending) || e.closes(&plan) {
+		if k == len(e.pending) {
+			break
+		}
+		if reps != nil {
+			if e.repsHold(&plan, reps) {
+				e.res.repPasses++
+				break
+			}
+		} else if e.closes(&plan) {
 			break
 		}
 		k = min(len(e.pending), 4*k)
 	}
+	e.snap.Pending = nil
 	e.res.PassTimes = append(e.res.PassTimes, time.Since(begin))
 	e.res.Passes++
 	if len(plan.Starts) == 0 {
@@ -343,8 +391,80 @@ func (e *engine) pass(t int64) (int, error) {
 			return 0, err
 		}
 	}
-	e.pending = slices.DeleteFunc(e.pending, func(j *api.Job) bool { return j.State != api.StatePending })
+	// Only the jobs handed to the scheduler can have started.
+	n := 0
+	for i, j := range e.pending[:k] {
+		if j.State == api.StatePending {
+			e.pending[n], e.pendMeta[n] = j, e.pendMeta[i]
+			n++
+		}
+	}
+	m := n + copy(e.pending[n:], e.pending[k:])
+	copy(e.pendMeta[n:], e.pendMeta[k:])
+	clear(e.pending[m:])
+	e.pending, e.pendMeta = e.pending[:m], e.pendMeta[:m]
 	return len(plan.Starts), nil
+}
+
+// representatives picks, among the jobs a prefix pass leaves out, the
+// one with the shortest time limit of each shape (partition and GPUs:
+// jobSpec makes every other field of the request follow from them).
+// Under a timed backfill reservation a job's outcome depends only on its
+// shape and on whether it ends by the reservation, and a shorter limit
+// only widens what it may use: if the shortest job of a shape cannot
+// start after the prefix, no job of that shape can.
+func (e *engine) representatives(k int) []*api.Job {
+	if len(e.reps) < e.shapes {
+		e.reps = make([]shapeRep, e.shapes)
+	}
+	e.repGen++
+	out := e.repJobs[:0]
+	for i, m := range e.pendMeta[k:] {
+		r := &e.reps[m.shape]
+		if r.gen != e.repGen {
+			*r = shapeRep{gen: e.repGen, limit: m.limit, slot: len(out)}
+			out = append(out, e.pending[k+i])
+		} else if m.limit < r.limit {
+			r.limit = m.limit
+			out[r.slot] = e.pending[k+i]
+		}
+	}
+	e.repJobs = out
+	return out
+}
+
+// repsHold reports whether a pass over a prefix plus representatives
+// stands for the whole queue: the prefix made the backfill reservation
+// (so the representatives, and the jobs they stand for, met a state
+// that nothing after the prefix changes) and no representative started.
+func (e *engine) repsHold(plan *sched.Plan, reps []*api.Job) bool {
+	isRep := func(id uint64) bool {
+		return slices.ContainsFunc(reps, func(j *api.Job) bool { return j.ID == id })
+	}
+	if len(plan.Reservations) == 0 || isRep(plan.Reservations[0].JobID) {
+		return false
+	}
+	for i := range plan.Starts {
+		if isRep(plan.Starts[i].JobID) {
+			return false
+		}
+	}
+	return true
+}
+
+// jobMeta is a pending job's shape (simJob.shape) and time limit.
+type jobMeta struct {
+	shape int32
+	limit int64
+}
+
+// shapeRep is the representative of one shape among left-out jobs:
+// its limit and its place in the list handed to the scheduler, valid
+// while gen is the engine's repGen.
+type shapeRep struct {
+	gen   int
+	limit int64
+	slot  int
 }
 
 // closes reports whether plan closed every partition that pending jobs

@@ -3,6 +3,7 @@ package sim
 import (
 	"bytes"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -177,6 +178,58 @@ func TestPrefixPassesMatchFullPasses(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestFastPathJSONMatchesFullPasses runs the comparison of all three
+// policies with the engine's shortcuts (prefix passes, backfill
+// representatives) and with the whole queue handed over every pass, on
+// both 1000-job samples, and wants byte-identical JSON.
+func TestFastPathJSONMatchesFullPasses(t *testing.T) {
+	pols, err := ParsePolicies([]string{"fifo", "backfill", "tide"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range samples {
+		for _, load := range []float64{1, 40} {
+			t.Run(fmt.Sprintf("%s/load=%g", filepath.Base(filepath.Dir(path)), load), func(t *testing.T) {
+				jobs := readSample(t, path, trace.Options{Load: load})
+				c, err := Generate(ClusterSpec{Nodes: 4, GPUsPerNode: 8, CPUsPerNode: 64, MemPerNodeMB: 512000, Leaf: 2})
+				if err != nil {
+					t.Fatal(err)
+				}
+				var out [2]bytes.Buffer
+				for i, full := range []bool{false, true} {
+					rep, err := Compare(jobs, CompareOptions{Cluster: c, Policies: pols, Seed: 5, TraceName: path, FullPasses: full})
+					if err != nil {
+						t.Fatal(err)
+					}
+					if err := rep.WriteJSON(&out[i]); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if !bytes.Equal(out[0].Bytes(), out[1].Bytes()) {
+					t.Errorf("fast and full passes wrote different JSON:\n%s", cmp.Diff(out[1].String(), out[0].String()))
+				}
+			})
+		}
+	}
+}
+
+// TestRepresentativesExercised makes sure the backfill shortcut is
+// taken on a deep queue, so that the comparison above tests it.
+func TestRepresentativesExercised(t *testing.T) {
+	jobs := readSample(t, samples[0], trace.Options{Load: 40})
+	c, err := Generate(ClusterSpec{Nodes: 4, GPUsPerNode: 8, CPUsPerNode: 64, MemPerNodeMB: 512000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Run(jobs, Options{Cluster: c, Policy: policy(t, "backfill"), Seed: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.repPasses == 0 {
+		t.Errorf("no pass was decided by a prefix plus representatives (of %d)", res.Passes)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"strings"
+	"sync"
 )
 
 // palette colours the policies in charts (colour-blind safe).
@@ -89,7 +90,15 @@ func svgChart(title, xLabel, yLabel string, lines []line, logX bool, xFmt, yFmt 
 	return template.HTML(b.String()) // #nosec: built from escaped parts
 }
 
-var htmlPage = template.Must(template.New("report").Parse(`<!DOCTYPE html>
+// htmlPage parses the report template on first use: html/template's
+// parse is a noticeable share of a short tool's start, and most runs
+// write no HTML. The template is a constant, so a parse error is a bug
+// that every WriteHTML test catches.
+var htmlPage = sync.OnceValues(func() (*template.Template, error) {
+	return template.New("report").Parse(htmlSource)
+})
+
+const htmlSource = `<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>tide sim: {{.R.Trace}}</title>
 <style>
 body{font-family:system-ui,sans-serif;margin:24px;color:#222;max-width:900px}
@@ -107,7 +116,7 @@ figure{margin:16px 0}
 <figure id="jct-cdf">{{.CDF}}</figure>
 <p>Scheduler time per pass is wall-clock time on the machine that ran the simulation; everything else is deterministic.</p>
 </body></html>
-`))
+`
 
 // WriteHTML writes a self-contained HTML report: the comparison table
 // and SVG charts of utilisation and queue length over time and of the
@@ -148,7 +157,11 @@ func (r *Report) WriteHTML(w io.Writer) error {
 		CDF: svgChart("Job completion time CDF", "JCT (log scale)", "jobs %", cdf, true, formatSeconds,
 			func(v float64) string { return fmt.Sprintf("%.0f%%", v) }),
 	}
-	if err := htmlPage.Execute(w, data); err != nil {
+	page, err := htmlPage()
+	if err != nil {
+		return fmt.Errorf("parse HTML template: %w", err)
+	}
+	if err := page.Execute(w, data); err != nil {
 		return fmt.Errorf("write HTML report: %w", err)
 	}
 	return nil

@@ -92,21 +92,23 @@ type policy struct {
 	// started records the releases of jobs started earlier in the pass
 	// (until a reservation is made), which the snapshot cannot know.
 	started []relEvent
-	events  []relEvent
+	// Scratch of reserveInTime.
+	keys []relKey
+	offs []int32
+	fits []bool
 
 	// failed caches the decisions of shapes that did not fit (a queue
 	// has few shapes: a slice beats a map's hashing).
 	failed []failedShape
 }
 
-// relEvent is one Release resolved to a node index.
+// relEvent is the release of a job started in the pass.
 type relEvent struct {
-	at    int64 // Unix nanoseconds: cheaper to sort than time.Time
-	node  int
-	cpus  int
-	mem   int64
-	gpus  []int
-	order int // input order, the last tie-break
+	at   int64 // Unix nanoseconds: cheaper to compare than time.Time
+	node int
+	cpus int
+	mem  int64
+	gpus []int
 }
 
 func newPolicy(cfg Config, now time.Time) *policy {
@@ -190,29 +192,37 @@ func (pol *policy) onStart(p *pass, s *Start) {
 // releases of running jobs in time order on a copy of the pass's nodes,
 // and holds the nodes it would get then. It uses the same filters and
 // node choice as a start, on the copy.
+//
+// It runs once per pass with a blocked job, over every running job, so
+// it keeps the work per release small: events are sorted as 16-byte keys
+// that hold no pointers, the copy is two allocations, and the full node
+// choice (find) runs only at instants where enough partition nodes pass
+// the filters for r's smallest slot, a count kept per release.
 func (pol *policy) reserveInTime(p *pass, r *Request) (time.Time, bool) {
-	evs := pol.events[:0]
+	keys := pol.keys[:0]
 	now := pol.now.UnixNano()
+	offs := slices.Grow(pol.offs[:0], len(p.nodes))[:len(p.nodes)]
 	for i := range p.nodes {
+		offs[i] = int32(len(keys))
 		for _, rel := range p.nodes[i].Info.Releases {
 			// Overdue jobs end any moment.
 			at := max(rel.At.UnixNano(), now)
-			evs = append(evs, relEvent{at: at, node: i, cpus: rel.CPUs, mem: rel.MemMB, gpus: rel.GPUs, order: len(evs)})
+			keys = append(keys, relKey{at: at, ord: int32(len(keys)), node: int32(i)})
 		}
 	}
-	for _, e := range pol.started {
-		e.order = len(evs)
-		evs = append(evs, e)
+	nRel := int32(len(keys))
+	for k, e := range pol.started {
+		keys = append(keys, relKey{at: e.at, ord: nRel + int32(k), node: int32(e.node)})
 	}
-	pol.events = evs
-	if len(evs) == 0 {
+	pol.keys, pol.offs = keys, offs
+	if len(keys) == 0 {
 		return time.Time{}, false
 	}
-	slices.SortFunc(evs, func(a, b relEvent) int {
+	slices.SortFunc(keys, func(a, b relKey) int {
 		if c := cmp.Compare(a.at, b.at); c != 0 {
 			return c
 		}
-		return cmp.Compare(a.order, b.order)
+		return cmp.Compare(a.ord, b.ord)
 	})
 
 	needGPUs, needCPUs := 0, 0
@@ -220,33 +230,61 @@ func (pol *policy) reserveInTime(p *pass, r *Request) (time.Time, bool) {
 		needGPUs += s.GPUs
 		needCPUs += s.CPUs
 	}
+	smallest := &r.Slots[len(r.Slots)-1]
 	future := make([]NodeState, len(p.nodes))
-	freeGPUs, freeCPUs := 0, 0
+	size := 0
+	for i := range p.nodes {
+		size += max(p.nodes[i].Info.GPUs, len(p.nodes[i].FreeGPUs))
+	}
+	gpuBuf := make([]int, size)
+	freeGPUs, freeCPUs, fitting := 0, 0, 0
+	// fits marks partition nodes that pass the filters for the smallest
+	// slot: find cannot succeed while fewer than r.Nodes do.
+	fits := slices.Grow(pol.fits[:0], len(p.nodes))[:len(p.nodes)]
 	for i := range p.nodes {
 		n := p.nodes[i]
-		n.FreeGPUs = append(make([]int, 0, max(n.Info.GPUs, len(n.FreeGPUs))), n.FreeGPUs...)
+		c := max(n.Info.GPUs, len(n.FreeGPUs))
+		n.FreeGPUs = append(gpuBuf[:0:c], n.FreeGPUs...)
+		gpuBuf = gpuBuf[c:]
 		future[i] = n
+		fits[i] = false
 		if n.Usable && p.inPartition(i, r.Part) {
 			freeGPUs += len(n.FreeGPUs)
 			freeCPUs += n.FreeCPUs
+			if p.chain.check(r, smallest, &future[i]) == "" {
+				fits[i] = true
+				fitting++
+			}
 		}
 	}
+	pol.fits = fits
 
 	saved := p.nodes
 	defer func() { p.nodes = saved }()
-	for k := 0; k < len(evs); {
-		at := evs[k].at
-		for ; k < len(evs) && evs[k].at == at; k++ {
-			e := &evs[k]
-			n := &future[e.node]
+	for k := 0; k < len(keys); {
+		at := keys[k].at
+		for ; k < len(keys) && keys[k].at == at; k++ {
+			key := keys[k]
+			i := int(key.node)
+			n := &future[i]
 			before, cpus := len(n.FreeGPUs), n.FreeCPUs
-			release(n, e)
-			if n.Usable && p.inPartition(e.node, r.Part) {
+			if key.ord < nRel {
+				rel := &n.Info.Releases[key.ord-offs[i]]
+				release(n, rel.CPUs, rel.MemMB, rel.GPUs)
+			} else {
+				e := &pol.started[key.ord-nRel]
+				release(n, e.cpus, e.mem, e.gpus)
+			}
+			if n.Usable && p.inPartition(i, r.Part) {
 				freeGPUs += len(n.FreeGPUs) - before
 				freeCPUs += n.FreeCPUs - cpus
+				if !fits[i] && p.chain.check(r, smallest, n) == "" {
+					fits[i] = true
+					fitting++
+				}
 			}
 		}
-		if freeGPUs < needGPUs || freeCPUs < needCPUs {
+		if freeGPUs < needGPUs || freeCPUs < needCPUs || fitting < r.Nodes {
 			continue
 		}
 		p.nodes = future
@@ -265,14 +303,23 @@ func (pol *policy) reserveInTime(p *pass, r *Request) (time.Time, bool) {
 	return time.Time{}, false
 }
 
-// release gives e's resources back to n (capped at the node's size, so
-// inconsistent input cannot create resources) and marks n idle when
+// relKey is one release in the replay order of reserveInTime: by time,
+// then input order (ord: the nodes' Releases node by node, then the
+// pass's own starts).
+type relKey struct {
+	at   int64
+	ord  int32
+	node int32
+}
+
+// release gives cpus, mem and gpus back to n (capped at the node's size,
+// so inconsistent input cannot create resources) and marks n idle when
 // nothing is held any more.
-func release(n *NodeState, e *relEvent) {
+func release(n *NodeState, cpus int, mem int64, gpus []int) {
 	info := n.Info
-	n.FreeCPUs = min(n.FreeCPUs+e.cpus, info.CPUs)
-	n.FreeMemMB = min(n.FreeMemMB+e.mem, info.MemoryMB)
-	for _, g := range e.gpus {
+	n.FreeCPUs = min(n.FreeCPUs+cpus, info.CPUs)
+	n.FreeMemMB = min(n.FreeMemMB+mem, info.MemoryMB)
+	for _, g := range gpus {
 		if k, found := slices.BinarySearch(n.FreeGPUs, g); !found {
 			n.FreeGPUs = slices.Insert(n.FreeGPUs, k, g)
 		}

@@ -278,3 +278,39 @@ func TestClosedPrefix(t *testing.T) {
 		}
 	}
 }
+
+// TestPlanReservations checks what Plan.Reservations reports: the first
+// blocked job, the instant it fits and the nodes it gets then, and
+// nothing under the other policies or when no job is blocked.
+func TestPlanReservations(t *testing.T) {
+	busy := func(name string, secs int) sched.NodeInfo {
+		n := st.MakeNode(name).CPUs(64).GPUs(8).UsedGPUs(0, 1, 2, 3, 4, 5).UsedCPUs(6).Obj()
+		n.Releases = []sched.Release{release(secs, 6, 0, 1, 2, 3, 4, 5)}
+		return n
+	}
+	tests := []struct {
+		name   string
+		policy sched.Policy
+		jobs   []*api.Job
+		want   []sched.Reservation
+	}{
+		{name: "4 GPUs fit on the node freed first", policy: sched.PolicyBackfill,
+			jobs: []*api.Job{job(1, 4, 600).Obj(), job(2, 8, 600).Obj()},
+			want: []sched.Reservation{{JobID: 1, At: now.Add(100 * time.Second), Nodes: []string{"n2"}}}},
+		{name: "16 GPUs wait for both", policy: sched.PolicyBackfill,
+			jobs: []*api.Job{st.MakeJob().ID(3).Nodes(2).GPUs(16).CPUsPerGPU(1).TimeLimit(600).Obj()},
+			want: []sched.Reservation{{JobID: 3, At: now.Add(300 * time.Second), Nodes: []string{"n1", "n2"}}}},
+		{name: "nothing blocked", policy: sched.PolicyBackfill, jobs: []*api.Job{job(4, 2, 600).Obj()}},
+		{name: "priority reserves no time", policy: sched.PolicyPriority, jobs: []*api.Job{job(5, 4, 600).Obj()}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := st.MakeSnapshot().Nodes(busy("n1", 300), busy("n2", 100)).
+				Partitions(st.MakePartition("gpu", "n1", "n2").Obj()).Jobs(tc.jobs...).Obj()
+			plan := sched.Schedule(s, now, sched.Config{Policy: tc.policy})
+			if diff := cmp.Diff(tc.want, plan.Reservations); diff != "" {
+				t.Errorf("reservations (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -81,6 +81,9 @@ type chain struct {
 
 	active       []Filter
 	activeStatic int
+	// mask has bit k set when filters[k] is in active (valid once ready).
+	mask  uint64
+	ready bool
 
 	// constraints caches parsed --constraint strings for the pass
 	// (features.go).
@@ -114,9 +117,22 @@ func newChain() chain {
 // matching-OR alternative chosen.
 func (c *chain) prepare(r *Request) {
 	c.constraintOf(r)
+	// Most jobs of a queue select the same filters as the job before:
+	// keep the list then (rebuilding it stores interface values, each
+	// with a write barrier while the collector runs).
+	var mask uint64
+	for k, f := range c.filters {
+		if f.Relevant(r) {
+			mask |= 1 << k
+		}
+	}
+	if c.ready && mask == c.mask {
+		return
+	}
+	c.ready, c.mask = true, mask
 	c.active, c.activeStatic = c.active[:0], 0
 	for k, f := range c.filters {
-		if !f.Relevant(r) {
+		if mask&(1<<k) == 0 {
 			continue
 		}
 		c.active = append(c.active, f)
