@@ -17,7 +17,7 @@ import (
 // the heap reaches max(live × (1 + gcPercent/100), gcFloorBytes).
 const (
 	gcPercent    = 40
-	gcFloorBytes = 24 << 20
+	gcFloorBytes = 12 << 20
 )
 
 var gcFloorOnce sync.Once
