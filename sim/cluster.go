@@ -134,6 +134,13 @@ type PolicySpec struct {
 // tide (the core's defaults: priority blocking, with the switch tree),
 // priority (tide without the tree).
 func ParsePolicies(list []string) ([]PolicySpec, error) {
+	return ParsePoliciesWith(list, nil)
+}
+
+// ParsePoliciesWith is ParsePolicies that also knows the policy named
+// "config" (a controller config's scheduler settings, see ConfigPolicy)
+// when cfg is not nil.
+func ParsePoliciesWith(list []string, cfg *PolicySpec) ([]PolicySpec, error) {
 	var out []PolicySpec
 	seen := map[string]bool{}
 	for _, name := range list {
@@ -147,8 +154,17 @@ func ParsePolicies(list []string) ([]PolicySpec, error) {
 			p = PolicySpec{Name: name, Sched: sched.Config{}, Topology: true}
 		case "priority":
 			p = PolicySpec{Name: name, Sched: sched.Config{}}
+		case ConfigPolicyName:
+			if cfg == nil {
+				return nil, api.Invalid("--compare: policy %q needs --config", name)
+			}
+			p = *cfg
 		default:
-			return nil, api.Invalid("--compare: unknown policy %q (want fifo, backfill, tide or priority)", name)
+			want := "fifo, backfill, tide or priority"
+			if cfg != nil {
+				want = "fifo, backfill, tide, priority or config"
+			}
+			return nil, api.Invalid("--compare: unknown policy %q (want %s)", name, want)
 		}
 		if seen[name] {
 			return nil, api.Invalid("--compare names %s twice", name)

@@ -4,10 +4,14 @@
 package sim
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"maps"
 	"os"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -24,7 +28,10 @@ import (
 type Options struct {
 	IO *cmdutil.IOStreams
 
-	Trace       string
+	Trace string
+	// Config is a tidectld config file to build the cluster from,
+	// instead of the generator flags (Nodes … Leaf).
+	Config      string
 	Nodes       int
 	GPUsPerNode int
 	CPUsPerNode int
@@ -38,6 +45,9 @@ type Options struct {
 	JSON        string
 	HTML        string
 	Starve      string
+	// GeneratorFlags names the generator flags given on the command line
+	// (they and Config exclude each other).
+	GeneratorFlags []string
 	// Progress forces the progress line on (tests); by default it shows
 	// only when stderr is a terminal.
 	Progress bool
@@ -52,13 +62,25 @@ func NewCmd(f *cmdutil.Factory) *cobra.Command {
 		Long: "Replays a trace (CSV or CSV.gz in the common schema: job_id, submit_time, start_time,\n" +
 			"end_time, duration, num_gpus, gpu_share, user, queue, status) on a generated cluster with\n" +
 			"the production scheduling core, once per policy of --compare (fifo, backfill, tide,\n" +
-			"priority), and prints a comparison table. Same inputs and --seed give the same --json.",
+			"priority), and prints a comparison table. Same inputs and --seed give the same --json.\n\n" +
+			"--config FILE replays on the cluster of a tidectld config instead (its nodes, partitions,\n" +
+			"and switch tree; every node must declare cpus and memory) and adds the policy \"config\":\n" +
+			"the file's scheduler settings (--compare fifo,backfill,config). It excludes --nodes,\n" +
+			"--gpus-per-node, --cpus-per-node, --mem-per-node and --leaf.",
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return Run(o) },
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			for _, name := range generatorFlags {
+				if cmd.Flags().Changed(name) {
+					o.GeneratorFlags = append(o.GeneratorFlags, "--"+name)
+				}
+			}
+			return Run(o)
+		},
 	}
 	cmd.CompletionOptions.DisableDefaultCmd = true
 	fl := cmd.Flags()
 	fl.StringVar(&o.Trace, "trace", "", "trace file (.csv or .csv.gz)")
+	fl.StringVar(&o.Config, "config", "", "build the cluster from a tidectld config file (YAML) instead of generating one")
 	fl.IntVar(&o.Nodes, "nodes", 64, "nodes of the generated cluster")
 	fl.IntVar(&o.GPUsPerNode, "gpus-per-node", 8, "GPUs per node")
 	fl.IntVar(&o.CPUsPerNode, "cpus-per-node", 64, "CPUs per node")
@@ -76,14 +98,16 @@ func NewCmd(f *cmdutil.Factory) *cobra.Command {
 	return cmd
 }
 
+// generatorFlags are the flags that size a generated cluster.
+var generatorFlags = []string{"nodes", "gpus-per-node", "cpus-per-node", "mem-per-node", "leaf"}
+
 // Run replays the trace and writes the reports.
 func Run(o *Options) error {
 	if o.Trace == "" {
 		return cmdutil.Usagef("--trace is required")
 	}
-	mem, err := api.ParseMemMB(o.MemPerNode)
-	if err != nil {
-		return cmdutil.Usagef("--mem-per-node: %v", err)
+	if o.Config != "" && len(o.GeneratorFlags) > 0 {
+		return cmdutil.Usagef("--config and %s exclude each other: the config file describes the cluster", strings.Join(o.GeneratorFlags, ", "))
 	}
 	starve, err := parseSeconds(o.Starve)
 	if err != nil {
@@ -100,18 +124,18 @@ func Run(o *Options) error {
 	if o.Load <= 0 {
 		return cmdutil.Usagef("--load %v: must be positive", o.Load)
 	}
-	policies, err := tsim.ParsePolicies(splitList(o.Compare))
+	cluster, cfgPolicy, err := buildCluster(o)
 	if err != nil {
-		return cmdutil.Usagef("%v", err)
+		return err
 	}
-	cluster, err := tsim.Generate(tsim.ClusterSpec{Nodes: o.Nodes, GPUsPerNode: o.GPUsPerNode,
-		CPUsPerNode: o.CPUsPerNode, MemPerNodeMB: mem, Leaf: o.Leaf})
+	policies, err := tsim.ParsePoliciesWith(splitList(o.Compare), cfgPolicy)
 	if err != nil {
 		return cmdutil.Usagef("%v", err)
 	}
 	for q, part := range qmap {
 		if _, ok := cluster.Partitions[part]; !ok {
-			return cmdutil.Usagef("--queue-map: %s=%s: no partition %s (have %s)", q, part, part, cluster.DefaultPartition)
+			return cmdutil.Usagef("--queue-map: %s=%s: no partition %s (have %s)", q, part, part,
+				strings.Join(slices.Sorted(maps.Keys(cluster.Partitions)), ", "))
 		}
 	}
 	jobs, err := trace.Read(o.Trace, trace.Options{From: from, To: to, Load: o.Load, QueueMap: qmap})
@@ -149,6 +173,31 @@ func Run(o *Options) error {
 		}
 	}
 	return nil
+}
+
+// buildCluster reads --config, or generates the cluster of the generator
+// flags; the policy is the config's (nil when generated).
+func buildCluster(o *Options) (*tsim.Cluster, *tsim.PolicySpec, error) {
+	if o.Config != "" {
+		c, p, err := tsim.LoadConfig(o.Config)
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) {
+			return nil, nil, err
+		}
+		if err != nil {
+			return nil, nil, cmdutil.Usagef("--config: %v", err)
+		}
+		return c, &p, nil
+	}
+	mem, err := api.ParseMemMB(o.MemPerNode)
+	if err != nil {
+		return nil, nil, cmdutil.Usagef("--mem-per-node: %v", err)
+	}
+	c, err := tsim.Generate(tsim.ClusterSpec{Nodes: o.Nodes, GPUsPerNode: o.GPUsPerNode,
+		CPUsPerNode: o.CPUsPerNode, MemPerNodeMB: mem, Leaf: o.Leaf})
+	if err != nil {
+		return nil, nil, cmdutil.Usagef("%v", err)
+	}
+	return c, nil, nil
 }
 
 // writeFile writes a report through a temporary file, so that a failed

@@ -110,3 +110,61 @@ func TestConvert(t *testing.T) {
 		t.Errorf("got\n%s\nwant\n%s", out, want)
 	}
 }
+
+// simConfig is a controller config for --config: two partitions (q1 the
+// default over both nodes, q2 on one) under two leaf switches.
+const simConfig = `version: 1
+nodes:
+  - {names: "n[1-2]", cpus: 64, memory: 512G, gpus: 8}
+partitions:
+  - {name: q1, nodes: "n[1-2]"}
+  - {name: q2, nodes: n2, max_time: "1-0"}
+topology:
+  switches:
+    - {name: s1, nodes: n1}
+    - {name: s2, nodes: n2}
+    - {name: top, switches: "s[1-2]"}
+scheduler: {policy: fifo}
+`
+
+func TestSimConfig(t *testing.T) {
+	dir := t.TempDir()
+	tr := filepath.Join(dir, "small.csv")
+	cfg := filepath.Join(dir, "tide.yaml")
+	bad := filepath.Join(dir, "bad.yaml")
+	for p, s := range map[string]string{tr: small, cfg: simConfig, bad: "version: 1\n"} {
+		if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tests := []struct {
+		name   string
+		args   []string
+		golden string
+		code   int
+		errOut string
+	}{
+		{name: "config cluster and policy", args: []string{"--trace", tr, "--config", cfg, "--compare", "fifo,backfill,config"}, golden: "config"},
+		{name: "config excludes the generator", args: []string{"--trace", tr, "--config", cfg, "--nodes", "4", "--leaf", "0"},
+			code: 2, errOut: "--config and --nodes, --leaf exclude each other"},
+		{name: "config policy needs a config", args: []string{"--trace", tr, "--compare", "config"}, code: 2, errOut: `policy "config" needs --config`},
+		{name: "invalid config", args: []string{"--trace", tr, "--config", bad}, code: 2, errOut: "at least one partition"},
+		{name: "missing config", args: []string{"--trace", tr, "--config", filepath.Join(dir, "nope.yaml")}, code: 1, errOut: "read config"},
+		{name: "queue map lists the partitions", args: []string{"--trace", tr, "--config", cfg, "--queue-map", "q1=debug"},
+			code: 2, errOut: "no partition debug (have q1, q2)"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			out, errOut, code := run(t, tc.args...)
+			if code != tc.code {
+				t.Fatalf("exit %d, want %d; stderr %q", code, tc.code, errOut)
+			}
+			if tc.errOut != "" && !strings.Contains(errOut, tc.errOut) {
+				t.Errorf("stderr %q lacks %q", errOut, tc.errOut)
+			}
+			if tc.golden != "" {
+				goldenpkg.Check(t, tc.golden, stable(strings.ReplaceAll(out, tr, "small.csv")))
+			}
+		})
+	}
+}

@@ -1,0 +1,518 @@
+// Package config reads and validates tidectld's YAML configuration. It
+// is a package of its own, free of cgo, so that tools that only need the
+// cluster description (the simulator, built with CGO_ENABLED=0) can read
+// the controller's file without linking its SQLite store.
+package config
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/viper"
+
+	"github.com/tide-hpc/tide/ctld/api"
+	"github.com/tide-hpc/tide/ctld/sched"
+	"github.com/tide-hpc/tide/hostlist"
+	"github.com/tide-hpc/tide/topology"
+)
+
+// Version is the version of the controller config this build reads.
+const Version = 1
+
+// Config is tidectld's configuration (etc/tide.yaml documents every
+// field). Order of precedence: Default, then the file, then
+// TIDECTLD_* environment variables, then flags.
+type Config struct {
+	Version     int    `mapstructure:"version" json:"version"`
+	ClusterName string `mapstructure:"cluster_name" json:"cluster_name"`
+	// StateDir holds the SQLite database (state, accounting, spool).
+	StateDir string `mapstructure:"state_dir" json:"state_dir"`
+	// Socket is the unix socket for local clients; NodeAddr the TCP
+	// address node daemons reach (and /metrics).
+	Socket   string `mapstructure:"socket" json:"socket"`
+	NodeAddr string `mapstructure:"node_addr" json:"node_addr"`
+	// KeyFile holds the cluster key node daemons present.
+	KeyFile string `mapstructure:"key_file" json:"key_file"`
+	// Operators may act on every job and node (root and the daemon's own
+	// user always may).
+	Operators []string `mapstructure:"operators" json:"operators"`
+	// AllowRootJobs accepts jobs submitted by root.
+	AllowRootJobs bool `mapstructure:"allow_root_jobs" json:"allow_root_jobs"`
+	// FirstJobID is the id of the first job of a new cluster.
+	FirstJobID uint64 `mapstructure:"first_job_id" json:"first_job_id"`
+	// MaxArraySize is Slurm's MaxArraySize: array task ids must be
+	// below it (so an array has at most that many tasks).
+	MaxArraySize int    `mapstructure:"max_array_size" json:"max_array_size"`
+	LogLevel     string `mapstructure:"log_level" json:"log_level"`
+
+	Timeouts  TimeoutConfig     `mapstructure:"timeouts" json:"timeouts"`
+	Scheduler SchedulerConfig   `mapstructure:"scheduler" json:"scheduler"`
+	Partition []PartitionConfig `mapstructure:"partitions" json:"partitions"`
+	Nodes     []NodeConfig      `mapstructure:"nodes" json:"nodes"`
+	Topology  TopologyConfig    `mapstructure:"topology" json:"topology"`
+}
+
+// TimeoutConfig holds the controller's timeouts.
+type TimeoutConfig struct {
+	// Node: a node that has not synced for this long is DOWN and its
+	// jobs end NODE_FAIL.
+	Node time.Duration `mapstructure:"node" json:"node"`
+	// KillWait is the time between SIGTERM and SIGKILL.
+	KillWait time.Duration `mapstructure:"kill_wait" json:"kill_wait"`
+	// MinJobAge is how long finished jobs stay visible to squeue.
+	MinJobAge time.Duration `mapstructure:"min_job_age" json:"min_job_age"`
+	// SpoolKeep is how long scripts of finished jobs are kept.
+	SpoolKeep time.Duration `mapstructure:"spool_keep" json:"spool_keep"`
+}
+
+// MarshalJSON prints durations as "30s" rather than nanoseconds, for
+// `tidectld config dump`.
+func (t TimeoutConfig) MarshalJSON() ([]byte, error) {
+	return json.Marshal(map[string]string{
+		"node": t.Node.String(), "kill_wait": t.KillWait.String(),
+		"min_job_age": t.MinJobAge.String(), "spool_keep": t.SpoolKeep.String(),
+	})
+}
+
+// MarshalJSON prints the interval as "1s" rather than nanoseconds.
+func (c SchedulerConfig) MarshalJSON() ([]byte, error) {
+	type plain SchedulerConfig
+	return json.Marshal(struct {
+		Interval string `json:"interval"`
+		plain
+	}{c.Interval.String(), plain(c)})
+}
+
+// SchedulerConfig tunes the scheduling loop.
+type SchedulerConfig struct {
+	// Interval is the period of the background pass (submissions and
+	// job ends trigger passes at once).
+	Interval       time.Duration `mapstructure:"interval" json:"interval"`
+	MaxStarts      int           `mapstructure:"max_starts" json:"max_starts"`
+	DefMemPerCPUMB int64         `mapstructure:"def_mem_per_cpu_mb" json:"def_mem_per_cpu_mb"`
+	// MaxGPUOversubscribe caps every partition's gpu_mem_oversubscribe
+	// and gpu_compute_oversubscribe, so that no partition can promise
+	// shared GPUs far more than they have by a typo.
+	MaxGPUOversubscribe float64 `mapstructure:"max_gpu_oversubscribe" json:"max_gpu_oversubscribe"`
+	// GPUMemHighWatermark is the default fraction of a shared GPU's
+	// physical memory whose real use triggers reclaim (partitions may
+	// override it); see docs/operations.md.
+	GPUMemHighWatermark float64 `mapstructure:"gpu_mem_high_watermark" json:"gpu_mem_high_watermark"`
+	// Policy decides what jobs behind one that does not fit may do:
+	// priority (the default: the blocked job holds the nodes it could
+	// use), backfill (EASY: a reservation in time, shorter jobs pass)
+	// or fifo (strict order). See ctld/sched/README.md, "Policies".
+	Policy string `mapstructure:"policy" json:"policy"`
+}
+
+// DefaultMaxArraySize is max_array_size's default, Slurm's: task ids
+// 0-10000.
+const DefaultMaxArraySize = 10001
+
+// Defaults and bounds of the GPU slicing settings.
+const (
+	// DefaultMaxGPUOversubscribe is scheduler.max_gpu_oversubscribe's
+	// default: shared GPUs may be promised 20% more than they have.
+	DefaultMaxGPUOversubscribe = 1.2
+	// DefaultShardsPerGPU is a partition's shards_per_gpu default: a
+	// --gres=shard is 1/8 of a GPU's memory.
+	DefaultShardsPerGPU = 8
+	// maxShardsPerGPU bounds shards_per_gpu (a shard under 1% of a GPU
+	// is no unit anyone asks for).
+	maxShardsPerGPU = 128
+	// DefaultGPUMemHighWatermark is scheduler.gpu_mem_high_watermark's
+	// default: reclaim when a shared GPU's memory is 95% used, early
+	// enough that the next allocation does not fail first.
+	DefaultGPUMemHighWatermark = 0.95
+	// minGPUMemHighWatermark bounds the watermark from below: under half
+	// the card, reclaim would preempt slices that are within their promise.
+	minGPUMemHighWatermark = 0.5
+)
+
+// PartitionConfig is one partition as written.
+type PartitionConfig struct {
+	Name        string `mapstructure:"name" json:"name"`
+	Nodes       string `mapstructure:"nodes" json:"nodes"`
+	Default     bool   `mapstructure:"default" json:"default"`
+	DefaultTime string `mapstructure:"default_time" json:"default_time"`
+	MaxTime     string `mapstructure:"max_time" json:"max_time"`
+	MaxNodes    int    `mapstructure:"max_nodes" json:"max_nodes"`
+	// DefCPUsPerGPU and DefMemPerGPU (Slurm's DefCpuPerGPU and
+	// DefMemPerGPU) are reserved with every GPU of a job that does not
+	// say, so that GPU jobs bring their CPUs and memory and CPU-heavy
+	// jobs cannot strand a node's GPUs.
+	DefCPUsPerGPU int    `mapstructure:"def_cpus_per_gpu" json:"def_cpus_per_gpu"`
+	DefMemPerGPU  string `mapstructure:"def_mem_per_gpu" json:"def_mem_per_gpu"`
+	// Comm is the default --comm of the partition's jobs (model or data).
+	Comm string `mapstructure:"comm" json:"comm,omitempty"`
+	// Policy places jobs: pack (default: fullest nodes and leaves first)
+	// or spread (emptiest first).
+	Policy string `mapstructure:"policy" json:"policy,omitempty"`
+	State  string `mapstructure:"state" json:"state"`
+	// GPUSlicing (default true) lets jobs take slices of shared GPUs.
+	// GPUMemOversubscribe and GPUComputeOversubscribe (default 1.0, at
+	// most scheduler.max_gpu_oversubscribe) are how far the slices of
+	// one GPU may overcommit its memory and compute. ShardsPerGPU
+	// (default 8) sizes --gres=shard: GPU memory / shards_per_gpu.
+	GPUSlicing              *bool   `mapstructure:"gpu_slicing" json:"gpu_slicing,omitempty"`
+	GPUMemOversubscribe     float64 `mapstructure:"gpu_mem_oversubscribe" json:"gpu_mem_oversubscribe,omitempty"`
+	GPUComputeOversubscribe float64 `mapstructure:"gpu_compute_oversubscribe" json:"gpu_compute_oversubscribe,omitempty"`
+	ShardsPerGPU            int     `mapstructure:"shards_per_gpu" json:"shards_per_gpu,omitempty"`
+	// GPUMemHighWatermark overrides scheduler.gpu_mem_high_watermark for
+	// the GPUs this partition's slices share (0 = the scheduler's). A
+	// GPU shared by jobs of several partitions uses the lowest.
+	GPUMemHighWatermark float64 `mapstructure:"gpu_mem_high_watermark" json:"gpu_mem_high_watermark,omitempty"`
+}
+
+// NodeConfig declares nodes and, optionally, what they must have. A node
+// that registers with less is drained with a reason.
+type NodeConfig struct {
+	Names    string   `mapstructure:"names" json:"names"`
+	CPUs     int      `mapstructure:"cpus" json:"cpus"`
+	Memory   string   `mapstructure:"memory" json:"memory"`
+	GPUs     int      `mapstructure:"gpus" json:"gpus"`
+	Features []string `mapstructure:"features" json:"features"`
+}
+
+// TopologyConfig holds the switch tree: inline, or in a file (Slurm's
+// topology.conf syntax, or YAML) that replaces the inline list.
+type TopologyConfig struct {
+	File     string                  `mapstructure:"file" json:"file,omitempty"`
+	Switches []topology.SwitchConfig `mapstructure:"switches" json:"switches"`
+}
+
+// Default returns the built-in defaults.
+func Default() Config {
+	return Config{
+		Version:      Version,
+		ClusterName:  "tide",
+		StateDir:     "/var/lib/tide/ctld",
+		Socket:       "/run/tide/tidectld.sock",
+		NodeAddr:     "0.0.0.0:6817",
+		KeyFile:      "/etc/tide/cluster.key",
+		FirstJobID:   1,
+		MaxArraySize: DefaultMaxArraySize,
+		LogLevel:     "info",
+		Timeouts: TimeoutConfig{
+			Node:      30 * time.Second,
+			KillWait:  30 * time.Second,
+			MinJobAge: 300 * time.Second,
+			SpoolKeep: 7 * 24 * time.Hour,
+		},
+		Scheduler: SchedulerConfig{Interval: time.Second, MaxGPUOversubscribe: DefaultMaxGPUOversubscribe,
+			GPUMemHighWatermark: DefaultGPUMemHighWatermark, Policy: sched.PolicyPriority.String()},
+	}
+}
+
+// Load reads a YAML config file over the defaults, then TIDECTLD_*
+// environment variables. Unknown keys are errors.
+func Load(path string) (Config, error) {
+	var data []byte
+	if path != "" {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return Config{}, fmt.Errorf("read config: %w", err)
+		}
+		data = b
+	}
+	cfg, err := Parse(bytes.NewReader(data))
+	if err != nil {
+		if path != "" {
+			return Config{}, fmt.Errorf("config %s: %w", path, err)
+		}
+		return Config{}, err
+	}
+	if path != "" {
+		cfg.resolvePaths(filepath.Dir(path))
+	}
+	return cfg, nil
+}
+
+// Parse reads YAML from r over the defaults and the environment.
+func Parse(r io.Reader) (Config, error) {
+	v := viper.New()
+	v.SetConfigType("yaml")
+	v.SetEnvPrefix("TIDECTLD")
+	v.SetEnvKeyReplacer(strings.NewReplacer(".", "_"))
+	v.AutomaticEnv()
+	def := Default()
+	for k, val := range map[string]any{
+		"version": def.Version, "cluster_name": def.ClusterName, "state_dir": def.StateDir,
+		"socket": def.Socket, "node_addr": def.NodeAddr, "key_file": def.KeyFile,
+		"first_job_id": def.FirstJobID, "log_level": def.LogLevel, "allow_root_jobs": false,
+		"max_array_size": def.MaxArraySize,
+		"timeouts.node":  def.Timeouts.Node, "timeouts.kill_wait": def.Timeouts.KillWait,
+		"timeouts.min_job_age": def.Timeouts.MinJobAge, "timeouts.spool_keep": def.Timeouts.SpoolKeep,
+		"scheduler.interval": def.Scheduler.Interval, "scheduler.max_starts": 0,
+		"scheduler.def_mem_per_cpu_mb": 0, "scheduler.max_gpu_oversubscribe": def.Scheduler.MaxGPUOversubscribe,
+		"scheduler.gpu_mem_high_watermark": def.Scheduler.GPUMemHighWatermark,
+		"scheduler.policy":                 def.Scheduler.Policy,
+	} {
+		v.SetDefault(k, val)
+	}
+	if err := v.ReadConfig(r); err != nil {
+		return Config{}, fmt.Errorf("parse YAML: %w", err)
+	}
+	var cfg Config
+	if err := v.UnmarshalExact(&cfg); err != nil {
+		return Config{}, fmt.Errorf("%w", err)
+	}
+	return cfg, nil
+}
+
+// resolvePaths makes relative paths relative to the config file's folder.
+func (c *Config) resolvePaths(dir string) {
+	for _, p := range []*string{&c.StateDir, &c.Socket, &c.KeyFile, &c.Topology.File} {
+		if *p != "" && !filepath.IsAbs(*p) {
+			*p = filepath.Join(dir, *p)
+		}
+	}
+}
+
+// Cluster is a validated, expanded configuration: what the controller
+// runs with.
+type Cluster struct {
+	Config
+	Partitions   []api.Partition
+	DefaultPart  string
+	NodeOrder    []string
+	NodeDecl     map[string]NodeConfig
+	NodeMemoryMB map[string]int64
+	Tree         *topology.Tree
+	// Policy is scheduler.policy, parsed once.
+	Policy sched.Policy
+}
+
+// Validate checks the config and expands node lists. It reports every
+// problem at once.
+func (c Config) Validate() (*Cluster, error) {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if c.Version != Version {
+		bad("version: %d is not supported (this tidectld reads version %d)", c.Version, Version)
+	}
+	if c.ClusterName == "" {
+		bad("cluster_name: must not be empty")
+	}
+	if c.StateDir == "" {
+		bad("state_dir: must not be empty")
+	}
+	if c.Socket == "" {
+		bad("socket: must not be empty")
+	}
+	if c.NodeAddr == "" {
+		bad("node_addr: must not be empty")
+	}
+	if c.FirstJobID == 0 {
+		bad("first_job_id: must be at least 1")
+	}
+	if c.MaxArraySize < 1 || c.MaxArraySize > api.MaxArrayTaskLimit {
+		bad("max_array_size: %d is not between 1 and %d", c.MaxArraySize, api.MaxArrayTaskLimit)
+	}
+	if c.Timeouts.Node < time.Second {
+		bad("timeouts.node: %s is too short (at least 1s)", c.Timeouts.Node)
+	}
+	if c.Timeouts.KillWait < 0 {
+		bad("timeouts.kill_wait: must not be negative")
+	}
+	switch strings.ToLower(c.LogLevel) {
+	case "debug", "info", "warn", "error":
+	default:
+		bad("log_level: %q is not debug, info, warn or error", c.LogLevel)
+	}
+	if c.Scheduler.Interval <= 0 {
+		bad("scheduler.interval: must be positive")
+	}
+	if c.Scheduler.MaxGPUOversubscribe < 1 {
+		bad("scheduler.max_gpu_oversubscribe: %g is below 1.0", c.Scheduler.MaxGPUOversubscribe)
+	}
+	if w := c.Scheduler.GPUMemHighWatermark; !watermarkOK(w) {
+		bad("scheduler.gpu_mem_high_watermark: %g is not between %g and 1.0", w, minGPUMemHighWatermark)
+	}
+	policy, perr := sched.ParsePolicy(c.Scheduler.Policy)
+	if perr != nil {
+		bad("scheduler.policy: %q is not priority, backfill or fifo", c.Scheduler.Policy)
+	}
+	cl := &Cluster{Config: c, NodeDecl: map[string]NodeConfig{}, NodeMemoryMB: map[string]int64{}, Policy: policy}
+	for i, n := range c.Nodes {
+		names, err := hostlist.Expand(n.Names)
+		if err != nil || len(names) == 0 {
+			bad("nodes[%d].names: %q is not a valid hostlist: %v", i, n.Names, err)
+			continue
+		}
+		var mem int64
+		if n.Memory != "" {
+			if mem, err = api.ParseMemMB(n.Memory); err != nil {
+				bad("nodes[%d].memory: %v", i, err)
+			}
+		}
+		if n.CPUs < 0 || n.GPUs < 0 {
+			bad("nodes[%d]: cpus and gpus must not be negative", i)
+		}
+		for _, name := range names {
+			if _, dup := cl.NodeDecl[name]; dup {
+				bad("nodes[%d]: node %s declared twice", i, name)
+				continue
+			}
+			cl.NodeDecl[name] = n
+			cl.NodeMemoryMB[name] = mem
+			cl.NodeOrder = append(cl.NodeOrder, name)
+		}
+	}
+	if len(c.Partition) == 0 {
+		bad("partitions: at least one partition is needed")
+	}
+	seen := map[string]bool{}
+	for i, p := range c.Partition {
+		if p.Name == "" {
+			bad("partitions[%d].name: must not be empty", i)
+			continue
+		}
+		if seen[p.Name] {
+			bad("partitions[%d]: partition %s defined twice", i, p.Name)
+		}
+		seen[p.Name] = true
+		nodes, err := hostlist.Expand(p.Nodes)
+		if err != nil {
+			bad("partitions[%d] (%s).nodes: %v", i, p.Name, err)
+		}
+		for _, n := range nodes {
+			if _, ok := cl.NodeDecl[n]; !ok {
+				bad("partition %s names node %s, which is not declared under nodes", p.Name, n)
+			}
+		}
+		part := api.Partition{Name: p.Name, NodesExpr: p.Nodes, Nodes: nodes, Default: p.Default,
+			DefaultTime: api.Infinite, MaxTime: api.Infinite, MaxNodes: p.MaxNodes, State: "UP",
+			DefCPUsPerGPU: p.DefCPUsPerGPU, Comm: p.Comm}
+		switch p.Comm {
+		case "", "model", "data":
+		default:
+			bad("partition %s comm: %q is not model or data", p.Name, p.Comm)
+		}
+		switch p.Policy {
+		case "", "pack":
+		case "spread":
+			part.Spread = true
+		default:
+			bad("partition %s policy: %q is not pack or spread", p.Name, p.Policy)
+		}
+		if p.DefCPUsPerGPU < 0 {
+			bad("partition %s def_cpus_per_gpu: must not be negative", p.Name)
+		}
+		if p.DefMemPerGPU != "" {
+			if part.DefMemPerGPUMB, err = api.ParseMemMB(p.DefMemPerGPU); err != nil {
+				bad("partition %s def_mem_per_gpu: %v", p.Name, err)
+			}
+		}
+		if p.DefaultTime != "" {
+			if part.DefaultTime, err = api.ParseTimeLimit(p.DefaultTime); err != nil {
+				bad("partition %s default_time: %v", p.Name, err)
+			}
+		}
+		if p.MaxTime != "" {
+			if part.MaxTime, err = api.ParseTimeLimit(p.MaxTime); err != nil {
+				bad("partition %s max_time: %v", p.Name, err)
+			}
+		}
+		switch strings.ToUpper(p.State) {
+		case "", "UP":
+		case "DOWN", "DRAIN", "INACTIVE":
+			part.State = strings.ToUpper(p.State)
+		default:
+			bad("partition %s state: %q is not UP, DOWN, DRAIN or INACTIVE", p.Name, p.State)
+		}
+		if p.MaxNodes < 0 {
+			bad("partition %s max_nodes: must not be negative", p.Name)
+		}
+		errs = append(errs, setSlicing(&part, p, c.Scheduler.MaxGPUOversubscribe)...)
+		part.GPUMemHighWatermark = c.Scheduler.GPUMemHighWatermark
+		if w := p.GPUMemHighWatermark; w != 0 {
+			part.GPUMemHighWatermark = w
+			if !watermarkOK(w) {
+				bad("partition %s gpu_mem_high_watermark: %g is not between %g and 1.0", p.Name, w, minGPUMemHighWatermark)
+			}
+		}
+		if p.Default {
+			if cl.DefaultPart != "" {
+				bad("partitions: both %s and %s are marked default", cl.DefaultPart, p.Name)
+			}
+			cl.DefaultPart = p.Name
+		}
+		cl.Partitions = append(cl.Partitions, part)
+	}
+	if cl.DefaultPart == "" && len(cl.Partitions) > 0 {
+		// Slurm takes the first partition when none is marked default.
+		cl.DefaultPart = cl.Partitions[0].Name
+		cl.Partitions[0].Default = true
+	}
+	known := map[string]bool{}
+	for n := range cl.NodeDecl {
+		known[n] = true
+	}
+	var tree *topology.Tree
+	var err error
+	if c.Topology.File != "" {
+		if len(c.Topology.Switches) > 0 {
+			bad("topology: give either file or switches, not both")
+		}
+		tree, err = topology.LoadFile(c.Topology.File, known)
+	} else {
+		tree, err = topology.Build(c.Topology.Switches, known)
+	}
+	if err != nil {
+		errs = append(errs, err)
+	}
+	cl.Tree = tree
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return cl, nil
+}
+
+// setSlicing fills part's GPU slicing settings from its config, with
+// defaults, and returns what is wrong with them: ratios must be positive
+// and at most the controller's cap, shards_per_gpu between 1 and 128.
+func setSlicing(part *api.Partition, p PartitionConfig, maxRatio float64) []error {
+	var errs []error
+	part.GPUSlicing = p.GPUSlicing == nil || *p.GPUSlicing
+	part.ShardsPerGPU = p.ShardsPerGPU
+	if part.ShardsPerGPU == 0 {
+		part.ShardsPerGPU = DefaultShardsPerGPU
+	}
+	if part.ShardsPerGPU < 1 || part.ShardsPerGPU > maxShardsPerGPU {
+		errs = append(errs, fmt.Errorf("partition %s shards_per_gpu: %d is not between 1 and %d", p.Name, p.ShardsPerGPU, maxShardsPerGPU))
+	}
+	for _, r := range []struct {
+		key string
+		in  float64
+		out *float64
+	}{
+		{"gpu_mem_oversubscribe", p.GPUMemOversubscribe, &part.GPUMemOversubscribe},
+		{"gpu_compute_oversubscribe", p.GPUComputeOversubscribe, &part.GPUComputeOversubscribe},
+	} {
+		switch {
+		case r.in == 0:
+			*r.out = 1
+		case r.in < 0:
+			errs = append(errs, fmt.Errorf("partition %s %s: %g must be positive", p.Name, r.key, r.in))
+		case r.in > maxRatio:
+			errs = append(errs, fmt.Errorf("partition %s %s: %g is above scheduler.max_gpu_oversubscribe (%g); raise that cap first if you mean it",
+				p.Name, r.key, r.in, maxRatio))
+		default:
+			*r.out = r.in
+		}
+	}
+	return errs
+}
+
+// watermarkOK reports whether w is a usable high watermark.
+func watermarkOK(w float64) bool {
+	return w >= minGPUMemHighWatermark && w <= 1
+}

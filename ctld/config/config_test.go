@@ -1,0 +1,285 @@
+package config
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/tide-hpc/tide/ctld/api"
+	"github.com/tide-hpc/tide/ctld/sched"
+)
+
+func TestSampleConfigValidates(t *testing.T) {
+	cfg, err := Load("../../etc/tide.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, err := cfg.Validate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cl.DefaultPart != "gpu" || len(cl.NodeOrder) != 17 || cl.Tree.LeafOf("gpu020") != "s2" {
+		t.Fatalf("unexpected cluster: default=%q nodes=%d leaf=%q", cl.DefaultPart, len(cl.NodeOrder), cl.Tree.LeafOf("gpu020"))
+	}
+	if cl.Partitions[0].MaxTime != 7*86400 || cl.Partitions[0].DefaultTime != 3600 {
+		t.Fatalf("partition times: %+v", cl.Partitions[0])
+	}
+}
+
+func TestConfigErrors(t *testing.T) {
+	tests := []struct {
+		name, yaml string
+		want       []string
+	}{
+		{name: "unknown key", yaml: "version: 1\nclustr_name: x\n", want: []string{"clustr_name"}},
+		{name: "not yaml", yaml: "version: [1\n", want: []string{"parse YAML"}},
+		{name: "every problem at once", yaml: `
+version: 2
+partitions:
+  - name: gpu
+    nodes: gpu[01-03]
+    max_time: forever
+nodes:
+  - names: gpu[01-02]
+    memory: lots
+`, want: []string{"version: 2", "max_time", "gpu03", "memory"}},
+		{name: "no partitions", yaml: "version: 1\n", want: []string{"at least one partition"}},
+		{name: "bad hostlist", yaml: "version: 1\nnodes:\n  - names: gpu[01-\n", want: []string{"not a valid hostlist"}},
+		{name: "two defaults", yaml: `
+version: 1
+nodes: [{names: "n[1-2]"}]
+partitions:
+  - {name: a, nodes: n1, default: true}
+  - {name: b, nodes: n2, default: true}
+`, want: []string{"both a and b"}},
+		{name: "topology unknown node", yaml: `
+version: 1
+nodes: [{names: "n[1-2]"}]
+partitions: [{name: a, nodes: "n[1-2]"}]
+topology: {switches: [{name: s1, nodes: "n[1-3]"}]}
+`, want: []string{`unknown node "n3"`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, err := Parse(strings.NewReader(tt.yaml))
+			if err == nil {
+				_, err = cfg.Validate()
+			}
+			if err == nil {
+				t.Fatal("no error")
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not mention %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestTopologyFile(t *testing.T) {
+	dir := t.TempDir()
+	conf := "SwitchName=s1 Nodes=n[1-2]\nSwitchName=s2 Nodes=n3\nSwitchName=top Switches=s[1-2]\n"
+	if err := os.WriteFile(dir+"/topology.conf", []byte(conf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	yaml := `
+version: 1
+nodes: [{names: "n[1-3]"}]
+partitions: [{name: a, nodes: "n[1-3]"}]
+topology: {file: topology.conf}
+`
+	if err := os.WriteFile(dir+"/tide.yaml", []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := Load(dir + "/tide.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, err := cfg.Validate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cl.Tree.LeafOf("n3"); got != "s2" {
+		t.Fatalf("LeafOf(n3) = %q", got)
+	}
+	os.WriteFile(dir+"/topology.conf", []byte("SwitchName=s1 Nodes=n[1-9]\n"), 0o644)
+	if _, err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "unknown node") {
+		t.Fatalf("unknown nodes in topology.conf accepted: %v", err)
+	}
+}
+
+func TestPartitionSlicingConfig(t *testing.T) {
+	const head = "version: 1\nnodes: [{names: \"n[1-2]\"}]\n"
+	tests := []struct {
+		name string
+		yaml string
+		// want is the partition's settings, or err a piece of the error.
+		want api.Partition
+		err  string
+	}{
+		{name: "defaults", yaml: "partitions: [{name: a, nodes: n1}]",
+			want: api.Partition{GPUSlicing: true, GPUMemOversubscribe: 1, GPUComputeOversubscribe: 1, ShardsPerGPU: 8}},
+		{name: "slicing-off", yaml: "partitions: [{name: a, nodes: n1, gpu_slicing: false}]",
+			want: api.Partition{GPUSlicing: false, GPUMemOversubscribe: 1, GPUComputeOversubscribe: 1, ShardsPerGPU: 8}},
+		{name: "ratios-at-the-cap", yaml: "partitions: [{name: a, nodes: n1, gpu_mem_oversubscribe: 1.2, gpu_compute_oversubscribe: 1.1, shards_per_gpu: 10}]",
+			want: api.Partition{GPUSlicing: true, GPUMemOversubscribe: 1.2, GPUComputeOversubscribe: 1.1, ShardsPerGPU: 10}},
+		{name: "raised-cap", yaml: "scheduler: {max_gpu_oversubscribe: 2}\npartitions: [{name: a, nodes: n1, gpu_mem_oversubscribe: 1.5}]",
+			want: api.Partition{GPUSlicing: true, GPUMemOversubscribe: 1.5, GPUComputeOversubscribe: 1, ShardsPerGPU: 8}},
+		{name: "over-the-cap", yaml: "partitions: [{name: a, nodes: n1, gpu_mem_oversubscribe: 1.5}]",
+			err: "partition a gpu_mem_oversubscribe: 1.5 is above scheduler.max_gpu_oversubscribe (1.2)"},
+		{name: "compute-over-the-cap", yaml: "partitions: [{name: a, nodes: n1, gpu_compute_oversubscribe: 3}]",
+			err: "gpu_compute_oversubscribe: 3 is above"},
+		{name: "negative", yaml: "partitions: [{name: a, nodes: n1, gpu_mem_oversubscribe: -1}]",
+			err: "must be positive"},
+		{name: "cap-below-one", yaml: "scheduler: {max_gpu_oversubscribe: 0.5}\npartitions: [{name: a, nodes: n1}]",
+			err: "scheduler.max_gpu_oversubscribe: 0.5 is below 1.0"},
+		{name: "too-many-shards", yaml: "partitions: [{name: a, nodes: n1, shards_per_gpu: 500}]",
+			err: "shards_per_gpu: 500 is not between 1 and 128"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, err := Parse(strings.NewReader(head + tt.yaml + "\n"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			cl, err := cfg.Validate()
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("error %v, want one containing %q", err, tt.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := cl.Partitions[0]
+			got := api.Partition{GPUSlicing: p.GPUSlicing, GPUMemOversubscribe: p.GPUMemOversubscribe,
+				GPUComputeOversubscribe: p.GPUComputeOversubscribe, ShardsPerGPU: p.ShardsPerGPU}
+			if fmt.Sprintf("%+v", got) != fmt.Sprintf("%+v", tt.want) {
+				t.Errorf("slicing settings %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestGPUMemHighWatermarkConfig(t *testing.T) {
+	const head = "version: 1\nnodes: [{names: \"n[1-2]\"}]\n"
+	tests := []struct {
+		name string
+		yaml string
+		// want is each partition's watermark, or err a piece of the error.
+		want []float64
+		err  string
+	}{
+		{name: "default", yaml: "partitions: [{name: a, nodes: n1}]", want: []float64{0.95}},
+		{name: "controller-wide", yaml: "scheduler: {gpu_mem_high_watermark: 0.9}\npartitions: [{name: a, nodes: n1}, {name: b, nodes: n2}]",
+			want: []float64{0.9, 0.9}},
+		{name: "partition-override", yaml: "partitions: [{name: a, nodes: n1, gpu_mem_high_watermark: 0.8}, {name: b, nodes: n2}]",
+			want: []float64{0.8, 0.95}},
+		{name: "full-card", yaml: "scheduler: {gpu_mem_high_watermark: 1}\npartitions: [{name: a, nodes: n1}]", want: []float64{1}},
+		{name: "controller-too-high", yaml: "scheduler: {gpu_mem_high_watermark: 1.1}\npartitions: [{name: a, nodes: n1}]",
+			err: "scheduler.gpu_mem_high_watermark: 1.1 is not between 0.5 and 1.0"},
+		{name: "partition-too-low", yaml: "partitions: [{name: a, nodes: n1, gpu_mem_high_watermark: 0.2}]",
+			err: "partition a gpu_mem_high_watermark: 0.2 is not between 0.5 and 1.0"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, err := Parse(strings.NewReader(head + tt.yaml + "\n"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			cl, err := cfg.Validate()
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("error %v, want one containing %q", err, tt.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []float64
+			for _, p := range cl.Partitions {
+				got = append(got, p.GPUMemHighWatermark)
+			}
+			if fmt.Sprint(got) != fmt.Sprint(tt.want) {
+				t.Errorf("watermarks %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestMaxArraySizeConfig(t *testing.T) {
+	const head = "version: 1\nnodes: [{names: n1}]\npartitions: [{name: a, nodes: n1}]\n"
+	tests := []struct {
+		name string
+		yaml string
+		want int
+		err  string
+	}{
+		{name: "default is Slurm's", yaml: "", want: 10001},
+		{name: "set", yaml: "max_array_size: 1001", want: 1001},
+		{name: "zero", yaml: "max_array_size: 0", err: "max_array_size: 0 is not between 1 and 4000001"},
+		{name: "above Slurm's hard limit", yaml: "max_array_size: 5000000", err: "max_array_size: 5000000 is not between 1 and 4000001"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, err := Parse(strings.NewReader(head + tt.yaml + "\n"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			cl, err := cfg.Validate()
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("error %v, want one containing %q", err, tt.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cl.MaxArraySize != tt.want {
+				t.Fatalf("max_array_size = %d, want %d", cl.MaxArraySize, tt.want)
+			}
+		})
+	}
+}
+
+func TestSchedulerPolicyConfig(t *testing.T) {
+	const head = "version: 1\nnodes: [{names: n1}]\npartitions: [{name: a, nodes: n1}]\n"
+	tests := []struct {
+		name string
+		yaml string
+		want sched.Policy
+		err  string
+	}{
+		{name: "default is priority", yaml: "", want: sched.PolicyPriority},
+		{name: "backfill", yaml: "scheduler: {policy: backfill}", want: sched.PolicyBackfill},
+		{name: "fifo, any case", yaml: "scheduler: {policy: FIFO}", want: sched.PolicyFIFO},
+		{name: "priority", yaml: "scheduler: {policy: priority}", want: sched.PolicyPriority},
+		{name: "unknown", yaml: "scheduler: {policy: lottery}", err: `scheduler.policy: "lottery" is not priority, backfill or fifo`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, err := Parse(strings.NewReader(head + tt.yaml + "\n"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			cl, err := cfg.Validate()
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("error %v, want one containing %q", err, tt.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cl.Policy != tt.want {
+				t.Fatalf("policy = %v, want %v", cl.Policy, tt.want)
+			}
+		})
+	}
+}
