@@ -20,6 +20,7 @@ import (
 	"github.com/spf13/viper"
 
 	"github.com/tide-hpc/tide/gres"
+	"github.com/tide-hpc/tide/noded/stepd"
 )
 
 // ConfigVersion is the only config layout this tided understands; the
@@ -317,7 +318,13 @@ func (c *Config) Validate() error {
 		bad("state_dir: %q must be an absolute path", c.StateDir)
 	}
 	switch c.Supervisor {
-	case SupervisorShared, SupervisorPerJob:
+	case SupervisorShared:
+		// A unix socket path must fit sockaddr_un (108 bytes with the NUL).
+		if sock := stepd.ServeSocket(c.StateDir); len(sock) >= 108 {
+			bad("state_dir: %q is too long for the shared supervisor's socket %s (%d bytes, at most 107): use a shorter state_dir or supervisor: %s",
+				c.StateDir, filepath.Base(sock), len(sock), SupervisorPerJob)
+		}
+	case SupervisorPerJob:
 	default:
 		bad("supervisor: %q must be %s or %s", c.Supervisor, SupervisorShared, SupervisorPerJob)
 	}

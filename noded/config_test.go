@@ -133,6 +133,14 @@ func TestValidate(t *testing.T) {
 		}, want: []string{"gpus.fake.count"}},
 		{name: "controller port", edit: func(_ *testing.T, c *Config) { c.Controller = "ctl:99999" },
 			want: []string{"invalid port"}},
+		{name: "unknown supervisor", edit: func(_ *testing.T, c *Config) { c.Supervisor = "systemd" },
+			want: []string{`supervisor: "systemd" must be shared or per-job`}},
+		{name: "state dir too long for the shared socket", edit: func(_ *testing.T, c *Config) {
+			c.StateDir = "/" + strings.Repeat("d", 100)
+		}, want: []string{"too long for the shared supervisor's socket stepd.sock", "supervisor: per-job"}},
+		{name: "long state dir with per-job supervisors", edit: func(_ *testing.T, c *Config) {
+			c.StateDir, c.Supervisor = "/"+strings.Repeat("d", 100), SupervisorPerJob
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
