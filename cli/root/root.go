@@ -66,7 +66,7 @@ func Main(args []string, f *cmdutil.Factory) int {
 	prog := filepath.Base(args[0])
 	for _, c := range commands {
 		if c.slurm != "" && prog == c.slurm {
-			return run(c.build(f), args[1:], prog, f)
+			return Run(c.build(f), args[1:], prog, f)
 		}
 	}
 	if len(args) > 1 {
@@ -77,20 +77,16 @@ func Main(args []string, f *cmdutil.Factory) int {
 				if name == "" {
 					name = "tide " + c.tide
 				}
-				return run(c.build(f), args[2:], name, f)
+				return Run(c.build(f), args[2:], name, f)
 			}
 		}
 	}
-	return run(newTide(f), args[1:], "tide", f)
+	return Run(newTide(f), args[1:], "tide", f)
 }
 
 // Run executes cmd as program prog with Slurm-style error reporting and
 // returns the exit code (tide-sim, which tide hands over to, uses it too).
 func Run(cmd *cobra.Command, args []string, prog string, f *cmdutil.Factory) int {
-	return run(cmd, args, prog, f)
-}
-
-func run(cmd *cobra.Command, args []string, prog string, f *cmdutil.Factory) int {
 	cmd.SetArgs(args)
 	cmd.SetIn(f.IO.In)
 	cmd.SetOut(f.IO.Out)
@@ -138,7 +134,7 @@ func newTide(f *cmdutil.Factory) *cobra.Command {
 				if name == "" {
 					name = "tide " + c.tide
 				}
-				if code := run(c.build(f), args, name, f); code != 0 {
+				if code := Run(c.build(f), args, name, f); code != 0 {
 					return &cmdutil.SilentError{Code: code}
 				}
 				return nil

@@ -53,18 +53,7 @@ func randomSnapshot(seed int64, nodes, jobs int) *sched.Snapshot {
 		}
 		w.Nodes(nw.Obj())
 	}
-	subset := func(p int) []string {
-		var out []string
-		for _, n := range names {
-			if rng.IntN(100) < p {
-				out = append(out, n)
-			}
-		}
-		if len(out) == 0 {
-			out = append(out, names[0])
-		}
-		return out
-	}
+	subset := func(p int) []string { return randomSubset(rng, names, p) }
 	w.Partitions(
 		st.MakePartition("all", names...).MaxTime(7200).Obj(),
 		st.MakePartition("gpu", subset(60)...).DefaultTime(600).MaxTime(3600).MaxNodes(4).Obj(),
@@ -457,4 +446,19 @@ func jobByID(snap *sched.Snapshot, id uint64) *api.Job {
 		}
 	}
 	return nil
+}
+
+// randomSubset keeps each name with probability p percent, and at least
+// the first one.
+func randomSubset(rng *rand.Rand, names []string, p int) []string {
+	var out []string
+	for _, n := range names {
+		if rng.IntN(100) < p {
+			out = append(out, n)
+		}
+	}
+	if len(out) == 0 {
+		out = append(out, names[0])
+	}
+	return out
 }

@@ -53,18 +53,7 @@ func randomSliceSnapshot(seed int64, nodes, jobs int) *sched.Snapshot {
 		}
 		w.Nodes(nw.Obj())
 	}
-	subset := func(p int) []string {
-		var out []string
-		for _, n := range names {
-			if rng.IntN(100) < p {
-				out = append(out, n)
-			}
-		}
-		if len(out) == 0 {
-			out = append(out, names[0])
-		}
-		return out
-	}
+	subset := func(p int) []string { return randomSubset(rng, names, p) }
 	w.Partitions(
 		st.MakePartition("all", names...).Obj(),
 		st.MakePartition("over", subset(60)...).Oversubscribe([]float64{1.2, 1.5}[rng.IntN(2)], 1.2).Obj(),

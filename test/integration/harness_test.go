@@ -18,6 +18,7 @@ import (
 
 	"github.com/tide-hpc/tide/ctld/api"
 	"github.com/tide-hpc/tide/ctld/client"
+	"github.com/tide-hpc/tide/gres"
 	"github.com/tide-hpc/tide/noded/stepd"
 )
 
@@ -97,6 +98,29 @@ func newCluster(t *testing.T, n int) *cluster {
 // configuration (containerd keys, for instance).
 func newClusterWith(t *testing.T, n int, nodeYAML string) *cluster {
 	t.Helper()
+	return newClusterOpts(t, clusterOpts{nodes: n, nodeYAML: nodeYAML})
+}
+
+// clusterOpts shapes a test cluster; zero fields take newCluster's
+// defaults.
+type clusterOpts struct {
+	nodes int
+	// nodeYAML is appended to every node's configuration.
+	nodeYAML string
+	// gpus is the nodes' fake inventory (default: 8 a100 of 80 GB).
+	gpus *gres.FakeConfig
+	// switches replaces the controller's topology.switches entries
+	// (default: one switch s1 over every node).
+	switches []string
+}
+
+func newClusterOpts(t *testing.T, o clusterOpts) *cluster {
+	t.Helper()
+	n, nodeYAML := o.nodes, o.nodeYAML
+	gpus := gres.FakeConfig{Count: 8, Model: "a100", MemoryMB: 81920}
+	if o.gpus != nil {
+		gpus = *o.gpus
+	}
 	dir, err := os.MkdirTemp("", "tide-it-")
 	if err != nil {
 		t.Fatal(err)
@@ -129,8 +153,7 @@ nodes:
   - {names: "%s", cpus: 64, memory: 512G, gpus: 8}
 topology:
   switches:
-    - {name: s1, nodes: "%s"}
-`, dir, c.socket, c.port, key, root, expr, expr, expr)
+%s`, dir, c.socket, c.port, key, root, expr, expr, switchesYAML(o.switches, expr))
 	if err := os.WriteFile(filepath.Join(dir, "tide.yaml"), []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -142,11 +165,11 @@ key_file: %s
 state_dir: %s/nodes/%s
 cpus: 64
 memory: 512G
-gpus: {source: fake, fake: {count: 8, model: a100, memory_mb: 81920}}
+gpus: {source: fake, fake: {count: %d, model: %s, memory_mb: %d, topology: "%s"}}
 heartbeat: 2s
 kill_wait: 2s
 allow_root_jobs: %v
-%s`, name, c.port, key, dir, name, root, nodeYAML)
+%s`, name, c.port, key, dir, name, gpus.Count, gpus.Model, gpus.MemoryMB, gpus.Topology, root, nodeYAML)
 		if err := os.WriteFile(filepath.Join(dir, name+".yaml"), []byte(ncfg), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -396,4 +419,17 @@ func stopSupervisor(t *testing.T, pidFile string) {
 	if id.Alive() {
 		t.Errorf("shared supervisor %d did not stop", id.PID)
 	}
+}
+
+// switchesYAML renders topology.switches entries, one switch s1 over
+// nodes expr by default.
+func switchesYAML(entries []string, expr string) string {
+	if len(entries) == 0 {
+		entries = []string{fmt.Sprintf(`{name: s1, nodes: "%s"}`, expr)}
+	}
+	var b strings.Builder
+	for _, e := range entries {
+		b.WriteString("    - " + e + "\n")
+	}
+	return b.String()
 }

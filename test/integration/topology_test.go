@@ -2,9 +2,6 @@ package integration
 
 import (
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -12,7 +9,6 @@ import (
 	"time"
 
 	"github.com/tide-hpc/tide/ctld/api"
-	"github.com/tide-hpc/tide/ctld/client"
 	"github.com/tide-hpc/tide/gres"
 )
 
@@ -25,69 +21,14 @@ var topoNodes = []string{"gpu01", "gpu02", "gpu03", "gpu04"}
 var topoGPUs = gres.FakeConfig{Count: 8, Model: "h100", MemoryMB: 81920, Topology: gres.TopologyIslands}
 
 // newTopoCluster starts tidectld and four tided with the topology above.
-// It reuses the harness's daemon handling; only the configs differ from
-// newCluster's.
 func newTopoCluster(t *testing.T) *cluster {
 	t.Helper()
-	dir, err := os.MkdirTemp("", "tide-it-topo-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	os.Chmod(dir, 0o755)
-	c := &cluster{t: t, dir: dir, port: freePort(t), tided: map[string]*exec.Cmd{}, nodes: topoNodes}
-	c.socket = filepath.Join(dir, "ctld.sock")
-	root := os.Getuid() == 0
-	key := filepath.Join(dir, "cluster.key")
-	if err := os.WriteFile(key, []byte("integration-test-key-0123456789\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cfg := fmt.Sprintf(`version: 1
-cluster_name: it-topo
-state_dir: %s/ctld
-socket: %s
-node_addr: 127.0.0.1:%d
-key_file: %s
-allow_root_jobs: %v
-timeouts: {node: 30s, kill_wait: 2s, min_job_age: 5m}
-scheduler: {interval: 200ms}
-partitions:
-  - {name: gpu, nodes: "gpu[01-04]", default: true, default_time: "10:00", max_time: "1:00:00"}
-nodes:
-  - {names: "gpu[01-04]", cpus: 64, memory: 512G, gpus: 8}
-topology:
-  switches:
-    - {name: s1, nodes: "gpu[01-02]"}
-    - {name: s2, nodes: "gpu[03-04]"}
-    - {name: spine, switches: "s[1-2]"}
-`, dir, c.socket, c.port, key, root)
-	if err := os.WriteFile(filepath.Join(dir, "tide.yaml"), []byte(cfg), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	for _, name := range c.nodes {
-		ncfg := fmt.Sprintf(`version: 1
-name: %s
-controller: 127.0.0.1:%d
-key_file: %s
-state_dir: %s/nodes/%s
-cpus: 64
-memory: 512G
-gpus: {source: fake, fake: {count: %d, model: %s, memory_mb: %d, topology: %s}}
-heartbeat: 2s
-kill_wait: 2s
-allow_root_jobs: %v
-`, name, c.port, key, dir, name, topoGPUs.Count, topoGPUs.Model, topoGPUs.MemoryMB, topoGPUs.Topology, root)
-		if err := os.WriteFile(filepath.Join(dir, name+".yaml"), []byte(ncfg), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	c.api = client.NewUnix(c.socket)
-	t.Cleanup(c.stop)
-	c.startCtld()
-	for _, name := range c.nodes {
-		c.startTided(name)
-	}
-	c.waitIdle()
-	return c
+	gpus := topoGPUs
+	return newClusterOpts(t, clusterOpts{nodes: len(topoNodes), gpus: &gpus, switches: []string{
+		`{name: s1, nodes: "gpu[01-02]"}`,
+		`{name: s2, nodes: "gpu[03-04]"}`,
+		`{name: spine, switches: "s[1-2]"}`,
+	}})
 }
 
 // nvlinked reports whether every pair of gpus on node has an NVLink in
