@@ -154,7 +154,7 @@ func (o *Options) compile() (*request, error) {
 		}
 		fl.States = append(fl.States, st)
 	}
-	// "-t SUSPENDED" names only states Tide never has: nothing matches,
+	// "-t BOOT_FAIL" names only states Tide never has: nothing matches,
 	// and an empty state list must not widen the selection to all states.
 	r.none = len(states) > 0 && len(fl.States) == 0
 	if o.NodeList != "" {

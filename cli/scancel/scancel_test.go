@@ -69,9 +69,9 @@ func TestCancel(t *testing.T) {
 				Partitions: []string{"gpu"}, Accounts: []string{"ml"}, States: []api.JobState{api.StatePending, api.StateRunning}}}},
 		},
 		{name: "state only", args: []string{"-t", "PD"}, want: []api.CancelRequest{{Filter: api.JobFilter{States: []api.JobState{api.StatePending}}}}},
-		{name: "suspended only cancels nothing", args: []string{"-u", "bob", "-t", "SUSPENDED"}},
-		{name: "suspended alone", args: []string{"-t", "S"}},
-		{name: "running and suspended", args: []string{"-t", "R,S", "--me"}, want: []api.CancelRequest{{Filter: api.JobFilter{Users: []string{"1000"}, States: []api.JobState{api.StateRunning}}}}},
+		{name: "suspended of a user", args: []string{"-u", "bob", "-t", "SUSPENDED"}, want: []api.CancelRequest{{Filter: api.JobFilter{Users: []string{"bob"}, States: []api.JobState{api.StateSuspended}}}}},
+		{name: "suspended alone", args: []string{"-t", "S"}, want: []api.CancelRequest{{Filter: api.JobFilter{States: []api.JobState{api.StateSuspended}}}}},
+		{name: "running and suspended", args: []string{"-t", "R,S", "--me"}, want: []api.CancelRequest{{Filter: api.JobFilter{Users: []string{"1000"}, States: []api.JobState{api.StateRunning, api.StateSuspended}}}}},
 		{name: "ids and filter", args: []string{"-u", "alice", "108", "109"}, want: []api.CancelRequest{{Filter: api.JobFilter{IDs: []uint64{108, 109}, Users: []string{"alice"}}}}},
 		{
 			name: "verbose filter", args: []string{"-v", "-u", "carol"},

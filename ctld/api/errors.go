@@ -16,6 +16,9 @@ var (
 	ErrConflict         = errors.New("conflict")
 	ErrUnavailable      = errors.New("unavailable")
 	ErrInternal         = errors.New("internal error")
+	// ErrTooManyRequests: the submission buffer is full; the answer's
+	// Retry-After header says when to try again.
+	ErrTooManyRequests = errors.New("too many requests")
 )
 
 // classes maps each class to its wire word and HTTP status. The numbers
@@ -33,6 +36,7 @@ var classes = []struct {
 	{ErrConflict, "conflict", 409},
 	{ErrUnavailable, "unavailable", 503},
 	{ErrInternal, "internal", 500},
+	{ErrTooManyRequests, "too_many_requests", 429},
 }
 
 // ErrorBody is the JSON body of every non-2xx answer.

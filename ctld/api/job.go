@@ -21,23 +21,32 @@ const (
 	StateTimeout    JobState = "TIMEOUT"
 	StateNodeFail   JobState = "NODE_FAIL"
 	StateOOM        JobState = "OUT_OF_MEMORY"
+	// StatePreempted ends a job preempted in cancel mode (a debug job
+	// evicted, a --no-requeue job); requeue-mode preemption returns the
+	// job to PENDING instead and records PREEMPTED only in its trail.
+	StatePreempted JobState = "PREEMPTED"
+	// StateSuspended is a CPU-only job stopped (SIGSTOP) by a preemptor in
+	// suspend mode; it keeps its allocation and resumes with SIGCONT.
+	StateSuspended JobState = "SUSPENDED"
 )
 
 // AllJobStates lists every state in Slurm's order, for -t parsing.
 var AllJobStates = []JobState{StatePending, StateRunning, StateCompleting, StateCompleted,
-	StateFailed, StateCancelled, StateTimeout, StateNodeFail, StateOOM}
+	StateFailed, StateCancelled, StateTimeout, StateNodeFail, StateOOM, StatePreempted, StateSuspended}
 
 // Terminal reports whether s is a final state.
 func (s JobState) Terminal() bool {
 	switch s {
-	case StateCompleted, StateFailed, StateCancelled, StateTimeout, StateNodeFail, StateOOM:
+	case StateCompleted, StateFailed, StateCancelled, StateTimeout, StateNodeFail, StateOOM, StatePreempted:
 		return true
 	}
 	return false
 }
 
 // Active reports whether a job in state s holds resources.
-func (s JobState) Active() bool { return s == StateRunning || s == StateCompleting }
+func (s JobState) Active() bool {
+	return s == StateRunning || s == StateCompleting || s == StateSuspended
+}
 
 // Short is squeue's two-letter %t code.
 func (s JobState) Short() string {
@@ -60,6 +69,10 @@ func (s JobState) Short() string {
 		return "NF"
 	case StateOOM:
 		return "OOM"
+	case StatePreempted:
+		return "PR"
+	case StateSuspended:
+		return "S"
 	}
 	return "??"
 }
@@ -178,7 +191,9 @@ type JobSpec struct {
 	BeginTime time.Time `json:"begin_time,omitzero"`
 	Hold      bool      `json:"hold,omitempty"`
 	Nice      int       `json:"nice,omitempty"`
-	// Priority is an explicit priority (operators only); 0 = computed.
+	// Priority is the job's level, 1 (lowest) to 10 (--priority); 0
+	// takes its QOS's default. Users may lower their own jobs' level;
+	// only operators raise it (see share.go).
 	Priority uint32 `json:"priority,omitempty"`
 
 	// Output patterns (%j %x %u %N %A %a %%), relative to WorkDir.
@@ -308,6 +323,9 @@ type Job struct {
 	// ArrayThrottle is the %N of --array: at most that many of the
 	// array's tasks run at once (0 = no limit).
 	ArrayThrottle int `json:"array_throttle,omitempty"`
+
+	// Sharing state (queues, aging, preemption; see share.go).
+	Share
 }
 
 // BatchHost is the node that runs the batch script ("" before start).
@@ -516,6 +534,21 @@ const (
 	// running job without ending it (a slice grown into free memory), or
 	// why reclaim could not act.
 	EventReclaim = "reclaim"
+	// EventBorrow: a job started on GPUs its queue borrowed from others.
+	EventBorrow = "borrow"
+	// EventPreempt: a job was chosen as a preemption victim (its
+	// checkpoint signal sent); the message names the preemptor and why.
+	EventPreempt = "preempt"
+	// EventCheckpoint: a job acknowledged its checkpoint.
+	EventCheckpoint = "checkpoint"
+	// EventBackfill: a job started ahead of a reserved one because it
+	// ends before the reservation or stays off its nodes.
+	EventBackfill = "backfill"
+	// EventStarving: a pending job passed the starvation threshold.
+	EventStarving = "starving"
+	// EventSuspend and EventResume: a CPU-only job stopped or continued.
+	EventSuspend = "suspend"
+	EventResume  = "resume"
 )
 
 // AuditRecord records who did what to which object.

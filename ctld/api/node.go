@@ -245,6 +245,9 @@ type NodeJobReport struct {
 	// OOM: the kernel killed a process of the job for exceeding its
 	// memory limit (the job ends OUT_OF_MEMORY).
 	OOM bool `json:"oom,omitempty"`
+	// CheckpointAck: the job touched its $TIDE_CHECKPOINT_ACK file
+	// (reported while it runs, after a checkpoint signal).
+	CheckpointAck bool `json:"checkpoint_ack,omitempty"`
 }
 
 // NodeRegistration is the body of POST /api/v1/node/register.

@@ -41,6 +41,23 @@ const (
 	// or grown because a shared GPU's memory use crossed its high
 	// watermark.
 	ReasonGPUMemReclaim ReasonCode = "GPUMemReclaim"
+	// ReasonQuotaExceeded: the job's queue holds its hard cap of GPUs
+	// ("QuotaExceeded: queue moba 48/48 GPUs").
+	ReasonQuotaExceeded ReasonCode = "QuotaExceeded"
+	// ReasonUserLimit: a per-user limit of the job's queue (running jobs,
+	// GPUs) is reached.
+	ReasonUserLimit ReasonCode = "UserLimit"
+	// ReasonWaitingForReclaim: the job's queue takes back GPUs it lent;
+	// the borrowers are checkpointing.
+	ReasonWaitingForReclaim ReasonCode = "WaitingForReclaim"
+	// ReasonPreempting: lower-priority jobs were preempted for this one
+	// and are checkpointing.
+	ReasonPreempting ReasonCode = "Preempting"
+	// ReasonPreempted ends a job preempted without requeue, and marks a
+	// requeued job's trail.
+	ReasonPreempted ReasonCode = "Preempted"
+	// ReasonQOSTimeLimit: the time limit exceeds the job's QOS MaxTime.
+	ReasonQOSTimeLimit ReasonCode = "QOSMaxWallDurationPerJobLimit"
 )
 
 // Detail codes used in per-node diagnosis histograms.

@@ -93,6 +93,18 @@ type Snapshot struct {
 	// Pending holds the pending jobs in any order; Schedule orders them.
 	// The scheduler never modifies them.
 	Pending []*api.Job
+	// Queues are the cluster's queues by name (Slurm accounts); nil or
+	// empty turns quotas, borrowing and reclaim off. A pending job whose
+	// Account names no queue belongs to no queue: no quota applies.
+	Queues map[string]*QueueInfo
+	// QOS are the job classes by name; a job whose QOS is empty or
+	// unknown gets DefaultQOS's class (when present).
+	QOS        map[string]*QOSInfo
+	DefaultQOS string
+	// Running lists the running jobs: quota use, borrowing and
+	// preemption victims come from it. Nil is fine without queues and
+	// preemption.
+	Running []RunningJob
 	// Tree is the switch tree between the nodes (nil = no topology). With
 	// it a multi-node job goes under the lowest switch that can hold it
 	// whole, and single-node jobs fill partly used leaves first so that
@@ -111,6 +123,101 @@ type Config struct {
 	// Policy decides what jobs behind one that does not fit may do (see
 	// backfill.go); the zero value is Tide's default, priority blocking.
 	Policy Policy
+	// StarvationAge is how long a job may wait eligible before it is
+	// Starving and rises one level per further StarvationAge (0 = 30
+	// minutes; negative turns aging off).
+	StarvationAge time.Duration
+	// BackfillDepth bounds how many blocked jobs get a reservation in
+	// time under PolicyBackfill (0 = 1, EASY).
+	BackfillDepth int
+	// NoPreemption turns preemption off (jobs then only wait).
+	NoPreemption bool
+}
+
+// QueueInfo is one queue (a Slurm account) as the scheduler sees it.
+// GPU amounts are whole GPUs over the whole cluster; the controller
+// resolves percentages before the pass.
+type QueueInfo struct {
+	Name string
+	// Parent is the enclosing queue ("" at the top): a child's jobs count
+	// against its parent's cap and guarantee too.
+	Parent string
+	// Guaranteed is the queue's share: its jobs may always use that many
+	// GPUs, taking them back from borrowers. Cap is the most its jobs may
+	// hold at once, borrowed GPUs included (0 = no cap).
+	Guaranteed int
+	Cap        int
+	// LendLimit bounds how many idle guaranteed GPUs other queues may
+	// borrow from it (-1 = all of them); BorrowLimit how many GPUs beyond
+	// Guaranteed its own jobs may borrow (-1 = up to Cap).
+	LendLimit   int
+	BorrowLimit int
+	// Per-user limits inside the queue (0 = none): running jobs and GPUs
+	// held. Submitted-job limits are the controller's (at submit).
+	MaxRunningPerUser int
+	MaxGPUsPerUser    int
+}
+
+// QOSInfo is one job class (--qos).
+type QOSInfo struct {
+	Name string
+	// MinLevel and MaxLevel bound the levels of its jobs; DefaultLevel is
+	// the level of jobs that ask for none.
+	MinLevel, MaxLevel, DefaultLevel int
+	// Mode is what preemption does to its jobs; api.PreemptNever (or
+	// "") means they are never preempted, not even by reclaim, and then
+	// they never borrow either.
+	Mode api.PreemptMode
+	// PreemptGap is how many levels higher a same-queue job must be to
+	// preempt one of its jobs (1 = any higher level; reclaim ignores it).
+	PreemptGap int
+	// GraceTime is seconds between the checkpoint signal and SIGTERM;
+	// MaxTime the longest time limit its jobs may ask (0 = no limit);
+	// MinRuntime how long its jobs run before they may be preempted.
+	GraceTime  int64
+	MaxTime    int64
+	MinRuntime int64
+}
+
+// RunningJob is a running job as quotas and preemption see it.
+type RunningJob struct {
+	JobID     uint64
+	Partition string
+	// Queue is the job's account ("" = no queue), QOS its class, User
+	// its owner.
+	Queue, QOS, User string
+	// Level is its priority level (1-10).
+	Level int
+	Start time.Time
+	// LastCheckpoint is the job's last acknowledged checkpoint (zero =
+	// none): the run time a preemption loses is counted from it.
+	LastCheckpoint time.Time
+	Alloc          []api.NodeAlloc
+	// Borrowing: the job runs on GPUs its queue borrowed.
+	Borrowing bool
+	// Preempting: the job is already a victim and leaves soon; its
+	// resources count for the job it makes room for, and it is never
+	// chosen again.
+	Preempting bool
+	// PreemptFor is the job it makes room for when Preempting.
+	PreemptFor uint64
+	// NoRequeue is --no-requeue: a preemption cancels the job.
+	NoRequeue bool
+}
+
+// Preemption is one victim the pass chose.
+type Preemption struct {
+	Victim uint64
+	// For is the pending job the victim makes room for.
+	For uint64
+	// Reclaim is true when For's queue takes back GPUs the victim's
+	// queue borrowed; false for a same-queue higher-priority preemption.
+	Reclaim bool
+	Mode    api.PreemptMode
+	// Grace is the victim's QOS grace time in seconds.
+	Grace int64
+	// Why names both jobs, their queues and levels, and the rule.
+	Why string
 }
 
 // Start is one job to start, with its allocation and why it went there.
@@ -120,6 +227,11 @@ type Start struct {
 	// TimeLimit is the effective limit (partition default applied).
 	TimeLimit int64
 	Why       string
+	// Borrowed is how many of the job's GPUs its queue borrows beyond its
+	// guarantee (the job is then a reclaim victim first); Backfilled is
+	// set when it started ahead of a reserved job.
+	Borrowed   int
+	Backfilled bool
 }
 
 // Decision is why a job stays pending.
@@ -129,6 +241,17 @@ type Decision struct {
 	// Detail is the k8s-style histogram: "0/4 nodes available: 3
 	// InsufficientGPU, 1 NodeDrained".
 	Detail string
+	// More lists the other reasons that apply after the decisive one
+	// ("Starving since 10:42", "Priority: 3 jobs ahead").
+	More []string
+	// Level is the job's aged level (its level plus one per starvation
+	// period); Starving when it passed the starvation threshold, since
+	// StarvingSince.
+	Level         int
+	StarvingSince time.Time
+	// ExpectedStart is the backfill estimate of its start (zero when
+	// unknown), for squeue --start.
+	ExpectedStart time.Time
 }
 
 // Plan is the output of one pass: the jobs to start and a decision for
@@ -151,6 +274,10 @@ type Plan struct {
 	// ordered after it start only if they end by At or stay off Nodes.
 	// The simulator reads it to decide the jobs a prefix pass left out.
 	Reservations []Reservation
+	// Preemptions are the victims chosen in this pass; the jobs they make
+	// room for stay pending (WaitingForReclaim or Preempting) until the
+	// victims leave.
+	Preemptions []Preemption
 }
 
 // Reservation is one job's backfill reservation in time.

@@ -1,0 +1,83 @@
+package api
+
+import "time"
+
+// PreemptMode is what happens to a job chosen as a preemption victim.
+type PreemptMode string
+
+// Preemption modes.
+const (
+	// PreemptRequeue sends the job's checkpoint signal, waits its grace
+	// time (or its acknowledgement), then SIGTERM and SIGKILL, and
+	// returns it to PENDING with its restart count raised.
+	PreemptRequeue PreemptMode = "requeue"
+	// PreemptCancel ends the job PREEMPTED after the same signal sequence
+	// (debug jobs, --no-requeue jobs).
+	PreemptCancel PreemptMode = "cancel"
+	// PreemptSuspend stops the job with SIGSTOP and resumes it with
+	// SIGCONT; only jobs without GPUs (a suspended GPU job keeps its GPU
+	// memory).
+	PreemptSuspend PreemptMode = "suspend"
+	// PreemptNever marks a class whose jobs are never preempted.
+	PreemptNever PreemptMode = "off"
+)
+
+// Default job classes (QOS names) shipped with every cluster.
+const (
+	QOSTraining  = "training"
+	QOSInference = "inference"
+	QOSBatch     = "batch"
+	QOSDebug     = "debug"
+)
+
+// Levels bound job priority levels (--priority).
+const (
+	MinLevel = 1
+	MaxLevel = 10
+)
+
+// Share is a job's state in the sharing machinery: queue accounting,
+// aging and preemption. It is embedded in Job.
+type Share struct {
+	// Level is the job's effective priority level (1-10, its QOS default
+	// when it asked for none), before aging.
+	Level int `json:"level,omitempty"`
+	// Starving is when the job passed the starvation threshold (zero
+	// while it is not starving); each further threshold raises its aged
+	// level by one.
+	Starving time.Time `json:"starving,omitzero"`
+	// Borrowing is set on a running job that started on GPUs its queue
+	// borrowed beyond its guaranteed share; reclaim takes those first.
+	Borrowing bool `json:"borrowing,omitempty"`
+	// Preempting is set while a running job is being preempted: its
+	// checkpoint signal was sent and its grace time runs.
+	Preempting *Preempting `json:"preempting,omitempty"`
+	// Preemptions counts how often the job was preempted.
+	Preemptions int `json:"preemptions,omitempty"`
+	// PrevNodes are the nodes of the job's last incarnation; a requeued
+	// job prefers them (its node-local checkpoint may still be there).
+	PrevNodes []string `json:"prev_nodes,omitempty"`
+	// LastCheckpoint is when the job last acknowledged a checkpoint
+	// (tide checkpoint-done or $TIDE_CHECKPOINT_ACK); victims are chosen
+	// to lose the least run time since it (or since their start).
+	LastCheckpoint time.Time `json:"last_checkpoint,omitzero"`
+	// ExpectedStart is the backfill estimate of when a pending job starts
+	// (squeue --start); zero when unknown.
+	ExpectedStart time.Time `json:"expected_start,omitzero"`
+}
+
+// Preempting records one preemption in progress.
+type Preempting struct {
+	// By is the job the victim makes room for; Reclaim is true when the
+	// victim's queue borrowed and the lender takes its share back.
+	By      uint64      `json:"by"`
+	Reclaim bool        `json:"reclaim,omitempty"`
+	Mode    PreemptMode `json:"mode"`
+	// Since is when the checkpoint signal was sent; Deadline when the
+	// grace time ends and SIGTERM follows.
+	Since    time.Time `json:"since"`
+	Deadline time.Time `json:"deadline"`
+	// Acked is set when the job acknowledged its checkpoint.
+	Acked bool   `json:"acked,omitempty"`
+	Why   string `json:"why,omitempty"`
+}
