@@ -58,6 +58,10 @@ const (
 	ReasonPreempted ReasonCode = "Preempted"
 	// ReasonQOSTimeLimit: the time limit exceeds the job's QOS MaxTime.
 	ReasonQOSTimeLimit ReasonCode = "QOSMaxWallDurationPerJobLimit"
+	// ReasonBuffered: the job was accepted during a submission burst and
+	// waits in its queue's submission buffer, released at the queue's
+	// submit rate in arrival order.
+	ReasonBuffered ReasonCode = "SubmitBuffer"
 )
 
 // Detail codes used in per-node diagnosis histograms.

@@ -81,3 +81,72 @@ type Preempting struct {
 	Acked bool   `json:"acked,omitempty"`
 	Why   string `json:"why,omitempty"`
 }
+
+// QueueList is the answer of GET /api/v1/queues: every queue with its
+// use, and every job class.
+type QueueList struct {
+	Queues []QueueStatus `json:"queues"`
+	QOS    []QOSStatus   `json:"qos"`
+	// DefaultQOS is the class of jobs that name none.
+	DefaultQOS string `json:"default_qos"`
+	// StarvationAge is the aging threshold in seconds.
+	StarvationAge int64 `json:"starvation_age"`
+}
+
+// QueueStatus is one queue's configuration (GPU amounts resolved to
+// whole GPUs) and current use.
+type QueueStatus struct {
+	Name    string   `json:"name"`
+	Parent  string   `json:"parent,omitempty"`
+	Users   []string `json:"users,omitempty"`
+	Groups  []string `json:"groups,omitempty"`
+	// Guaranteed and Cap are GPUs (Cap 0 = none); LendLimit and
+	// BorrowLimit -1 mean unlimited.
+	Guaranteed  int `json:"guaranteed"`
+	Cap         int `json:"cap"`
+	LendLimit   int `json:"lend_limit"`
+	BorrowLimit int `json:"borrow_limit"`
+	// UsedGPUs is what its running jobs hold; BorrowedGPUs the part of it
+	// above Guaranteed; LentGPUs what other queues borrow of its share.
+	UsedGPUs     int `json:"used_gpus"`
+	BorrowedGPUs int `json:"borrowed_gpus"`
+	LentGPUs     int `json:"lent_gpus"`
+	Running      int `json:"running"`
+	Pending      int `json:"pending"`
+	// Per-user limits (0 = none).
+	MaxRunningPerUser int `json:"max_running_per_user,omitempty"`
+	MaxSubmitPerUser  int `json:"max_submit_per_user,omitempty"`
+	MaxGPUsPerUser    int `json:"max_gpus_per_user,omitempty"`
+	// SubmitRate is jobs per second accepted straight into the queue;
+	// Buffered how many submissions wait in its buffer now.
+	SubmitRate float64 `json:"submit_rate"`
+	Buffered   int     `json:"buffered"`
+}
+
+// QOSStatus is one job class.
+type QOSStatus struct {
+	Name         string      `json:"name"`
+	MinLevel     int         `json:"min_level"`
+	MaxLevel     int         `json:"max_level"`
+	DefaultLevel int         `json:"default_level"`
+	Mode         PreemptMode `json:"mode"`
+	PreemptGap   int         `json:"preempt_gap"`
+	// GraceTime, MaxTime and MinRuntime are seconds (MaxTime 0 = none).
+	GraceTime  int64 `json:"grace_time"`
+	MaxTime    int64 `json:"max_time"`
+	MinRuntime int64 `json:"min_runtime"`
+}
+
+// API paths of the sharing machinery (see ctld/http.go):
+//
+//	GET  /api/v1/queues                → QueueList
+//	POST /api/v1/jobs/{id}/checkpoint  → 204; the caller (the job's owner,
+//	     or an operator) says the job finished a checkpoint: LastCheckpoint
+//	     is set and a preemption in its grace time proceeds at once.
+//
+// A submission beyond a queue's buffer is answered 429 with class
+// too_many_requests and a Retry-After header (whole seconds, at least 1).
+const (
+	PathQueues     = "/api/v1/queues"
+	PathCheckpoint = "/api/v1/jobs/%d/checkpoint"
+)
