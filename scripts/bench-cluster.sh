@@ -67,6 +67,18 @@ for par in 1 4 16; do
   row "drain_$par" s "$(sub "$t2" "$t0")"
 done
 
+# --- one NJOBS-task array against NJOBS separate jobs (drain_1 above):
+# time to submit, and until every task has run
+wait_empty; sleep 1
+t0=$EPOCHREALTIME
+sbatch --array=0-$((NJOBS - 1)) --wrap true -o /dev/null >/dev/null 2>>"$WORK/sbatch.err"
+t1=$EPOCHREALTIME
+wait_empty
+t2=$EPOCHREALTIME
+log "array of $NJOBS: submitted in $(ms "$t1" "$t0") ms, drained at $(sub "$t2" "$t0") s"
+row array_submit ms "$(ms "$t1" "$t0")"
+row array_drain s "$(sub "$t2" "$t0")"
+
 # --- submit -> start of one job on an idle cluster
 LAT=()
 for ((i = 1; i <= START_N; i++)); do

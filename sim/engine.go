@@ -53,6 +53,9 @@ type JobResult struct {
 	ID      uint64
 	TraceID string
 	GPUs    int
+	// SlicePct is the compute percent of a job that ran as a slice of
+	// one GPU (0 for whole GPUs).
+	SlicePct int
 	// Submit, Start and End are trace seconds (Start and End -1 unless
 	// the job ran); Duration is the trace's run time.
 	Submit, Start, End, Duration int64
@@ -70,6 +73,9 @@ type Sample struct {
 	Running   int
 	FragGPUs  int
 	StartedAt int // jobs started by this instant's pass
+	// WorkFrag is the free GPU capacity a job drawn from the trace's
+	// request mix could not use, in GPUs (see workload).
+	WorkFrag float64
 }
 
 // Result is one replay.
@@ -126,6 +132,13 @@ type engine struct {
 
 	usedGPUs int
 	done     int
+	// wl is the trace's GPU request mix; nodeFrag[i] is node i's share
+	// of the workload fragmentation and fragSum their total, updated on
+	// every start and end; pctCap is a shared GPU's compute cap.
+	wl       workload
+	nodeFrag []float64
+	fragSum  float64
+	pctCap   int
 	res      *Result
 
 	// Scratch of pass, reused: the queue handed to the scheduler and
@@ -165,6 +178,8 @@ func newEngine(opts Options) *engine {
 		byID:     map[uint64]*simJob{},
 		parts:    map[string]int{},
 		needs:    make([]int, c.GPUsPerNode+2),
+		nodeFrag: make([]float64, len(c.Nodes)),
+		pctCap:   100,
 		res:      &Result{Policy: opts.Policy.Name, TotalGPUs: c.TotalGPUs()},
 	}
 	for i, n := range c.Nodes {
@@ -173,6 +188,9 @@ func newEngine(opts Options) *engine {
 		e.nodes[i] = n
 		e.nodeIdx[n.Name] = i
 	}
+	if p := c.Partitions[c.DefaultPartition]; p != nil && p.GPUComputeRatio > 0 {
+		e.pctCap = int(math.Round(100 * p.GPUComputeRatio))
+	}
 	e.snap = sched.Snapshot{Nodes: e.nodes, Partitions: c.Partitions}
 	if opts.Policy.Topology {
 		e.snap.Tree = c.Tree
@@ -180,10 +198,10 @@ func newEngine(opts Options) *engine {
 	return e
 }
 
-// jobSpec is the request of a trace job: its GPUs (a fractional share
-// rounds up to one whole GPU), spread over as few nodes as can hold
-// them, with the node's share of CPUs and memory per GPU; CPU-only jobs
-// ask one CPU and its share of memory.
+// jobSpec is the request of a trace job: its whole GPUs, spread over as
+// few nodes as can hold them, with the node's share of CPUs and memory
+// per GPU; CPU-only jobs ask one CPU and its share of memory. A
+// fractional share becomes a slice in load (see slices.go).
 func jobSpec(c *Cluster, gpus int, part string, limit int64) api.JobSpec {
 	s := api.JobSpec{Partition: part, TimeLimit: limit}
 	if gpus == 0 {
@@ -229,7 +247,9 @@ func (e *engine) load(in []trace.Job) error {
 	type shape struct {
 		part string
 		gpus int
+		pct  int
 	}
+	var wlWhole, wlSlice []int
 	feasible := map[shape]string{}
 	shapeIDs := map[shape]int{}
 	e.jobs = make([]*simJob, len(jobs))
@@ -245,7 +265,12 @@ func (e *engine) load(in []trace.Job) error {
 		}
 		limit := limitOf(max(tj.Duration, 0))
 		spec := jobSpec(c, gpus, part, limit)
-		key := shape{part, gpus}
+		pct := slicePct(gpus, tj.Share, c.Partitions[part])
+		if pct > 0 {
+			sliceSpec(&spec, pct)
+			res.SlicePct = pct
+		}
+		key := shape{part, gpus, pct}
 		sid, ok := shapeIDs[key]
 		if !ok {
 			sid = len(shapeIDs)
@@ -277,8 +302,16 @@ func (e *engine) load(in []trace.Job) error {
 		}
 		if why != "" {
 			res.Outcome, res.Why = OutcomeRejected, why
+			continue
+		}
+		switch {
+		case pct > 0:
+			wlSlice = append(wlSlice, pct)
+		case gpus > 0:
+			wlWhole = append(wlWhole, sj.minNodeGPUs)
 		}
 	}
+	e.wl = newWorkload(wlWhole, wlSlice)
 	e.res.Jobs = results
 	e.shapes = len(shapeIDs)
 	return nil
@@ -497,19 +530,38 @@ func (e *engine) start(s *sched.Start, t int64) error {
 			return fmt.Errorf("plan gives job %d %d CPUs and %d MB on %s, which has %d and %d free",
 				s.JobID, a.CPUs, a.MemoryMB, a.Node, n.FreeCPUs, n.FreeMemMB)
 		}
-		for _, g := range a.GPUs {
-			k, found := slices.BinarySearch(n.FreeGPUs, g)
-			if !found {
-				return fmt.Errorf("plan gives job %d GPU %d on %s, which is not free", s.JobID, g, a.Node)
+		if a.Sliced() {
+			for _, g := range a.GPUs {
+				opened, err := takeSlice(n, &a, g, e.pctCap)
+				if err != nil {
+					return fmt.Errorf("plan gives job %d a slice: %w", s.JobID, err)
+				}
+				if opened {
+					e.usedGPUs++
+				}
 			}
-			n.FreeGPUs = slices.Delete(n.FreeGPUs, k, k+1)
+		} else {
+			for _, g := range a.GPUs {
+				k, found := slices.BinarySearch(n.FreeGPUs, g)
+				if !found {
+					return fmt.Errorf("plan gives job %d GPU %d on %s, which is not free", s.JobID, g, a.Node)
+				}
+				n.FreeGPUs = slices.Delete(n.FreeGPUs, k, k+1)
+			}
+			e.usedGPUs += len(a.GPUs)
 		}
 		n.FreeCPUs -= a.CPUs
 		n.FreeMemMB -= a.MemoryMB
 		n.Idle = false
-		e.usedGPUs += len(a.GPUs)
+		e.refrag(i)
 		if e.backfill {
-			n.Releases = append(n.Releases, sched.Release{At: at, CPUs: a.CPUs, MemMB: a.MemoryMB, GPUs: a.GPUs})
+			// A slice's end frees no whole GPU for sure: its release
+			// gives back CPUs and memory only.
+			gpus := a.GPUs
+			if a.Sliced() {
+				gpus = nil
+			}
+			n.Releases = append(n.Releases, sched.Release{At: at, CPUs: a.CPUs, MemMB: a.MemoryMB, GPUs: gpus})
 			e.relJob[i] = append(e.relJob[i], sj.job.ID)
 		}
 	}
@@ -529,12 +581,21 @@ func (e *engine) finish(sj *simJob, t int64) {
 		n := &e.nodes[i]
 		n.FreeCPUs += a.CPUs
 		n.FreeMemMB += a.MemoryMB
-		for _, g := range a.GPUs {
-			k, _ := slices.BinarySearch(n.FreeGPUs, g)
-			n.FreeGPUs = slices.Insert(n.FreeGPUs, k, g)
+		if a.Sliced() {
+			for _, g := range a.GPUs {
+				if dropSlice(n, &a, g) {
+					e.usedGPUs--
+				}
+			}
+		} else {
+			for _, g := range a.GPUs {
+				k, _ := slices.BinarySearch(n.FreeGPUs, g)
+				n.FreeGPUs = slices.Insert(n.FreeGPUs, k, g)
+			}
+			e.usedGPUs -= len(a.GPUs)
 		}
 		n.Idle = n.FreeCPUs == n.CPUs && n.FreeMemMB == n.MemoryMB && len(n.FreeGPUs) == n.GPUs
-		e.usedGPUs -= len(a.GPUs)
+		e.refrag(i)
 		if e.backfill {
 			if k := slices.Index(e.relJob[i], sj.job.ID); k >= 0 {
 				e.relJob[i] = slices.Delete(e.relJob[i], k, k+1)
@@ -570,12 +631,20 @@ func (e *engine) sample(t int64, started int) {
 			}
 		}
 	}
-	s := Sample{T: t, UsedGPUs: e.usedGPUs, Pending: len(e.pending), Running: e.running.Len(), FragGPUs: frag, StartedAt: started}
+	s := Sample{T: t, UsedGPUs: e.usedGPUs, Pending: len(e.pending), Running: e.running.Len(), FragGPUs: frag,
+		StartedAt: started, WorkFrag: max(0, e.fragSum)}
 	if k := len(e.res.Samples); k > 0 && e.res.Samples[k-1].T == t {
 		e.res.Samples[k-1] = s
 		return
 	}
 	e.res.Samples = append(e.res.Samples, s)
+}
+
+// refrag recomputes node i's workload fragmentation after a change.
+func (e *engine) refrag(i int) {
+	f := e.wl.nodeFrag(&e.nodes[i], e.pctCap)
+	e.fragSum += f - e.nodeFrag[i]
+	e.nodeFrag[i] = f
 }
 
 // completion is a running job's end.

@@ -93,6 +93,15 @@ type PolicyReport struct {
 	// by the cluster's GPUs.
 	FragmentedGPUs  float64 `json:"fragmented_gpus"`
 	FragmentedShare float64 `json:"fragmented_share"`
+	// WorkloadFragGPUs is the time-averaged free GPU capacity that a job
+	// drawn from the trace's request mix could not use (the FGD paper's
+	// fragmentation, GPU dimension; slices count by their share), and
+	// WorkloadFragShare that over the cluster's GPUs. Slice jobs
+	// (fractional gpu_share) run as GPU slices.
+	WorkloadFragGPUs  float64 `json:"workload_frag_gpus"`
+	WorkloadFragShare float64 `json:"workload_frag_share"`
+	// SliceJobs counts the jobs that ran as slices of one GPU.
+	SliceJobs int `json:"slice_jobs,omitempty"`
 	MaxQueue        int     `json:"max_queue"`
 	Preemptions     int     `json:"preemptions"`
 	LostGPUHours    float64 `json:"lost_gpu_hours"`
@@ -151,7 +160,12 @@ func Summarize(r *Result, starveAfter int64) (PolicyReport, WallTimes) {
 		if j.Start-j.Submit > starveAfter {
 			pr.Starved++
 		}
-		gpuSec += float64(j.GPUs) * float64(j.End-j.Start)
+		gpus := float64(j.GPUs)
+		if j.SlicePct > 0 {
+			gpus = float64(j.SlicePct) / 100
+			pr.SliceJobs++
+		}
+		gpuSec += gpus * float64(j.End-j.Start)
 		if j.GPUs > 0 {
 			k := sizeClass(j.GPUs)
 			cd[k] = append(cd[k], d)
@@ -178,8 +192,10 @@ func Summarize(r *Result, starveAfter int64) (PolicyReport, WallTimes) {
 			pr.Utilisation = round6(gpuSec / (float64(r.TotalGPUs) * float64(pr.SpanS)))
 		}
 		pr.FragmentedGPUs, pr.Series = series(r, first, last)
+		pr.WorkloadFragGPUs = round6(timeAverage(r.Samples, first, last, func(s *Sample) float64 { return s.WorkFrag }))
 		if r.TotalGPUs > 0 {
 			pr.FragmentedShare = round6(pr.FragmentedGPUs / float64(r.TotalGPUs))
+			pr.WorkloadFragShare = round6(pr.WorkloadFragGPUs / float64(r.TotalGPUs))
 		}
 	}
 	for _, s := range r.Samples {
@@ -213,6 +229,26 @@ func sizeClass(gpus int) int {
 // series integrates the piecewise-constant samples over [from, to]:
 // the mean fragmented GPUs, and seriesPoints buckets of utilisation and
 // queue length.
+// timeAverage is the average of f over [from, to), each sample holding
+// until the next.
+func timeAverage(samples []Sample, from, to int64, f func(*Sample) float64) float64 {
+	if to <= from {
+		return 0
+	}
+	sum := 0.0
+	for i := range samples {
+		a := max(samples[i].T, from)
+		b := to
+		if i+1 < len(samples) {
+			b = min(samples[i+1].T, to)
+		}
+		if b > a {
+			sum += f(&samples[i]) * float64(b-a)
+		}
+	}
+	return sum / float64(to-from)
+}
+
 func series(r *Result, from, to int64) (float64, []Point) {
 	if to <= from || len(r.Samples) == 0 {
 		return 0, nil
@@ -369,6 +405,7 @@ func (r *Report) WriteText(w io.Writer) error {
 	row(fmt.Sprintf("starved (waited > %s)", formatSeconds(float64(r.StarveAfterS))),
 		func(p *PolicyReport) float64 { return float64(p.Starved) }, num)
 	row("fragmented GPUs (avg)", func(p *PolicyReport) float64 { return p.FragmentedGPUs }, x)
+	row("workload fragmentation, GPUs (avg)", func(p *PolicyReport) float64 { return p.WorkloadFragGPUs }, x)
 	row("max queue length", func(p *PolicyReport) float64 { return float64(p.MaxQueue) }, num)
 	row("preemptions", func(p *PolicyReport) float64 { return float64(p.Preemptions) }, num)
 	row("scheduling passes", func(p *PolicyReport) float64 { return float64(p.Passes) }, num)
