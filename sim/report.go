@@ -101,12 +101,12 @@ type PolicyReport struct {
 	WorkloadFragGPUs  float64 `json:"workload_frag_gpus"`
 	WorkloadFragShare float64 `json:"workload_frag_share"`
 	// SliceJobs counts the jobs that ran as slices of one GPU.
-	SliceJobs int `json:"slice_jobs,omitempty"`
-	MaxQueue        int     `json:"max_queue"`
-	Preemptions     int     `json:"preemptions"`
-	LostGPUHours    float64 `json:"lost_gpu_hours"`
-	Passes          int     `json:"passes"`
-	Series          []Point `json:"series"`
+	SliceJobs    int     `json:"slice_jobs,omitempty"`
+	MaxQueue     int     `json:"max_queue"`
+	Preemptions  int     `json:"preemptions"`
+	LostGPUHours float64 `json:"lost_gpu_hours"`
+	Passes       int     `json:"passes"`
+	Series       []Point `json:"series"`
 	// JCTCDF holds the JCT at each percentile 0..100 (101 values).
 	JCTCDF []float64 `json:"jct_cdf_s"`
 	// Rejections counts rejected jobs by reason.
