@@ -5,7 +5,9 @@
 # run/env.sh. Stop it with scripts/down.sh (make down).
 #
 # Environment: TIDE_PORT (default 6817), TIDE_RUN (default ./run),
-# TIDE_NODES (default 4).
+# TIDE_NODES (default 4), TIDE_CTLD_EXTRA (YAML appended to the
+# controller's config: queues, qos, scheduler settings), TIDE_CONTAINERD
+# (auto; "off" skips the private containerd).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
@@ -60,6 +62,7 @@ topology:
       nodes: gpu[01-$(printf %02d "$half")]
 $( [ "$NNODES" -gt "$half" ] && printf '    - name: s2\n      nodes: gpu[%02d-%02d]\n    - name: top\n      switches: s[1-2]\n' $((half + 1)) "$NNODES")
 YAML
+[ -n "${TIDE_CTLD_EXTRA:-}" ] && printf '%s\n' "$TIDE_CTLD_EXTRA" >> "$RUN/tide.yaml"
 
 # Five daemons share this one machine (on a real cluster each has its
 # own): one Go P each keeps their schedulers from spinning against each
@@ -81,7 +84,9 @@ echo "$NODESTATE" > "$RUN/nodes/state-dir"
 # root and containerd is installed (stopped by down.sh), with the busybox
 # test image imported as docker.io/tide-test/bb:latest.
 CTRD_YAML=
-if [ "$(id -u)" != 0 ]; then
+if [ "${TIDE_CONTAINERD:-auto}" = off ]; then
+  echo "up: TIDE_CONTAINERD=off: nodes run without container support"
+elif [ "$(id -u)" != 0 ]; then
   echo "up: not root: nodes run without container support (containerd needs root)"
 elif ! command -v containerd >/dev/null || ! command -v runc >/dev/null; then
   echo "up: containerd or runc not installed (apt-get install containerd runc): nodes run without container support"
