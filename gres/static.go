@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // StaticGPU is one GPU as the node config lists it, for nodes where NVML
@@ -74,9 +75,12 @@ func (s *StaticSource) Status() ([]Status, error) {
 	return out, nil
 }
 
+// The patterns compile on first use: every CLI process links this
+// package (through api.Node), and compiling them at init cost each
+// sbatch a tenth of a millisecond for a check only tided makes.
 var (
-	computeCapRE = regexp.MustCompile(`^[0-9]+\.[0-9]+$`)
-	devFileRE    = regexp.MustCompile(`^/dev/nvidia([0-9]+)$`)
+	computeCapRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[0-9]+\.[0-9]+$`) })
+	devFileRE    = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^/dev/nvidia([0-9]+)$`) })
 )
 
 // StaticDevices checks a static GPU list and turns it into Devices in
@@ -126,7 +130,7 @@ func StaticDevices(gpus []StaticGPU) ([]Device, error) {
 		if g.MemoryMB <= 0 {
 			bad(g, "memory_mb must be positive, not %d", g.MemoryMB)
 		}
-		if g.ComputeCap != "" && !computeCapRE.MatchString(g.ComputeCap) {
+		if g.ComputeCap != "" && !computeCapRE().MatchString(g.ComputeCap) {
 			bad(g, "compute_cap %q: want major.minor such as 9.0", g.ComputeCap)
 		}
 		if g.PCIBusID != "" {
@@ -149,7 +153,7 @@ func StaticDevices(gpus []StaticGPU) ([]Device, error) {
 			}
 		}
 		if g.File != "" {
-			m := devFileRE.FindStringSubmatch(g.File)
+			m := devFileRE().FindStringSubmatch(g.File)
 			if m == nil {
 				bad(g, "file %q: want /dev/nvidiaN", g.File)
 			} else {
