@@ -35,7 +35,12 @@ import (
 //     Slurm's backfill reserves node bitmaps). Only the first blocked job
 //     is protected (EASY, not conservative backfill). When no reservation
 //     can be computed (jobs without time limits hold what it needs), the
-//     pass falls back to PolicyPriority's node holds.
+//     pass falls back to PolicyPriority's node holds. Config.BackfillDepth
+//     gives the next blocked jobs reservations too (on nodes the earlier
+//     ones do not hold, replaying the same releases); a later job then
+//     ignores the holds only when it ends by the earliest reservation.
+//     Starts behind a reservation are marked Start.Backfilled, and a
+//     reserved job's Decision.ExpectedStart is its reservation.
 type Policy int
 
 // The policies; the zero value is the default.
@@ -85,8 +90,13 @@ type policy struct {
 
 	fifoBlocked bool
 
-	bf   int
-	bfAt time.Time
+	bf int
+	// bfAt is the earliest reservation's start; depth bounds the
+	// reservations (Config.BackfillDepth) and bfDone stops them after
+	// one could not be computed.
+	bfAt   time.Time
+	depth  int
+	bfDone bool
 	// reservations is what Plan.Reservations reports.
 	reservations []Reservation
 	// started records the releases of jobs started earlier in the pass
@@ -112,7 +122,7 @@ type relEvent struct {
 }
 
 func newPolicy(cfg Config, now time.Time) *policy {
-	return &policy{kind: cfg.Policy, now: now}
+	return &policy{kind: cfg.Policy, now: now, depth: max(cfg.BackfillDepth, 1)}
 }
 
 // blocks reports whether job r, which passed its gates, is pending for
@@ -128,6 +138,10 @@ func (pol *policy) blocks(p *pass, r *Request) bool {
 				r.AnyReserved = false
 				p.chain.prepare(r)
 			}
+			return false
+		}
+		if pol.moreReservations() {
+			// The job may still get a reservation of its own.
 			return false
 		}
 	}
@@ -157,7 +171,21 @@ func (pol *policy) noFit(p *pass, r *Request, reason api.ReasonCode) {
 			pol.fifoBlocked = true
 		}
 	case PolicyBackfill:
-		if reason != api.ReasonResources {
+		if pol.moreReservations() && (reason == api.ReasonResources || reason == api.ReasonPriority) {
+			// Deeper backfill: the next blocked jobs get reservations
+			// too, on nodes the earlier ones do not hold.
+			if at, ok := pol.reserveInTime(p, r); ok {
+				if at.Before(pol.bfAt) {
+					pol.bfAt = at
+				}
+			} else {
+				pol.bfDone = true
+			}
+			return
+		}
+		if reason != api.ReasonResources && !(reason == api.ReasonPriority && pol.bf == bfNone) {
+			// Before any reservation, nodes can only be held for
+			// preemptors: a job they turn away is blocked too.
 			return
 		}
 		switch pol.bf {
@@ -177,7 +205,7 @@ func (pol *policy) noFit(p *pass, r *Request, reason api.ReasonCode) {
 // onStart records the resources of a job started in this pass, so that a
 // later reservation knows when they come back.
 func (pol *policy) onStart(p *pass, s *Start) {
-	if pol.kind != PolicyBackfill || pol.bf != bfNone || s.TimeLimit == api.Infinite || s.TimeLimit < 0 {
+	if pol.kind != PolicyBackfill || !(pol.bf == bfNone || pol.moreReservations()) || s.TimeLimit == api.Infinite || s.TimeLimit < 0 {
 		return
 	}
 	at := pol.now.Add(time.Duration(s.TimeLimit) * time.Second).UnixNano()
@@ -186,6 +214,21 @@ func (pol *policy) onStart(p *pass, s *Start) {
 			pol.started = append(pol.started, relEvent{at: at, node: i, cpus: a.CPUs, mem: a.MemoryMB, gpus: a.GPUs})
 		}
 	}
+}
+
+// moreReservations reports whether a timed reservation exists and more
+// blocked jobs may get one (Config.BackfillDepth).
+func (pol *policy) moreReservations() bool {
+	return pol.kind == PolicyBackfill && pol.bf == bfTimed && !pol.bfDone && len(pol.reservations) < pol.depth
+}
+
+// expected returns the reservation's start of job id when the pass
+// just reserved for it.
+func (pol *policy) expected(id uint64) (time.Time, bool) {
+	if n := len(pol.reservations); n > 0 && pol.reservations[n-1].JobID == id {
+		return pol.reservations[n-1].At, true
+	}
+	return time.Time{}, false
 }
 
 // reserveInTime finds the earliest instant at which r fits, replaying the
@@ -199,6 +242,11 @@ func (pol *policy) onStart(p *pass, s *Start) {
 // choice (find) runs only at instants where enough partition nodes pass
 // the filters for r's smallest slot, a count kept per release.
 func (pol *policy) reserveInTime(p *pass, r *Request) (time.Time, bool) {
+	if p.anyReserved && !r.AnyReserved {
+		// Nodes held for earlier jobs stay theirs in the future too.
+		r.AnyReserved = true
+		p.chain.prepare(r)
+	}
 	keys := pol.keys[:0]
 	now := pol.now.UnixNano()
 	offs := slices.Grow(pol.offs[:0], len(p.nodes))[:len(p.nodes)]

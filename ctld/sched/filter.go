@@ -50,9 +50,9 @@ type NodeState struct {
 	// (priority blocking): lower-priority jobs may not take it.
 	Reserved bool
 
-	// excluded and required hold the stamp of the last request that
-	// excluded or required the node.
-	excluded, required uint32
+	// excluded, required and prev hold the stamp of the last request
+	// that excluded, required or previously ran on the node.
+	excluded, required, prev uint32
 	// island maps GPU index to NVLink island (see islandIDs).
 	island []int
 }

@@ -50,6 +50,16 @@ type pass struct {
 	// NUMA data).
 	numaNodes int
 
+	// sh is the sharing state (nil without queues and classes); ov the
+	// overlay preemption places on; borrowing how many GPUs the current
+	// job's queue would borrow.
+	sh        *share
+	ov        overlay
+	borrowing int
+	// fmtBuf and moreBuf back the Decision.More lines (decided).
+	fmtBuf  []byte
+	moreBuf []string
+
 	// Scratch reused for every job.
 	req       Request
 	cand      []int
@@ -256,7 +266,8 @@ func (p *pass) emptyView(i int) *NodeState {
 // with room for a slice first; then fewest free GPUs (so whole
 // free nodes stay free for big jobs), then fewest free CPUs, then (with
 // a switch tree) nodes on leaves already partly used, so whole leaves
-// stay free, then name. The choice then spares the last free node of a
+// stay free, then (a requeued job) its previous nodes, then name. The
+// choice then spares the last free node of a
 // leaf (holes.go).
 func (p *pass) betterFit(a, b int) int {
 	na, nb := &p.nodes[a], &p.nodes[b]
@@ -287,6 +298,16 @@ func (p *pass) betterFit(a, b int) int {
 				return sign
 			}
 			return -sign
+		}
+	}
+	if r := &p.req; r.HasPrev {
+		// A requeued job prefers its previous nodes among equals.
+		pa, pb := na.prev == r.stamp, nb.prev == r.stamp
+		if pa != pb {
+			if pa {
+				return -1
+			}
+			return 1
 		}
 	}
 	return cmp.Compare(p.rank[a], p.rank[b])

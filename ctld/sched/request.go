@@ -77,6 +77,10 @@ type Request struct {
 	FeatureErr string
 	FeatureAlt int
 
+	// HasPrev is set when the job ran before (requeued) on nodes of the
+	// snapshot: among equally good nodes it gets those (Job.PrevNodes).
+	HasPrev bool
+
 	// stamp marks the nodes this request excludes or requires in
 	// NodeState (>= 1, unique per job in a pass), so membership checks
 	// cost one comparison and need no per-job clearing.

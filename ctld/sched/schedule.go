@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/tide-hpc/tide/ctld/api"
@@ -20,29 +21,103 @@ const (
 // clock, does no I/O, never modifies snap or its jobs, and the same input
 // gives the same Plan. A nil snap gives an empty Plan.
 //
-// Jobs are taken in priority order (see orderPending). Each goes through
-// the gates (hold, begin time, partition limits, required nodes), then the
-// node-filter chain and the best-fit choice; a job that fits takes its
-// resources from the pass's working copy, and one that does not is
-// diagnosed and may block lower-priority jobs (holdForPriority).
+// Jobs are taken in priority order (see order.go). Each goes through
+// the gates (hold, begin time, partition limits, required nodes; with
+// queues, their quotas), then the node-filter chain and the best-fit
+// choice; a job that fits takes its resources from the pass's working
+// copy, and one that does not is diagnosed, may choose preemption
+// victims (preempt.go) and may block lower-priority jobs
+// (holdForPriority).
 func Schedule(snap *Snapshot, now time.Time, cfg Config) Plan {
 	plan := Plan{Now: now}
 	if snap == nil {
 		return plan
 	}
 	p := newPass(snap, cfg)
+	p.sh = newShare(snap, cfg, now)
 	pol := newPolicy(cfg, now)
-	jobs := orderPending(snap.Pending)
-	plan.Pending = make([]Decision, 0, len(jobs))
-	for _, job := range jobs {
-		if start, ok := p.schedule(job, now, &plan, pol); ok {
+	it := newOrder(snap.Pending, p.sh, now)
+	plan.Pending = make([]Decision, 0, len(snap.Pending))
+	for e := it.next(); e != nil; e = it.next() {
+		n := len(plan.Pending)
+		start, ok := p.schedule(e, now, &plan, pol)
+		if ok {
+			start.Backfilled = len(pol.reservations) > 0
 			plan.Starts = append(plan.Starts, start)
 			pol.onStart(p, &start)
+			if p.sh != nil {
+				p.sh.account(e.queue, e.job.User, allocGPUs(start.Alloc))
+			}
+		} else if n < len(plan.Pending) {
+			p.decided(e, &plan.Pending[n], pol)
 		}
+		it.done(e, ok)
 	}
 	plan.Closed = pol.closed(p, &plan)
 	plan.Reservations = pol.reservations
 	return plan
+}
+
+// waitsInLine reports whether a job pending for reason waits for
+// resources in its queue's order, so that the jobs ahead of it matter
+// (not for holds, begin times or broken requests).
+func waitsInLine(reason api.ReasonCode) bool {
+	switch reason {
+	case api.ReasonResources, api.ReasonPriority, api.ReasonTopology, api.ReasonQuotaExceeded,
+		api.ReasonUserLimit, api.ReasonWaitingForReclaim, api.ReasonPreempting, api.ReasonNodeDown:
+		return true
+	}
+	return false
+}
+
+// decided completes a pending job's Decision: its expected start and,
+// in share mode, its level, starvation and the reasons after the
+// decisive one.
+func (p *pass) decided(e *entry, d *Decision, pol *policy) {
+	if at, ok := pol.expected(e.job.ID); ok {
+		d.ExpectedStart = at
+	}
+	if p.sh == nil {
+		// Without queues and classes levels mean nothing yet (jobs are
+		// ordered by EffPriority): decisions stay as they were.
+		return
+	}
+	d.Level, d.StarvingSince = e.aged, e.starving
+	// Most pending jobs get a line or two: they are formatted with
+	// appends and share one backing array, which keeps a deep queue's
+	// decisions to one allocation per line.
+	var more [3]string
+	n := 0
+	if !e.starving.IsZero() {
+		b := append(p.fmtBuf[:0], "Starving since "...)
+		b = e.starving.UTC().AppendFormat(b, time.RFC3339)
+		more[n], p.fmtBuf = string(b), b
+		n++
+	}
+	if e.ahead > 0 && waitsInLine(d.Reason) {
+		b := append(p.fmtBuf[:0], "Priority: "...)
+		b = strconv.AppendInt(b, int64(e.ahead), 10)
+		b = append(b, " jobs ahead in queue "...)
+		if e.ahead == 1 {
+			b = append(b[:len(b)-len(" jobs ahead in queue ")], " job ahead in queue "...)
+		}
+		b = append(b, queueName(p.sh, e.queue)...)
+		more[n], p.fmtBuf = string(b), b
+		n++
+	}
+	if p.borrowing > 0 && d.Reason != api.ReasonWaitingForReclaim && d.Reason != api.ReasonPreempting {
+		more[n] = fmt.Sprintf("Borrowing: queue %s would borrow %d GPUs of idle share", queueName(p.sh, e.queue), p.borrowing)
+		n++
+	}
+	if n == 0 {
+		return
+	}
+	if cap(p.moreBuf)-len(p.moreBuf) < n {
+		p.moreBuf = make([]string, 0, 1024)
+	}
+	at := len(p.moreBuf)
+	p.moreBuf = append(p.moreBuf, more[:n]...)
+	d.More = p.moreBuf[at : at+n : at+n]
 }
 
 // orderPending returns the pending jobs (nil entries dropped) in a new
@@ -78,16 +153,39 @@ func orderPending(pending []*api.Job) []*api.Job {
 // schedule decides one job: it returns the Start when the job fits, or
 // appends its Decision to plan. pol applies cfg.Policy to jobs behind
 // one that does not fit.
-func (p *pass) schedule(job *api.Job, now time.Time, plan *Plan, pol *policy) (Start, bool) {
+func (p *pass) schedule(e *entry, now time.Time, plan *Plan, pol *policy) (Start, bool) {
+	job := e.job
 	pend := func(reason api.ReasonCode, detail string) (Start, bool) {
 		plan.Pending = append(plan.Pending, Decision{JobID: job.ID, Reason: reason, Detail: detail})
 		return Start{}, false
 	}
 
+	p.borrowing = 0
 	if reason, detail, ok := p.gate(job, now); !ok {
 		return pend(reason, detail)
 	}
 	r := &p.req
+	need := 0
+	if p.sh != nil {
+		if e.qos != nil && e.qos.MaxTime > 0 && (r.TimeLimit == api.Infinite || r.TimeLimit > e.qos.MaxTime) {
+			return pend(api.ReasonQOSTimeLimit, fmt.Sprintf("time limit %s exceeds class %s MaxTime %s",
+				api.FormatTimeLimit(r.TimeLimit), e.qos.Name, api.FormatTimeLimit(e.qos.MaxTime)))
+		}
+		for k := range r.Slots {
+			need += r.Slots[k].GPUs
+		}
+		v := p.sh.admit(e.queue, job.User, need, e.qos)
+		if v.reason != "" {
+			if v.deficit > 0 && !(pol.kind == PolicyFIFO && pol.fifoBlocked) {
+				// Lower jobs of its own queue may give their GPUs back.
+				if reason, detail, ok := p.preempt(r, e, need, v.deficit, plan); ok {
+					return pend(reason, detail)
+				}
+			}
+			return pend(v.reason, v.detail)
+		}
+		p.borrowing = v.borrowed
+	}
 	if pol.blocks(p, r) {
 		return pend(api.ReasonPriority, detailPriority)
 	}
@@ -97,9 +195,17 @@ func (p *pass) schedule(job *api.Job, now time.Time, plan *Plan, pol *policy) (S
 
 	p.topoWait = false
 	if reason, detail, ok := pol.knownFailure(p, r, plan); ok {
+		if reason == api.ReasonResources && p.sh != nil {
+			if reason, detail, ok := p.preempt(r, e, need, 0, plan); ok {
+				return pend(reason, detail)
+			}
+		}
 		return pend(reason, detail)
 	}
 	if start, ok := p.place(r); ok {
+		if p.sh != nil && e.queue >= 0 {
+			start.Borrowed = p.sh.over(e.queue, allocGPUs(start.Alloc)) - p.sh.over(e.queue, 0)
+		}
 		return start, true
 	}
 	if p.topoWait {
@@ -117,6 +223,11 @@ func (p *pass) schedule(job *api.Job, now time.Time, plan *Plan, pol *policy) (S
 	if r.Nodes > 1 && (reason == api.ReasonResources || reason == api.ReasonNodeDown) {
 		if leaf := p.bestLeaf(r); leaf != "" {
 			detail += "; " + leaf
+		}
+	}
+	if reason == api.ReasonResources && p.sh != nil {
+		if reason, detail, ok := p.preempt(r, e, need, 0, plan); ok {
+			return pend(reason, detail)
 		}
 	}
 	pol.noFit(p, r, reason)
@@ -263,6 +374,14 @@ func (p *pass) resolve(job *api.Job, pi int) (api.ReasonCode, string, bool) {
 // pass, chooses them and takes their resources. On failure p.hist holds
 // why nodes were turned away and p.cand the nodes that passed.
 func (p *pass) place(r *Request) (Start, bool) {
+	// Marked here, not in resolve: only jobs that reach a node scan pay
+	// for reading the far end of the Job (PrevNodes).
+	for _, name := range r.Job.PrevNodes {
+		if i, ok := p.byName[name]; ok {
+			p.nodes[i].prev = r.stamp
+			r.HasPrev = true
+		}
+	}
 	if !p.findFeatures(r) {
 		return Start{}, false
 	}

@@ -95,7 +95,9 @@ type Snapshot struct {
 	Pending []*api.Job
 	// Queues are the cluster's queues by name (Slurm accounts); nil or
 	// empty turns quotas, borrowing and reclaim off. A pending job whose
-	// Account names no queue belongs to no queue: no quota applies.
+	// Account names no queue belongs to no queue: no quota applies (see
+	// share.go and order.go for how such jobs share the cluster). With
+	// neither Queues nor QOS the pass orders by EffPriority as before.
 	Queues map[string]*QueueInfo
 	// QOS are the job classes by name; a job whose QOS is empty or
 	// unknown gets DefaultQOS's class (when present).
@@ -152,8 +154,9 @@ type QueueInfo struct {
 	// Guaranteed its own jobs may borrow (-1 = up to Cap).
 	LendLimit   int
 	BorrowLimit int
-	// Per-user limits inside the queue (0 = none): running jobs and GPUs
-	// held. Submitted-job limits are the controller's (at submit).
+	// Per-user limits inside the queue and its children (0 = none):
+	// running jobs and GPUs held. Submitted-job limits are the
+	// controller's (at submit).
 	MaxRunningPerUser int
 	MaxGPUsPerUser    int
 }
@@ -186,14 +189,17 @@ type RunningJob struct {
 	// Queue is the job's account ("" = no queue), QOS its class, User
 	// its owner.
 	Queue, QOS, User string
-	// Level is its priority level (1-10).
+	// Level is its priority level (1-10; 0 reads as its class's
+	// default).
 	Level int
 	Start time.Time
 	// LastCheckpoint is the job's last acknowledged checkpoint (zero =
 	// none): the run time a preemption loses is counted from it.
 	LastCheckpoint time.Time
 	Alloc          []api.NodeAlloc
-	// Borrowing: the job runs on GPUs its queue borrowed.
+	// Borrowing: the job runs on GPUs its queue borrowed (Start.Borrowed
+	// was > 0). With queues, jobs outside any queue count as borrowing
+	// too for reclaim: they own no share.
 	Borrowing bool
 	// Preempting: the job is already a victim and leaves soon; its
 	// resources count for the job it makes room for, and it is never
@@ -242,11 +248,15 @@ type Decision struct {
 	// InsufficientGPU, 1 NodeDrained".
 	Detail string
 	// More lists the other reasons that apply after the decisive one
-	// ("Starving since 10:42", "Priority: 3 jobs ahead").
+	// ("Starving since 2026-11-30T10:42:00Z", "Priority: 3 jobs ahead in
+	// queue moba", "Borrowing: queue moba would borrow 8 GPUs of idle
+	// share"). Decisions of one pass may share More's backing array.
 	More []string
 	// Level is the job's aged level (its level plus one per starvation
-	// period); Starving when it passed the starvation threshold, since
-	// StarvingSince.
+	// period beyond the first, see AgedLevel); Starving when it passed
+	// the starvation threshold, since StarvingSince. More, Level and
+	// StarvingSince are filled when the snapshot names queues or classes
+	// (without them levels mean nothing: jobs go by EffPriority).
 	Level         int
 	StarvingSince time.Time
 	// ExpectedStart is the backfill estimate of its start (zero when

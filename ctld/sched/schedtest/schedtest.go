@@ -336,3 +336,124 @@ func nodeName(prefix string, i, n int) string {
 	width := max(2, len(strconv.Itoa(n)))
 	return fmt.Sprintf("%s%0*d", prefix, width, i)
 }
+
+// Account sets the job's queue (-A).
+func (w *JobWrapper) Account(q string) *JobWrapper { w.j.Account = q; return w }
+
+// QOS sets the job's class (--qos).
+func (w *JobWrapper) QOS(q string) *JobWrapper { w.j.JobSpec.QOS = q; return w }
+
+// Level sets the level the controller resolved (Job.Level).
+func (w *JobWrapper) Level(l int) *JobWrapper { w.j.Share.Level = l; return w }
+
+// User sets the job's owner.
+func (w *JobWrapper) User(u string) *JobWrapper { w.j.User = u; return w }
+
+// Nice sets --nice.
+func (w *JobWrapper) Nice(n int) *JobWrapper { w.j.Nice = n; return w }
+
+// Eligible sets the time the job became eligible.
+func (w *JobWrapper) Eligible(t time.Time) *JobWrapper { w.j.EligibleTime = t; return w }
+
+// PrevNodes sets the nodes of the job's previous incarnation.
+func (w *JobWrapper) PrevNodes(names ...string) *JobWrapper { w.j.PrevNodes = names; return w }
+
+// Reason sets the pending reason the last pass gave the job.
+func (w *JobWrapper) Reason(r api.ReasonCode) *JobWrapper { w.j.Reason = r; return w }
+
+// RunWrapper builds a sched.RunningJob.
+type RunWrapper struct{ r sched.RunningJob }
+
+// MakeRun starts a running job of id started at Epoch, on no nodes.
+func MakeRun(id uint64) *RunWrapper {
+	return &RunWrapper{r: sched.RunningJob{JobID: id, Partition: DefaultPartition, Start: Epoch}}
+}
+
+// Obj returns a copy of the running job built so far.
+func (w *RunWrapper) Obj() sched.RunningJob {
+	r := w.r
+	r.Alloc = slices.Clone(w.r.Alloc)
+	return r
+}
+
+// On adds GPUs idx of node (with 1 CPU per GPU, at least 1, and no
+// memory) to the allocation.
+func (w *RunWrapper) On(node string, idx ...int) *RunWrapper {
+	w.r.Alloc = append(w.r.Alloc, api.NodeAlloc{Node: node, CPUs: max(len(idx), 1), GPUs: slices.Clone(idx), Tasks: 1})
+	return w
+}
+
+// Queue sets the running job's queue, QOS its class, User its owner.
+func (w *RunWrapper) Queue(q string) *RunWrapper { w.r.Queue = q; return w }
+
+// QOS sets the running job's class.
+func (w *RunWrapper) QOS(q string) *RunWrapper { w.r.QOS = q; return w }
+
+// User sets the running job's owner.
+func (w *RunWrapper) User(u string) *RunWrapper { w.r.User = u; return w }
+
+// Level sets the running job's level.
+func (w *RunWrapper) Level(l int) *RunWrapper { w.r.Level = l; return w }
+
+// Start sets when it started; Checkpoint its last checkpoint.
+func (w *RunWrapper) Start(t time.Time) *RunWrapper { w.r.Start = t; return w }
+
+// Checkpoint sets its last acknowledged checkpoint.
+func (w *RunWrapper) Checkpoint(t time.Time) *RunWrapper { w.r.LastCheckpoint = t; return w }
+
+// Borrowing marks it as running on borrowed GPUs.
+func (w *RunWrapper) Borrowing() *RunWrapper { w.r.Borrowing = true; return w }
+
+// PreemptingFor marks it as a victim leaving for pending job id.
+func (w *RunWrapper) PreemptingFor(id uint64) *RunWrapper {
+	w.r.Preempting, w.r.PreemptFor = true, id
+	return w
+}
+
+// NoRequeue sets --no-requeue.
+func (w *RunWrapper) NoRequeue() *RunWrapper { w.r.NoRequeue = true; return w }
+
+// Queues sets the queues.
+func (w *SnapshotWrapper) Queues(qs ...*sched.QueueInfo) *SnapshotWrapper {
+	if w.s.Queues == nil {
+		w.s.Queues = map[string]*sched.QueueInfo{}
+	}
+	for _, q := range qs {
+		w.s.Queues[q.Name] = q
+	}
+	return w
+}
+
+// QOS sets the job classes and the default class.
+func (w *SnapshotWrapper) QOS(classes map[string]*sched.QOSInfo, def string) *SnapshotWrapper {
+	w.s.QOS, w.s.DefaultQOS = classes, def
+	return w
+}
+
+// Run adds running jobs and takes what they hold from their nodes
+// (their GPUs, CPUs and memory leave the free amounts; the nodes are no
+// longer idle), so that the snapshot stays consistent. Add nodes first.
+func (w *SnapshotWrapper) Run(jobs ...sched.RunningJob) *SnapshotWrapper {
+	for _, rj := range jobs {
+		w.s.Running = append(w.s.Running, rj)
+		for _, a := range rj.Alloc {
+			for i := range w.s.Nodes {
+				n := &w.s.Nodes[i]
+				if n.Name != a.Node {
+					continue
+				}
+				n.FreeGPUs = slices.DeleteFunc(slices.Clone(n.FreeGPUs), func(g int) bool { return slices.Contains(a.GPUs, g) })
+				n.FreeCPUs -= a.CPUs
+				n.FreeMemMB -= a.MemoryMB
+				n.Idle = false
+			}
+		}
+	}
+	return w
+}
+
+// Queue builds a queue with a guarantee and a cap and no lending or
+// borrowing limits (-1).
+func Queue(name string, guaranteed, capGPUs int) *sched.QueueInfo {
+	return &sched.QueueInfo{Name: name, Guaranteed: guaranteed, Cap: capGPUs, LendLimit: -1, BorrowLimit: -1}
+}
