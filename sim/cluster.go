@@ -3,6 +3,7 @@ package sim
 import (
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/tide-hpc/tide/ctld/api"
 	"github.com/tide-hpc/tide/ctld/sched"
@@ -132,7 +133,8 @@ type PolicySpec struct {
 // ParsePolicies reads --compare: fifo (strict FIFO), backfill (priority
 // order with EASY backfill, no topology: Slurm's default behaviour),
 // tide (the core's defaults: priority blocking, with the switch tree),
-// priority (tide without the tree).
+// priority (tide without the tree). A "+firstfit" suffix places GPU
+// slices first fit instead of best fit (sched.SliceFirstFit).
 func ParsePolicies(list []string) ([]PolicySpec, error) {
 	return ParsePoliciesWith(list, nil)
 }
@@ -145,7 +147,8 @@ func ParsePoliciesWith(list []string, cfg *PolicySpec) ([]PolicySpec, error) {
 	seen := map[string]bool{}
 	for _, name := range list {
 		var p PolicySpec
-		switch name {
+		base, firstFit := strings.CutSuffix(name, "+firstfit")
+		switch base {
 		case "fifo":
 			p = PolicySpec{Name: name, Sched: sched.Config{Policy: sched.PolicyFIFO}}
 		case "backfill":
@@ -164,7 +167,11 @@ func ParsePoliciesWith(list []string, cfg *PolicySpec) ([]PolicySpec, error) {
 			if cfg != nil {
 				want = "fifo, backfill, tide, priority or config"
 			}
-			return nil, api.Invalid("--compare: unknown policy %q (want %s)", name, want)
+			return nil, api.Invalid("--compare: unknown policy %q (want %s, each optionally with +firstfit)", name, want)
+		}
+		if firstFit {
+			p.Name = name
+			p.Sched.SliceFit = sched.SliceFirstFit
 		}
 		if seen[name] {
 			return nil, api.Invalid("--compare names %s twice", name)

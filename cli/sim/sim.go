@@ -4,6 +4,7 @@
 package sim
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -51,6 +52,9 @@ type Options struct {
 	// Progress forces the progress line on (tests); by default it shows
 	// only when stderr is a terminal.
 	Progress bool
+	// Pack runs the packing experiment (arrivals only, see sim.Pack)
+	// instead of the replay.
+	Pack bool
 }
 
 // NewCmd builds `tide sim`.
@@ -94,6 +98,7 @@ func NewCmd(f *cmdutil.Factory) *cobra.Command {
 	fl.StringVar(&o.JSON, "json", "", "write the report as JSON to FILE (deterministic)")
 	fl.StringVar(&o.HTML, "html", "", "write a self-contained HTML report with charts to FILE")
 	fl.StringVar(&o.Starve, "starve", "30m", "queueing delay above which a job counts as starved")
+	fl.BoolVar(&o.Pack, "pack", false, "packing experiment: GPU jobs arrive in order and never leave; print allocation and fragmentation per policy (compare slice placements with POLICY+firstfit)")
 	cmd.AddCommand(newConvertCmd(f))
 	return cmd
 }
@@ -145,6 +150,31 @@ func Run(o *Options) error {
 	// A replay allocates briskly and keeps little: trade memory for
 	// fewer collections.
 	defer debug.SetGCPercent(debug.SetGCPercent(400))
+
+	if o.Pack {
+		if o.HTML != "" {
+			return cmdutil.Usagef("--pack prints a table (and --json); --html is for replays")
+		}
+		begin := time.Now()
+		rs, err := tsim.PackCompare(jobs, cluster, policies, o.Seed)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(o.IO.Out, "packing %s on %d nodes (%d GPUs): GPU jobs arrive in order, never leave\n\n",
+			o.Trace, len(cluster.Nodes), cluster.TotalGPUs())
+		if err := tsim.WritePackTable(o.IO.Out, rs, 0); err != nil {
+			return err
+		}
+		fmt.Fprintf(o.IO.ErrOut, "(%s)\n", time.Since(begin).Round(time.Millisecond))
+		if o.JSON != "" {
+			return writeFile(o.JSON, func(w io.Writer) error {
+				enc := json.NewEncoder(w)
+				enc.SetIndent("", "  ")
+				return enc.Encode(rs)
+			})
+		}
+		return nil
+	}
 
 	co := tsim.CompareOptions{Cluster: cluster, Policies: policies, Seed: o.Seed, StarveAfter: starve, TraceName: o.Trace}
 	var bar *progress

@@ -17,6 +17,8 @@ A,0,,,100,4,1.0,,q1,
 B,10,,,50,8,1.0,,q1,
 C,20,,,30,2,1.0,,q2,
 D,30,,,10,32,1.0,,q2,
+E,40,,,10,1,0.25,,q1,
+F,41,,,10,1,0.5,,q1,
 `
 
 func run(t *testing.T, args ...string) (string, string, int) {
@@ -50,6 +52,8 @@ func TestSim(t *testing.T) {
 		errOut string
 	}{
 		{name: "compare on one node", args: []string{"--trace", tr, "--nodes", "1", "--leaf", "0", "--compare", "fifo,backfill,tide"}, golden: "one-node"},
+		{name: "packing, best fit against first fit", args: []string{"--trace", tr, "--nodes", "2", "--leaf", "0", "--pack", "--compare", "tide,tide+firstfit"}, golden: "pack"},
+		{name: "packing has no html", args: []string{"--trace", tr, "--pack", "--html", "x.html"}, code: 2, errOut: "--pack prints a table"},
 		{name: "no trace", args: []string{}, code: 2, errOut: "--trace is required"},
 		{name: "bad policy", args: []string{"--trace", tr, "--compare", "lottery"}, code: 2, errOut: "unknown policy"},
 		{name: "bad window", args: []string{"--trace", tr, "--window", "5"}, code: 2, errOut: "--window"},

@@ -62,7 +62,8 @@ func (h *holes) lastHole(n *NodeState, i int) bool {
 func (p *pass) protects(i int) bool {
 	n := &p.nodes[i]
 	r := &p.req
-	if !p.holes.lastHole(n, i) || p.spread() || r.Exclusive || len(r.Slots) == 0 {
+	if !p.holes.lastHole(n, i) || p.spread() || r.Exclusive || len(r.Slots) == 0 ||
+		(r.Sliced && p.cfg.SliceFit == SliceFirstFit) {
 		return false
 	}
 	return !wholeShaped(&r.Slots[0], n.Info)

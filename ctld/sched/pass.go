@@ -278,6 +278,9 @@ func (p *pass) betterFit(a, b int) int {
 	if p.spread() {
 		sign = -1
 	}
+	if r := &p.req; r.Sliced && p.cfg.SliceFit == SliceFirstFit {
+		return cmp.Compare(p.rank[a], p.rank[b])
+	}
 	if r := &p.req; r.Sliced && len(r.Slots) > 0 {
 		// Slices fill shared GPUs before they break a free one.
 		s := &r.Slots[len(r.Slots)-1]

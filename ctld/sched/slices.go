@@ -153,6 +153,16 @@ func (p *pass) takeSlices(n *NodeState, r *Request, s *Slot) []int {
 	out := make([]int, 0, s.GPUs)
 	onShared, opened := 0, 0
 	for len(out) < s.GPUs {
+		if p.cfg.SliceFit == SliceFirstFit {
+			g, opened1 := firstFitGPU(n, s, out, memCap, pctCap)
+			out = append(out, g)
+			if opened1 {
+				opened++
+			} else {
+				onShared++
+			}
+			continue
+		}
 		best := -1
 		for k := range n.Shared {
 			sh := &n.Shared[k]
@@ -193,6 +203,31 @@ func (p *pass) takeSlices(n *NodeState, r *Request, s *Slot) []int {
 		}
 	}
 	return out
+}
+
+// firstFitGPU places one slice of s on n's lowest-indexed GPU that
+// takes it, shared or free (checkSlices made sure there is one), and
+// reports whether that GPU was free before.
+func firstFitGPU(n *NodeState, s *Slot, used []int, memCap int64, pctCap int) (int, bool) {
+	sh := -1
+	for k := range n.Shared {
+		c := &n.Shared[k]
+		if !slices.Contains(used, c.Index) && sliceFits(s, c.MemMB, c.ComputePct, memCap, pctCap) &&
+			(sh < 0 || c.Index < n.Shared[sh].Index) {
+			sh = k
+		}
+	}
+	if sh >= 0 && (len(n.FreeGPUs) == 0 || n.Shared[sh].Index < n.FreeGPUs[0]) {
+		c := &n.Shared[sh]
+		c.MemMB += s.GPUMemMB
+		c.ComputePct += s.GPUComputePct
+		c.Slices++
+		return c.Index, false
+	}
+	g := n.FreeGPUs[0]
+	n.FreeGPUs = n.FreeGPUs[1:]
+	n.Shared = append(n.Shared, SharedGPU{Index: g, MemMB: s.GPUMemMB, ComputePct: s.GPUComputePct, Slices: 1})
+	return g, true
 }
 
 // sliceText prints one slice: "slice 8G", "slice 8G/25%", "slice 10%".

@@ -208,7 +208,13 @@ func TestSliceProperties(t *testing.T) {
 	details := map[string]int{}
 	for seed := range seeds {
 		snap := randomSliceSnapshot(int64(seed), 3+seed%20, 10+seed%120)
-		plan := sched.Schedule(snap, now, sched.Config{})
+		// Every third seed runs the first-fit baseline: it must keep
+		// the same invariants.
+		cfg := sched.Config{}
+		if seed%3 == 2 {
+			cfg.SliceFit = sched.SliceFirstFit
+		}
+		plan := sched.Schedule(snap, now, cfg)
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
 			checkPlan(t, snap, plan)
 			onShared += checkSlicePlan(t, snap, plan)

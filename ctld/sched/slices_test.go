@@ -319,3 +319,73 @@ func TestSliceSnapshotUntouched(t *testing.T) {
 		t.Errorf("40 slices of 10%% on 4 GPUs should leave some pending: %+v", p1.Pending)
 	}
 }
+
+// TestSliceFirstFit pins the baseline the simulator compares best fit
+// with: the first node in configuration order, and on it the lowest GPU
+// that takes the slice, shared or free.
+func TestSliceFirstFit(t *testing.T) {
+	tests := []struct {
+		name  string
+		nodes []sched.NodeInfo
+		job   *st.JobWrapper
+		fit   sched.SliceFit
+		want  string // node:GPUs
+	}{
+		{
+			name: "first-fit-takes-lowest-free-gpu-before-a-shared-one",
+			nodes: []sched.NodeInfo{
+				st.MakeNode("gpu01").GPUs(4).GPUMem(gpu80G).SharedGPU(2, 0, 60, 2).Obj(),
+			},
+			job: st.MakeJob().GPUCompute(20), fit: sched.SliceFirstFit, want: "gpu01:[0]",
+		},
+		{
+			name: "best-fit-fills-the-shared-gpu",
+			nodes: []sched.NodeInfo{
+				st.MakeNode("gpu01").GPUs(4).GPUMem(gpu80G).SharedGPU(2, 0, 60, 2).Obj(),
+			},
+			job: st.MakeJob().GPUCompute(20), fit: sched.SliceBestFit, want: "gpu01:[2]",
+		},
+		{
+			name: "first-fit-takes-lowest-shared-gpu-with-room",
+			nodes: []sched.NodeInfo{
+				st.MakeNode("gpu01").GPUs(3).GPUMem(gpu80G).SharedGPU(0, 0, 30, 1).SharedGPU(1, 0, 70, 2).UsedGPUs(2).Obj(),
+			},
+			job: st.MakeJob().GPUCompute(20), fit: sched.SliceFirstFit, want: "gpu01:[0]",
+		},
+		{
+			name: "first-fit-takes-first-node-in-order",
+			nodes: []sched.NodeInfo{
+				st.MakeNode("gpu01").GPUs(2).GPUMem(gpu80G).Obj(),
+				st.MakeNode("gpu02").GPUs(2).GPUMem(gpu80G).SharedGPU(0, 0, 50, 1).Obj(),
+			},
+			job: st.MakeJob().GPUCompute(20), fit: sched.SliceFirstFit, want: "gpu01:[0]",
+		},
+		{
+			name: "best-fit-takes-the-node-with-a-shared-gpu",
+			nodes: []sched.NodeInfo{
+				st.MakeNode("gpu01").GPUs(2).GPUMem(gpu80G).Obj(),
+				st.MakeNode("gpu02").GPUs(2).GPUMem(gpu80G).SharedGPU(0, 0, 50, 1).Obj(),
+			},
+			job: st.MakeJob().GPUCompute(20), fit: sched.SliceBestFit, want: "gpu02:[0]",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			names := make([]string, len(tt.nodes))
+			for i := range tt.nodes {
+				names[i] = tt.nodes[i].Name
+			}
+			snap := st.MakeSnapshot().Nodes(tt.nodes...).
+				Partitions(st.MakePartition(st.DefaultPartition, names...).Obj()).
+				Jobs(tt.job.ID(1).Obj()).Obj()
+			plan := sched.Schedule(snap, now, sched.Config{SliceFit: tt.fit})
+			if len(plan.Starts) != 1 {
+				t.Fatalf("no start: %+v", plan.Pending)
+			}
+			a := plan.Starts[0].Alloc[0]
+			if got := fmt.Sprintf("%s:%v", a.Node, a.GPUs); got != tt.want {
+				t.Errorf("placed on %s, want %s", got, tt.want)
+			}
+		})
+	}
+}

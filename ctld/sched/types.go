@@ -134,7 +134,26 @@ type Config struct {
 	BackfillDepth int
 	// NoPreemption turns preemption off (jobs then only wait).
 	NoPreemption bool
+	// SliceFit chooses how GPU slices are placed: SliceBestFit (the
+	// default, see slices.go) or SliceFirstFit, the baseline the
+	// simulator compares it with.
+	SliceFit SliceFit
 }
+
+// SliceFit is a slice placement rule.
+type SliceFit int
+
+// Slice placement rules.
+const (
+	// SliceBestFit fills the shared GPU with the least room left that
+	// still fits, on the node with the most such GPUs, before it breaks
+	// a free GPU.
+	SliceBestFit SliceFit = iota
+	// SliceFirstFit takes the first node in configuration order with
+	// room and on it the lowest-indexed GPU, shared or free, that fits:
+	// what a scheduler without a slice policy does.
+	SliceFirstFit
+)
 
 // QueueInfo is one queue (a Slurm account) as the scheduler sees it.
 // GPU amounts are whole GPUs over the whole cluster; the controller
