@@ -33,3 +33,12 @@ echo
 echo "Simulator replay speed: one week of the Philly trace on 64 nodes x 8 GPUs, per policy (BenchmarkSimPhilly):"
 go test -tags "$TAGS" -run '^$' -bench 'BenchmarkSimPhilly' -benchtime=1x ./sim/ > "$OUT/sim-bench.txt" 2>&1 || true
 awk '/^BenchmarkSimPhilly/ { for (i = 3; i < NF; i += 2) if ($(i+1) == "jobs/s") printf "  %-40s %12.0f jobs simulated/s\n", $1, $(i) }' "$OUT/sim-bench.txt"
+
+ALI=${ALIBABA_TRACE:-$ROOT/../shared/traces/alibaba-pai-v2023-openb/jobs.csv.gz}
+if [ -f "$ALI" ]; then
+  echo
+  echo "GPU slices, best fit against first fit: the Alibaba PAI 2023 trace (fractional GPUs) packed onto"
+  echo "100 nodes x 8 GPUs, jobs arriving in order and never leaving (tide sim --pack; FGD's experiment)."
+  echo "alloc = share of GPU capacity allocated; frag/free = free capacity the trace's request mix cannot use:"
+  go run -tags "$TAGS" ./cmd/tide-sim --pack --trace "$ALI" --nodes 100 --leaf 0 --compare tide,tide+firstfit 2>/dev/null | tail -n +3
+fi
