@@ -40,5 +40,5 @@ if [ -f "$ALI" ]; then
   echo "GPU slices, best fit against first fit: the Alibaba PAI 2023 trace (fractional GPUs) packed onto"
   echo "100 nodes x 8 GPUs, jobs arriving in order and never leaving (tide sim --pack; FGD's experiment)."
   echo "alloc = share of GPU capacity allocated; frag/free = free capacity the trace's request mix cannot use:"
-  go run -tags "$TAGS" ./cmd/tide-sim --pack --trace "$ALI" --nodes 100 --leaf 0 --compare tide,tide+firstfit 2>/dev/null | tail -n +3
+  "$ROOT/bin/tide-sim" --pack --trace "$ALI" --nodes 100 --leaf 0 --compare tide,tide+firstfit 2>/dev/null | tail -n +3
 fi
