@@ -4,7 +4,7 @@
 GO        ?= go
 PREFIX    ?= /usr/local
 BIN       := bin
-SLURM_LINKS := sbatch squeue scancel sinfo scontrol sacct
+SLURM_LINKS := sbatch squeue scancel sinfo scontrol sacct srun salloc sprio
 # Link Debian's libsqlite3 when its headers are there (a 5 s build instead
 # of compiling the bundled SQLite for over a minute).
 SQLITE_TAG := $(shell test -f /usr/include/sqlite3.h && echo libsqlite3)

@@ -104,6 +104,7 @@ func fullJob(id uint64) *api.Job {
 			Signal:     &api.SignalSpec{Signal: 10, Seconds: 120, BatchOnly: true},
 			Dependency: "afterok:1", MailType: "END", MailUser: "alice@example.org",
 			KillInvalidDep: true, Array: "0-9%2",
+			Allocation:     true,
 			ContainerImage: "docker.io/tide-test/bb:latest", ContainerMounts: []api.ContainerMount{{Source: "/data", Destination: "/d", ReadOnly: true}},
 		},
 		UserID: 1000, GroupID: 100, User: "alice", Group: "users",

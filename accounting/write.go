@@ -32,12 +32,14 @@ type Batch struct {
 	// MaxJobID, if above the stored high-water mark, replaces it; ids are
 	// never reused, even after the jobs table is purged.
 	MaxJobID uint64
+	// Steps upsert job step records (srun), keyed by job and step id.
+	Steps []api.StepRecord
 }
 
 // Empty reports whether b would write nothing.
 func (b *Batch) Empty() bool {
 	return b == nil || len(b.NewJobs) == 0 && len(b.Jobs) == 0 && len(b.Events) == 0 &&
-		len(b.Audit) == 0 && len(b.Nodes) == 0 && b.MaxJobID == 0
+		len(b.Audit) == 0 && len(b.Nodes) == 0 && b.MaxJobID == 0 && len(b.Steps) == 0
 }
 
 // Write commits b in one transaction; on any error nothing of b is
@@ -135,6 +137,9 @@ func (s *Store) write(ctx context.Context, b *Batch) error {
 		if _, err := stmt(s.st.bumpMaxID).ExecContext(ctx, id); err != nil {
 			return fmt.Errorf("store high-water mark %d: %w", b.MaxJobID, err)
 		}
+	}
+	if err := writeSteps(ctx, tx, b.Steps); err != nil {
+		return err
 	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("commit: %w", err)

@@ -98,7 +98,8 @@ func (s *Server) addPending(snap *sched.Snapshot) {
 	for _, j := range s.jobs {
 		// Held jobs carry their reason from the hold itself; leaving them
 		// out keeps passes cheap when thousands wait on a hold.
-		if j.State == api.StatePending && j.HoldKind == api.HoldNone && !j.Hold {
+		// Buffered submissions wait for their turn (buffer.go).
+		if j.State == api.StatePending && j.HoldKind == api.HoldNone && !j.Hold && j.Reason != api.ReasonBuffered {
 			cands = append(cands, j)
 			ordered = ordered || j.ArrayJobID != 0 || j.Dependency != ""
 		}

@@ -36,6 +36,13 @@ func (s *Server) localHandler() http.Handler {
 	mux.HandleFunc("GET /api/v1/nodes", s.handleNodes)
 	mux.HandleFunc("POST /api/v1/nodes/update", s.handleNodeUpdate)
 	mux.HandleFunc("GET /api/v1/cluster", s.handleCluster)
+	mux.HandleFunc("GET "+api.PathQueues, s.handleQueues)
+	mux.HandleFunc("POST /api/v1/jobs/{id}/checkpoint", s.handleCheckpoint)
+	// Steps and allocations (issue 7; handlers in steps.go).
+	mux.HandleFunc("POST /api/v1/jobs/{id}/steps", s.handleCreateStep)
+	mux.HandleFunc("POST /api/v1/jobs/{id}/steps/{step}/end", s.handleStepEnd)
+	mux.HandleFunc("POST /api/v1/jobs/{id}/release", s.handleRelease)
+	mux.HandleFunc("GET /api/v1/accounting/steps", s.handleSteps)
 	mux.Handle("GET /metrics", s.metrics.handler())
 	// Profiles for operators, on the local socket only.
 	mux.HandleFunc("GET /debug/pprof/{name...}", s.operatorOnly(pprof.Index))
@@ -127,6 +134,10 @@ func (s *Server) handleSubmit(w http.ResponseWriter, r *http.Request) {
 	}
 	resp, err := s.submit(r.Context(), s.callerOf(r), req)
 	if err != nil {
+		var tm *tooManyRequests
+		if errors.As(err, &tm) {
+			w.Header().Set("Retry-After", strconv.Itoa(tm.retryAfter))
+		}
 		writeErr(w, err)
 		return
 	}
@@ -374,4 +385,21 @@ func (s *Server) handleSync(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, resp)
+}
+
+func (s *Server) handleQueues(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, s.queueList())
+}
+
+func (s *Server) handleCheckpoint(w http.ResponseWriter, r *http.Request) {
+	id, err := pathID(r)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	if err := s.checkpoint(r.Context(), s.callerOf(r), id); err != nil {
+		writeErr(w, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
 }

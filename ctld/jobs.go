@@ -7,8 +7,10 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 
+	"github.com/tide-hpc/tide/accounting"
 	"github.com/tide-hpc/tide/ctld/api"
 	"github.com/tide-hpc/tide/ctld/sched"
 	"github.com/tide-hpc/tide/gres"
@@ -32,7 +34,12 @@ func (s *Server) submit(ctx context.Context, c caller, req api.SubmitRequest) (a
 		return api.SubmitResponse{}, api.Errorf(api.ErrPermissionDenied, "Access/permission denied: root jobs are not allowed on this cluster (allow_root_jobs)")
 	}
 	var warn []string
+	timeGiven := spec.TimeLimit != api.NoValue
 	if err := s.validateSpec(&spec, c, &warn); err != nil {
+		return api.SubmitResponse{}, err
+	}
+	level, err := s.shareSubmit(&spec, c, timeGiven)
+	if err != nil {
 		return api.SubmitResponse{}, err
 	}
 	now := s.now()
@@ -40,7 +47,8 @@ func (s *Server) submit(ctx context.Context, c caller, req api.SubmitRequest) (a
 		JobSpec: spec, UserID: c.uid, GroupID: c.gid, User: c.user, Group: s.users.group(c.gid),
 		State: api.StatePending, Reason: api.ReasonNone, SubmitTime: now, Cluster: s.cl.ClusterName,
 	}
-	j.EffPriority = priorityOf(&j.JobSpec)
+	j.Level = level
+	j.EffPriority = s.priorityOf(j)
 	if err := s.prepareArray(j); err != nil {
 		return api.SubmitResponse{}, err
 	}
@@ -57,37 +65,66 @@ func (s *Server) submit(ctx context.Context, c caller, req api.SubmitRequest) (a
 	}
 
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if req.TestOnly {
+		defer s.mu.Unlock()
 		return s.testOnly(j, warn), nil
 	}
 	dep, err := s.checkDependency(spec.Dependency, nil)
 	if err != nil {
+		s.mu.Unlock()
 		return api.SubmitResponse{}, api.Invalid("Batch job submission failed: %s", api.ErrDependency)
 	}
 	if j.Dependency = dep; dep != "" && j.Reason == api.ReasonNone {
 		j.Reason = api.ReasonDependency
+	}
+	if err := s.checkSubmitLimit(j); err != nil {
+		s.mu.Unlock()
+		return api.SubmitResponse{}, err
+	}
+	buffered, err := s.admit(j, now)
+	if err != nil {
+		s.mu.Unlock()
+		return api.SubmitResponse{}, err
 	}
 	j.ID = s.nextID
 	s.nextID++
 	if j.ArrayPending != nil {
 		j.ArrayJobID = j.ID
 	}
+	if buffered {
+		j.Reason = api.ReasonBuffered
+		qb := s.buffer.queue(j.Account)
+		qb.waiting = append(qb.waiting, j.ID)
+	}
+	if s.buffer.storing == nil {
+		s.buffer.storing = map[uint64]bool{}
+	}
+	s.buffer.storing[j.ID] = true
+	s.mu.Unlock()
+
 	ev := api.Event{JobID: j.ID, Time: now, Kind: api.EventSubmit, State: j.State, Reason: string(j.Reason),
 		Message: fmt.Sprintf("submitted by %s from %s to partition %s", c.user, spec.SubmitHost, spec.Partition), Actor: c.user}
+	if j.Account != "" {
+		ev.Message += fmt.Sprintf(", queue %s, qos %s, level %d", j.Account, j.QOS, j.Level)
+	}
 	au := api.AuditRecord{Time: now, UID: c.uid, User: c.user, Action: "submit", Target: fmt.Sprintf("job %d", j.ID),
 		Detail: fmt.Sprintf("name=%s partition=%s", j.Name, j.Partition)}
-	// Pending trail entries and dirty jobs go in the same transaction, so
-	// the submission never waits behind a failed earlier write.
-	b := s.pendingBatch()
-	b.NewJobs, b.MaxJobID = []*api.Job{j}, j.ID
-	b.Events = append(b.Events, ev)
-	b.Audit = append(b.Audit, au)
-	if err := s.store.Write(ctx, b); err != nil {
-		s.log.Error("submission not stored", "err", err)
-		return api.SubmitResponse{}, api.Errorf(api.ErrUnavailable, "Batch job submission failed: could not store the job: %v", err)
+	// The submission is written outside mu: scheduling passes and node
+	// syncs never wait behind a storm of submissions' commits (the id
+	// is answered only once it is stored).
+	b := &accounting.Batch{NewJobs: []*api.Job{j}, MaxJobID: j.ID, Events: []api.Event{ev}, Audit: []api.AuditRecord{au}}
+	werr := s.store.Write(ctx, b)
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.buffer.storing, j.ID)
+	if werr != nil {
+		if buffered {
+			s.buffer.remove(j.Account, j.ID)
+		}
+		s.log.Error("submission not stored", "err", werr)
+		return api.SubmitResponse{}, api.Errorf(api.ErrUnavailable, "Batch job submission failed: could not store the job: %v", werr)
 	}
-	s.stored()
 	// The script and environment stay in the spool only.
 	j.Script, j.Environment = "", nil
 	s.strings.job(j)
@@ -97,7 +134,7 @@ func (s *Server) submit(ctx context.Context, c caller, req api.SubmitRequest) (a
 	if j.Reason == api.ReasonNone || j.Reason == api.ReasonDependency {
 		// Held jobs and jobs with a later --begin cannot start now; the
 		// periodic pass picks them up when that changes. A dependency
-		// may be satisfied already.
+		// may be satisfied already. Buffered jobs wait for their turn.
 		s.Kick()
 	}
 	return api.SubmitResponse{JobID: j.ID, Warnings: warn}, nil
@@ -115,13 +152,20 @@ func priorityOf(spec *api.JobSpec) uint32 {
 // validateSpec fills defaults and refuses what can never run. Called
 // without mu; reads only immutable config.
 func (s *Server) validateSpec(spec *api.JobSpec, c caller, warn *[]string) error {
-	if len(spec.Script) == 0 {
+	switch {
+	case spec.Allocation && spec.Script != "":
+		// Issue 7: an allocation-only job runs nothing of its own.
+		return api.Invalid("Batch job submission failed: an allocation (srun, salloc) carries no batch script")
+	case spec.Allocation && spec.Array != "":
+		return api.Invalid("Batch job submission failed: an allocation (srun, salloc) cannot be a job array")
+	case spec.Allocation:
+	case len(spec.Script) == 0:
 		return api.Invalid("Batch job submission failed: empty batch script")
 	}
 	if len(spec.Script) > maxScriptBytes {
 		return api.Invalid("Batch job submission failed: batch script is %d bytes, more than the %d allowed", len(spec.Script), maxScriptBytes)
 	}
-	if !strings.HasPrefix(spec.Script, "#!") {
+	if !spec.Allocation && !strings.HasPrefix(spec.Script, "#!") {
 		return api.Invalid("Batch job submission failed: the script must start with #! followed by an interpreter path")
 	}
 	envBytes := 0
@@ -144,7 +188,9 @@ func (s *Server) validateSpec(spec *api.JobSpec, c caller, warn *[]string) error
 	if !ok {
 		return api.Invalid("invalid partition specified: %s", spec.Partition)
 	}
-	if spec.Priority > 0 && !c.admin {
+	if spec.Priority > 0 && !c.admin && !s.sharing().Configured {
+		// With queues and classes, --priority is a level that users may
+		// lower (shareSubmit checks it).
 		return api.Errorf(api.ErrPermissionDenied, "Access/permission denied: only operators may set --priority")
 	}
 	if spec.Nice < 0 && !c.admin {
@@ -566,11 +612,16 @@ func (s *Server) cancelJob(c caller, j *api.Job, now time.Time) {
 	default:
 		j.CancelledBy = &uid
 		s.auditf(c, "cancel", fmt.Sprintf("job %d", j.ID), "running on %s", j.BatchHost())
+		suspended := j.State == api.StateSuspended
 		j.CancelRequested = true
 		j.State = api.StateCompleting
 		s.markDirty(j)
 		s.event(j, api.EventCancel, string(api.ReasonCancelled), "cancel requested by "+c.user, c.user)
 		if n := s.nodes[j.BatchHost()]; n != nil {
+			if suspended {
+				// A stopped job must run to handle its SIGTERM.
+				n.signals = append(n.signals, api.SignalCommand{JobRef: ref(j), Signal: int(syscall.SIGCONT)})
+			}
 			n.notify()
 		}
 	}

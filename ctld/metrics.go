@@ -22,6 +22,8 @@ type metrics struct {
 	cycle       prometheus.Histogram
 	startDelay  prometheus.Histogram
 	reclaims    *prometheus.CounterVec
+	preemptions *prometheus.CounterVec
+	throttled   *prometheus.CounterVec
 }
 
 func newMetrics(s *Server) *metrics {
@@ -41,7 +43,13 @@ func newMetrics(s *Server) *metrics {
 			Name: "tide_gpu_reclaims_total",
 			Help: "GPU memory reclaim steps on shared GPUs over their watermark: grow, preempt, stuck."}, []string{"action"}),
 	}
-	m.reg.MustRegister(m.submissions, m.ends, m.cycle, m.startDelay, m.reclaims, &stateCollector{s: s})
+	m.preemptions = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "tide_preemptions_total",
+		Help: "Jobs chosen as preemption victims, by mode (requeue, cancel, suspend) and rule (reclaim, priority)."}, []string{"mode", "rule"})
+	m.throttled = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "tide_submissions_throttled_total",
+		Help: "Submissions over their queue's rate: buffered (accepted, waiting) or refused (429)."}, []string{"outcome"})
+	m.reg.MustRegister(m.submissions, m.ends, m.cycle, m.startDelay, m.reclaims, m.preemptions, m.throttled, &stateCollector{s: s})
 	return m
 }
 
@@ -50,6 +58,14 @@ func (m *metrics) ended(st api.JobState)      { m.ends.WithLabelValues(string(st
 func (m *metrics) pass(d time.Duration)       { m.cycle.Observe(d.Seconds()) }
 func (m *metrics) started(wait time.Duration) { m.startDelay.Observe(wait.Seconds()) }
 func (m *metrics) reclaimed(k reclaimKind)    { m.reclaims.WithLabelValues(string(k)).Inc() }
+func (m *metrics) preempted(mode api.PreemptMode, reclaim bool) {
+	rule := "priority"
+	if reclaim {
+		rule = "reclaim"
+	}
+	m.preemptions.WithLabelValues(string(mode), rule).Inc()
+}
+func (m *metrics) throttle(outcome string) { m.throttled.WithLabelValues(outcome).Inc() }
 
 func (m *metrics) handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})

@@ -189,6 +189,7 @@ func (s *Server) register(r api.NodeRegistration) (api.NodeSyncResponse, error) 
 	n.LastSeen = now
 	n.Registered = now
 	n.Hostname, n.Addr, n.Version, n.OS, n.Arch, n.BootTime = r.Hostname, r.Addr, r.Version, r.OS, r.Arch, r.BootTime
+	n.StepAddr = r.StepAddr // issue 7 steps: where srun reaches the node
 	n.CPUs, n.MemoryMB, n.GPUs = r.CPUs, r.MemoryMB, r.GPUs
 	n.matrix = linkMatrix(r.GPUs)
 	// What the operator declared stays; the node adds what it found

@@ -36,6 +36,12 @@ func (s *Server) reconcile(n *nodeRec, reports []api.NodeJobReport) api.NodeSync
 			continue
 		}
 		reported[j.ID] = true
+		if rep.CheckpointAck && j.Preempting != nil && !j.Preempting.Acked {
+			// The node repeats the acknowledgement while the file is
+			// there; only a victim in its grace time acts on it (tide
+			// checkpoint-done records checkpoints at other times).
+			s.checkpointAck(j, s.now(), "")
+		}
 		if !j.Launched {
 			j.Launched = true
 			s.markLazy(j, api.Event{JobID: j.ID, Time: s.now(), Kind: api.EventLaunch, State: j.State,
@@ -68,6 +74,9 @@ func (s *Server) commands(n *nodeRec, resp *api.NodeSyncResponse) {
 	for _, j := range n.batch {
 		if s.dirty[j.ID] {
 			continue // not committed yet: do not act on it
+		}
+		if j.Allocation {
+			continue // issue 7: allocation-only jobs run nothing on the node
 		}
 		switch {
 		case j.State == api.StateRunning && !j.Launched:
@@ -112,6 +121,11 @@ func (s *Server) launchSpec(j *api.Job) (api.LaunchSpec, error) {
 	if spec.Stdout == "" {
 		spec.Stdout = api.DefaultStdout
 	}
+	if j.Restarts > 0 && j.Preemptions > 0 {
+		// A preempted job's earlier run wrote output the restart must
+		// not wipe (its checkpoint log, its progress).
+		spec.OpenMode = "append"
+	}
 	if n := s.nodes[j.BatchHost()]; n != nil {
 		for _, g := range j.Alloc[0].GPUs {
 			for _, d := range n.GPUs {
@@ -136,6 +150,13 @@ func (s *Server) finish(j *api.Job, rep api.NodeJobReport) {
 	}
 	state, reason, msg := api.StateCompleted, api.ReasonNone, fmt.Sprintf("exit %s", rep.Exit)
 	switch {
+	case j.Preempting != nil && !j.CancelRequested && !suspendedRelease(j):
+		// Whatever its exit: Tide sent the signal that ended it.
+		s.preemptedEnd(j, rep, end)
+		return
+	case j.RequeueRequested && j.CancelRequested && j.Preempting != nil:
+		// Cancelled while being preempted: the cancel wins.
+		state, reason = api.StateCancelled, api.ReasonCancelled
 	case j.RequeueRequested:
 		s.requeue(j, end, "requeued: previous run ended "+rep.Exit.String())
 		return
@@ -172,7 +193,7 @@ func (s *Server) releaseJob(j *api.Job) {
 		return
 	}
 	for _, a := range j.Alloc {
-		if n := s.nodes[a.Node]; n != nil {
+		if n := s.nodes[a.Node]; n != nil && !suspendedRelease(j) {
 			n.release(a)
 		}
 	}
@@ -193,6 +214,8 @@ func (s *Server) requeue(j *api.Job, now time.Time, msg string) {
 		reason = j.Reason
 	}
 	s.releaseJob(j)
+	s.notePreempted(j, now, msg)
+	j.Preempting, j.Borrowing, j.Starving, j.ExpectedStart = nil, false, time.Time{}, time.Time{}
 	j.State, j.Reason, j.ReasonDetail = api.StatePending, reason, ""
 	j.Restarts++
 	j.Alloc, j.Placement, j.Launched, j.CancelRequested, j.RequeueRequested, j.TimedOut = nil, "", false, false, false, false
@@ -214,6 +237,7 @@ func reasonWord(r api.ReasonCode) string {
 // checkNodes marks nodes that stopped syncing as not responding, and
 // after the node timeout fails their jobs. Called with mu held.
 func (s *Server) checkNodes(now time.Time) {
+	s.expireAllocations(now) // issue 7: allocation-only jobs end at their limit here
 	for _, n := range s.nodes {
 		if !n.registered {
 			// After a controller restart a node that never comes back

@@ -11,7 +11,8 @@ import (
 
 func (s *Server) schedConfig() sched.Config {
 	return sched.Config{MaxStarts: s.cl.Scheduler.MaxStarts, DefMemPerCPUMB: s.cl.Scheduler.DefMemPerCPUMB,
-		Policy: s.cl.Policy}
+		Policy: s.cl.Policy, StarvationAge: s.cl.Scheduler.StarvationAge, BackfillDepth: s.cl.Scheduler.BackfillDepth,
+		NoPreemption: !s.cl.Scheduler.Preemption}
 }
 
 // snapshot builds the scheduler's input from live state. Called with mu
@@ -48,6 +49,7 @@ func (s *Server) snapshot() *sched.Snapshot {
 	// Held jobs, unmet dependencies and throttled arrays stay out; an
 	// array's meta record becomes a few candidate tasks (arrays.go).
 	s.addPending(snap)
+	s.shareSnapshot(snap)
 	return snap
 }
 
@@ -58,12 +60,15 @@ func (s *Server) schedulePass() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.now()
+	s.releaseBuffered(now)
+	s.checkPreemptions(now)
 	snap := s.snapshot()
 	if len(snap.Pending) == 0 {
+		s.flush()
 		return
 	}
 	t0 := time.Now()
-	plan := sched.Schedule(snap, now, s.schedConfig())
+	plan := s.schedule(snap, now, s.schedConfig())
 	s.lastPass = time.Since(t0)
 	s.metrics.pass(s.lastPass)
 
@@ -101,6 +106,7 @@ func (s *Server) schedulePass() {
 		touched[host.Name] = true
 		s.markDirty(j)
 		s.event(j, api.EventStart, "", st.Why, "")
+		s.shareStarted(j, st, snap, &plan)
 		s.metrics.started(now.Sub(j.SubmitTime))
 	}
 	for _, d := range plan.Pending {
@@ -109,16 +115,21 @@ func (s *Server) schedulePass() {
 			continue
 		}
 		j.LastSchedEval = now
-		if j.Reason == d.Reason && j.ReasonDetail == d.Detail {
+		s.shareDecision(j, &d)
+		if j.Reason == d.Reason && sameDetail(j.ReasonDetail, &d) {
 			continue
 		}
-		j.Reason, j.ReasonDetail = d.Reason, d.Detail
+		detail := decisionDetail(&d)
+		j.Reason, j.ReasonDetail = d.Reason, detail
 		s.markDirty(j)
 		// Priority reasons change with every queue movement; only real
 		// decisions go to the trail.
 		if d.Reason != api.ReasonPriority {
-			s.event(j, api.EventPending, string(d.Reason), d.Detail, "")
+			s.event(j, api.EventPending, string(d.Reason), detail, "")
 		}
+	}
+	for _, p := range plan.Preemptions {
+		s.preempt(p, now)
 	}
 	if !s.flush() {
 		return
@@ -161,7 +172,7 @@ func (s *Server) releases() map[string][]sched.Release {
 	var active []*api.Job
 	for _, n := range s.nodes {
 		for _, j := range n.batch {
-			if j.State.Active() && j.TimeLimit != api.Infinite && j.TimeLimit > 0 && !j.StartTime.IsZero() {
+			if j.State.Active() && !suspendedRelease(j) && j.TimeLimit != api.Infinite && j.TimeLimit > 0 && !j.StartTime.IsZero() {
 				active = append(active, j)
 			}
 		}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/tide-hpc/tide/accounting"
 	"github.com/tide-hpc/tide/ctld/api"
+	"github.com/tide-hpc/tide/ctld/sched"
 )
 
 // Version is the controller's version string.
@@ -58,6 +59,11 @@ type Server struct {
 	metrics     *metrics
 	startTime   time.Time
 	lastPass    time.Duration
+	// buffer holds submissions over their queue's rate (buffer.go).
+	buffer submitBuffer
+	// schedule is the pure core (sched.Schedule; tests may stand in a
+	// plan of their own).
+	schedule func(*sched.Snapshot, time.Time, sched.Config) sched.Plan
 }
 
 // New opens the store and recovers state. The caller must Close it.
@@ -93,7 +99,7 @@ func newServer(cl *Cluster, log *slog.Logger, st Store, key string, now func() t
 		cl: cl, log: log, store: st, key: key, self: uint32(os.Getuid()), now: now,
 		jobs: map[uint64]*api.Job{}, nodes: map[string]*nodeRec{}, partitions: map[string]*api.Partition{},
 		dirty: map[uint64]bool{}, dirtyNodes: map[string]bool{}, lazy: map[uint64]bool{},
-		kick: make(chan struct{}, 1), users: newUserCache(), startTime: now(),
+		kick: make(chan struct{}, 1), users: newUserCache(), startTime: now(), schedule: sched.Schedule,
 	}
 	s.listCache.now = now
 	for i := range cl.Partitions {
@@ -149,6 +155,9 @@ func (s *Server) recover(ctx context.Context) error {
 		if j.State.Active() {
 			running++
 			for _, a := range j.Alloc {
+				if suspendedRelease(j) {
+					break // a suspended job gave its resources back
+				}
 				if n := s.nodes[a.Node]; n != nil {
 					n.allocate(a)
 				}
@@ -168,6 +177,7 @@ func (s *Server) recover(ctx context.Context) error {
 			n.adminDown = sn.State == api.NodeDown
 		}
 	}
+	s.recoverBuffer()
 	s.log.Info("state recovered", "jobs", len(jobs), "active", running, "next_job_id", s.nextID)
 	return nil
 }
@@ -294,6 +304,10 @@ func (s *Server) loop(ctx context.Context) {
 			now := s.now()
 			s.mu.Lock()
 			s.checkNodes(now)
+			s.checkPreemptions(now)
+			if s.releaseBuffered(now) {
+				s.Kick()
+			}
 			s.forgetOldJobs(now)
 			s.flushAll()
 			s.mu.Unlock()

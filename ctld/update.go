@@ -81,7 +81,7 @@ func (s *Server) updateJob(c caller, j *api.Job, u api.JobUpdate) error {
 			return fmt.Errorf("Access/permission denied: job %d is held by an operator", j.ID)
 		}
 		j.HoldKind, j.Reason, j.Hold = api.HoldNone, api.ReasonNone, false
-		j.EffPriority = priorityOf(&j.JobSpec)
+		j.EffPriority = s.priorityOf(j)
 		j.EligibleTime = s.now()
 		if j.BeginTime.After(j.EligibleTime) {
 			j.EligibleTime = j.BeginTime
@@ -179,12 +179,11 @@ func (s *Server) updateFields(c caller, j *api.Job, u api.JobUpdate) error {
 		changed = append(changed, "Partition="+j.Partition)
 	}
 	if u.Priority != nil {
-		if !c.admin {
-			return fmt.Errorf("Access/permission denied: only operators may set the priority of job %d", j.ID)
+		if err := s.updateLevel(c, j, *u.Priority); err != nil {
+			return err
 		}
-		j.Priority = *u.Priority
 		if j.HoldKind == api.HoldNone {
-			j.EffPriority = priorityOf(&j.JobSpec)
+			j.EffPriority = s.priorityOf(j)
 		}
 		changed = append(changed, fmt.Sprintf("Priority=%d", j.Priority))
 	}
@@ -194,7 +193,7 @@ func (s *Server) updateFields(c caller, j *api.Job, u api.JobUpdate) error {
 		}
 		j.Nice = *u.Nice
 		if j.HoldKind == api.HoldNone {
-			j.EffPriority = priorityOf(&j.JobSpec)
+			j.EffPriority = s.priorityOf(j)
 		}
 		changed = append(changed, fmt.Sprintf("Nice=%d", j.Nice))
 	}

@@ -70,9 +70,21 @@ type Config struct {
 	KillWait      time.Duration `mapstructure:"kill_wait"`
 	AllowRootJobs bool          `mapstructure:"allow_root_jobs"`
 	LogLevel      string        `mapstructure:"log_level"`
+	// Cgroups confines each process job in a cgroup of its own (limits,
+	// OOM reporting, killing what left the job's process group): auto
+	// where the node allows it, off, or required (a job fails rather
+	// than run without one).
+	Cgroups string `mapstructure:"cgroups"`
+	// CgroupParent is the cgroup that holds the job cgroups, relative to
+	// /sys/fs/cgroup (to each controller's hierarchy on cgroup v1).
+	CgroupParent string `mapstructure:"cgroup_parent"`
 	// Containerd runs jobs that ask for a container image; an empty
 	// socket means the node runs no containers.
 	Containerd ContainerdConfig `mapstructure:"containerd"`
+	// StepAddr is where tided accepts srun's step connections (issue 7),
+	// host:port; port 0 picks a free port (several tided on one host),
+	// "" disables steps.
+	StepAddr string `mapstructure:"step_addr"`
 }
 
 // ContainerdConfig says how tided reaches containerd for container jobs.
@@ -117,20 +129,23 @@ func DefaultConfig() Config {
 		mem = strconv.FormatInt(mi["MemTotal"], 10) + "M"
 	}
 	return Config{
-		Version:    ConfigVersion,
-		Name:       name,
-		Controller: "127.0.0.1:6817",
-		KeyFile:    "/etc/tide/cluster.key",
-		StateDir:   "/run/tided",
-		Supervisor: SupervisorShared,
-		CPUs:       runtime.NumCPU(),
-		Memory:     mem,
-		GPUs:       GPUConfig{Source: GPUSourceNone},
-		Features:   []string{},
-		Heartbeat:  10 * time.Second,
-		KillWait:   30 * time.Second,
-		LogLevel:   "info",
-		Containerd: ContainerdConfig{Namespace: "tide", Snapshotter: "overlayfs"},
+		Version:      ConfigVersion,
+		Name:         name,
+		Controller:   "127.0.0.1:6817",
+		KeyFile:      "/etc/tide/cluster.key",
+		StateDir:     "/run/tided",
+		Supervisor:   SupervisorShared,
+		CPUs:         runtime.NumCPU(),
+		Memory:       mem,
+		GPUs:         GPUConfig{Source: GPUSourceNone},
+		Features:     []string{},
+		Heartbeat:    10 * time.Second,
+		KillWait:     30 * time.Second,
+		LogLevel:     "info",
+		Cgroups:      CgroupsAuto,
+		CgroupParent: "tide",
+		Containerd:   ContainerdConfig{Namespace: "tide", Snapshotter: "overlayfs"},
+		StepAddr:     defaultStepAddr,
 	}
 }
 
@@ -162,9 +177,12 @@ func configKeys(c Config) []struct {
 		{"kill_wait", c.KillWait},
 		{"allow_root_jobs", c.AllowRootJobs},
 		{"log_level", c.LogLevel},
+		{"cgroups", c.Cgroups},
+		{"cgroup_parent", c.CgroupParent},
 		{"containerd.socket", c.Containerd.Socket},
 		{"containerd.namespace", c.Containerd.Namespace},
 		{"containerd.snapshotter", c.Containerd.Snapshotter},
+		{"step_addr", c.StepAddr},
 	}
 }
 
@@ -235,6 +253,7 @@ var flagKeys = map[string]string{
 	"allow-root-jobs":   "allow_root_jobs",
 	"log-level":         "log_level",
 	"containerd-socket": "containerd.socket",
+	"step-addr":         "step_addr",
 }
 
 // addConfigFlags declares --config and the override flags.
@@ -255,6 +274,7 @@ func addConfigFlags(fs *pflag.FlagSet) {
 	fs.Bool("allow-root-jobs", false, "run jobs of uid 0")
 	fs.String("log-level", "", "debug, info, warn or error")
 	fs.String("containerd-socket", "", "containerd socket for container jobs (empty: none)")
+	fs.String("step-addr", "", "srun step listener, host:port (port 0: any free port)")
 }
 
 // LoadConfig builds the effective configuration: defaults, then the file
@@ -363,6 +383,7 @@ func (c *Config) Validate() error {
 	if c.KillWait < 0 {
 		bad("kill_wait: %s must not be negative", c.KillWait)
 	}
+	errs = append(errs, validateCgroups(c))
 	if s := c.Containerd.Socket; s != "" && !filepath.IsAbs(s) {
 		bad("containerd.socket: %q must be an absolute path", s)
 	}
@@ -372,6 +393,13 @@ func (c *Config) Validate() error {
 		}
 		if c.Containerd.Snapshotter == "" {
 			bad("containerd.snapshotter: must not be empty")
+		}
+	}
+	if c.StepAddr != "" {
+		if _, port, err := net.SplitHostPort(c.StepAddr); err != nil {
+			bad("step_addr: %q is not host:port", c.StepAddr)
+		} else if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+			bad("step_addr: %q has an invalid port", c.StepAddr)
 		}
 	}
 	if _, err := parseLevel(c.LogLevel); err != nil {

@@ -50,8 +50,10 @@ func TestParseExampleConfig(t *testing.T) {
 		StateDir: "/run/tided", Supervisor: "shared", CPUs: 64, Memory: "512G",
 		GPUs:     GPUConfig{Source: "none", Fake: gres.FakeConfig{Count: 0, Model: "h100", MemoryMB: 81920, Topology: "dgx"}},
 		Features: []string{"nvlink", "ib"}, Heartbeat: 10 * time.Second, KillWait: 30 * time.Second,
+		Cgroups: CgroupsAuto, CgroupParent: "tide",
 		LogLevel:   "info",
 		Containerd: ContainerdConfig{Namespace: "tide", Snapshotter: "overlayfs"},
+		StepAddr:   DefaultStepAddr,
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
@@ -254,7 +256,7 @@ func TestWriteYAML(t *testing.T) {
 		StateDir: "/var/spool/tided", Supervisor: "per-job", CPUs: 96, Memory: "1T",
 		GPUs:     GPUConfig{Source: GPUSourceFake, Fake: gres.FakeConfig{Count: 8, Model: "h200", MemoryMB: 144384}},
 		Features: []string{"nvlink", "yes"}, Heartbeat: 15 * time.Second, KillWait: time.Minute,
-		AllowRootJobs: true, LogLevel: "debug",
+		AllowRootJobs: true, LogLevel: "debug", Cgroups: CgroupsOff, CgroupParent: "tide/jobs",
 		Containerd: ContainerdConfig{Socket: "/run/containerd/containerd.sock", Namespace: "tide", Snapshotter: "native"},
 	}
 	var b bytes.Buffer

@@ -80,6 +80,9 @@ type Daemon struct {
 	// features are the configured features plus the runtime's
 	// (containerd), as registered.
 	features []string
+	// cgroups describes the job cgroups this node makes ("off", "v1
+	// (cpu,memory,…)"), for the start line.
+	cgroups string
 
 	mu   sync.Mutex
 	jobs map[api.JobRef]*job
@@ -97,6 +100,10 @@ type Daemon struct {
 	statsAt  time.Time
 	load     float64
 	freeMemM int64
+
+	// steps is the srun step listener (issue 7); nil when step_addr is
+	// empty or it could not listen.
+	steps *stepServer
 }
 
 // Setup validates cfg, prepares the state directory and rebuilds the job
@@ -159,6 +166,12 @@ func Setup(ctx context.Context, cfg Config, opts Options) (*Daemon, error) {
 		return nil, fmt.Errorf("state directory: %w", err)
 	}
 	d.features = slices.Clone(cfg.Features)
+	cg, err := cgroupStatus(cfg, d.log)
+	if err != nil {
+		d.closeGPUs()
+		return nil, err
+	}
+	d.cgroups = cg
 	if cfg.Containerd.Socket != "" {
 		c, err := ctr.Connect(ctx, cfg.Containerd.Socket, cfg.Containerd.Namespace, cfg.Containerd.Snapshotter)
 		if err != nil {
@@ -175,6 +188,11 @@ func Setup(ctx context.Context, cfg Config, opts Options) (*Daemon, error) {
 		d.closeCtr()
 		return nil, err
 	}
+	// Issue 7: the step listener. A node that cannot listen still runs
+	// batch jobs; the controller refuses steps on it with a clear error.
+	if err := d.startSteps(); err != nil {
+		d.log.Error("steps disabled: srun cannot run tasks on this node", "err", err)
+	}
 	return d, ctx.Err()
 }
 
@@ -190,7 +208,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	go d.watchReattached(ctx)
 	go d.watchGPUs(ctx)
 
-	d.log.Info("tided started", "controller", d.cfg.Controller, "jobs", len(d.jobs), "version", Version)
+	d.log.Info("tided started", "controller", d.cfg.Controller, "jobs", len(d.jobs), "cgroups", d.cgroups, "version", Version)
 	delay := backoffMin
 	backoff := func(what string, err error) {
 		d.log.Warn("controller unreachable", "op", what, "err", err, "retry_in", delay)
@@ -259,6 +277,7 @@ func (d *Daemon) stop() {
 	}
 	d.closeGPUs()
 	d.closeCtr()
+	d.stopSteps() // issue 7: steps end with their connections
 	d.log.Info("tided stopped; jobs keep running")
 }
 
@@ -300,6 +319,7 @@ func (d *Daemon) register(ctx context.Context) (api.NodeSyncResponse, error) {
 		MemoryMB: d.memMB,
 		GPUs:     d.gpus,
 		Features: d.features,
+		StepAddr: d.stepAddr(),
 		Version:  Version,
 		OS:       runtime.GOOS,
 		Arch:     runtime.GOARCH,

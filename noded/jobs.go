@@ -36,6 +36,11 @@ type job struct {
 	pid procIdentity
 
 	deadline, warn, escalate *time.Timer
+	// signalledAt is when the controller last had the job signalled (a
+	// preemption's checkpoint signal): an acknowledgement counts from
+	// then; ackWatch is set while tided watches for it (checkpoint.go).
+	signalledAt time.Time
+	ackWatch    bool
 }
 
 func (j *job) finished() bool { return j.status != nil }
@@ -94,10 +99,15 @@ func (d *Daemon) applyLaunches(specs []api.LaunchSpec) bool {
 // launch writes the job directory and starts the supervisor.
 func (d *Daemon) launch(j *job) {
 	log := d.log.With("job_id", j.ref.JobID, "restart", j.ref.Restart)
+	prepareCheckpoint(j)
 	if err := d.writeJobDir(j); err != nil {
 		log.Error("cannot prepare job", "err", err)
 		d.finishNow(j, jobStatus{Exit: api.ExitStatus{Code: 1}, EndTime: time.Now(), Error: "prepare job: " + err.Error()})
 		return
+	}
+	if err := d.makeCheckpointDir(j); err != nil {
+		// The job runs; it can still acknowledge with tide checkpoint-done.
+		log.Warn("cannot create the checkpoint acknowledgement directory", "err", err)
 	}
 	if d.asRoot && j.spec.UserID == 0 && !d.cfg.AllowRootJobs {
 		log.Warn("root job refused")
@@ -160,6 +170,7 @@ func (d *Daemon) writeJobDir(j *job) error {
 	if plan.SetUser && (plan.UID != uint32(os.Geteuid()) || plan.GID != uint32(os.Getegid())) {
 		plan.Groups = d.groups.get(plan.UID, plan.GID, d.log)
 	}
+	plan.Cgroup = cgroupPlan(&j.spec, d.cfg.Name, d.cfg)
 	return writeJSONNew(filepath.Join(j.dir, fileExec), &plan, 0o600)
 }
 
@@ -243,6 +254,7 @@ func (d *Daemon) supervisorDone(j *job) {
 			_ = signalGroup(id.PID, syscall.SIGKILL)
 		}
 		st = lostStatus(time.Now())
+		removeJobCgroup(d.cfg, j.ref.JobID, d.log)
 		if err := writeJSONAtomic(filepath.Join(j.dir, fileStatus), &st, 0o644); err != nil {
 			d.log.Error("cannot record job status", "job_id", j.ref.JobID, "err", err)
 		}
@@ -410,6 +422,7 @@ func (d *Daemon) applySignal(s api.SignalCommand) bool {
 		}
 		return d.killLocked(j, sig)
 	case s.Signal > 0:
+		j.signalledAt, j.ackWatch = time.Now(), true
 		d.signalLocked(j, syscall.Signal(s.Signal), s.BatchOnly)
 		return true
 	}
@@ -479,7 +492,9 @@ func (d *Daemon) reportsLocked() []api.NodeJobReport {
 		if j.hasSpec {
 			spec = &j.spec
 		}
-		out = append(out, report(j.ref, spec, j.status, j.marks))
+		r := report(j.ref, spec, j.status, j.marks)
+		r.CheckpointAck = r.State == api.NodeJobRunning && checkpointAcked(j)
+		out = append(out, r)
 	}
 	sort.Slice(out, func(a, b int) bool {
 		if out[a].JobID != out[b].JobID {
@@ -544,6 +559,7 @@ func (d *Daemon) recover() error {
 			if id, _ := readIdentity(filepath.Join(sj.Dir, filePID)); id.Alive() {
 				_ = signalGroup(id.PID, syscall.SIGKILL)
 			}
+			removeJobCgroup(d.cfg, sj.Ref.JobID, d.log)
 			st := lostStatus(time.Now())
 			if err := writeJSONAtomic(filepath.Join(sj.Dir, fileStatus), &st, 0o644); err != nil {
 				return fmt.Errorf("record lost job %d: %w", sj.Ref.JobID, err)
@@ -572,7 +588,8 @@ func (d *Daemon) recover() error {
 }
 
 // watchReattached polls the supervisors tided did not start itself
-// (they are not its children, so it cannot wait for them).
+// (they are not its children, so it cannot wait for them), and the
+// checkpoint acknowledgements of jobs signalled since.
 func (d *Daemon) watchReattached(ctx context.Context) {
 	t := time.NewTicker(200 * time.Millisecond)
 	defer t.Stop()
@@ -584,6 +601,7 @@ func (d *Daemon) watchReattached(ctx context.Context) {
 		}
 		var gone []*job
 		d.mu.Lock()
+		acked := d.newCheckpointAcksLocked()
 		for _, j := range d.jobs {
 			// A shared supervisor outlives its jobs: status.json says
 			// that this one is over.
@@ -592,6 +610,9 @@ func (d *Daemon) watchReattached(ctx context.Context) {
 			}
 		}
 		d.mu.Unlock()
+		if acked {
+			d.wake() // the controller ends the job's grace time now
+		}
 		for _, j := range gone {
 			d.supervisorDone(j)
 		}

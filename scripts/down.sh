@@ -4,7 +4,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 RUN=${TIDE_RUN:-$(pwd)/run}
-BIN=$(pwd)/bin
+BIN=${TIDE_BIN:-$(pwd)/bin}
 export TIDE_SOCKET="$RUN/tidectld.sock"
 
 alive() { [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }

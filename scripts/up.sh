@@ -7,14 +7,14 @@
 # Environment: TIDE_PORT (default 6817), TIDE_RUN (default ./run),
 # TIDE_NODES (default 4), TIDE_CTLD_EXTRA (YAML appended to the
 # controller's config: queues, qos, scheduler settings), TIDE_CONTAINERD
-# (auto; "off" skips the private containerd).
+# (auto; "off" skips the private containerd), TIDE_BIN (default ./bin).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 RUN=${TIDE_RUN:-$ROOT/run}
 PORT=${TIDE_PORT:-6817}
 NNODES=${TIDE_NODES:-4}
-BIN=$ROOT/bin
+BIN=${TIDE_BIN:-$ROOT/bin}
 
 if [ -f "$RUN/tidectld.pid" ] && kill -0 "$(cat "$RUN/tidectld.pid")" 2>/dev/null; then
   echo "up: a local cluster is already running (pid $(cat "$RUN/tidectld.pid")); run make down first" >&2
@@ -118,6 +118,8 @@ gpus:
 heartbeat: 10s
 kill_wait: 5s
 allow_root_jobs: $ROOTJOBS
+# srun steps: any free loopback port (four tided share this host)
+step_addr: 127.0.0.1:0
 $CTRD_YAML
 YAML
   "$BIN/tided" --config "$RUN/nodes/$n.yaml" >"$RUN/nodes/$n.log" 2>&1 &

@@ -10,6 +10,7 @@ import (
 
 	"github.com/tide-hpc/tide/cli/cmdutil"
 	"github.com/tide-hpc/tide/ctld/api"
+	"github.com/tide-hpc/tide/ctld/client"
 )
 
 // FakeAPI is an in-memory cmdutil.API. JobRecs, Finished (accounting-only
@@ -41,9 +42,64 @@ type FakeAPI struct {
 	// otherwise every selected job succeeds.
 	CancelResp *api.CancelResponse
 	UpdateResp *api.CancelResponse
+
+	// Sharing answers Queues; QueuesErr, when set, is Queues' error.
+	Sharing   api.QueueList
+	QueuesErr error
+	// Checkpoints records acknowledged job ids; CheckpointErr, when set,
+	// is Checkpoint's error (an unreachable controller, say).
+	Checkpoints   []uint64
+	CheckpointErr error
+	// Throttled, when set, makes Submit behave as the real client does
+	// behind a full submission buffer: it tells the OnThrottle hook once
+	// and then succeeds.
+	Throttled  *client.Throttle
+	onThrottle func(client.Throttle)
 }
 
-var _ cmdutil.API = (*FakeAPI)(nil)
+var (
+	_ cmdutil.API       = (*FakeAPI)(nil)
+	_ cmdutil.Throttler = (*FakeAPI)(nil)
+)
+
+// OnThrottle sets the hook Submit tells when Throttled is set.
+func (f *FakeAPI) OnThrottle(h func(client.Throttle)) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.onThrottle = h
+}
+
+// Queues returns Sharing.
+func (f *FakeAPI) Queues(_ context.Context) (api.QueueList, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.Err != nil {
+		return api.QueueList{}, f.Err
+	}
+	if f.QueuesErr != nil {
+		return api.QueueList{}, f.QueuesErr
+	}
+	return f.Sharing, nil
+}
+
+// Checkpoint records the job id; a job it does not hold is not found.
+func (f *FakeAPI) Checkpoint(_ context.Context, id uint64) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.Err != nil {
+		return f.Err
+	}
+	if f.CheckpointErr != nil {
+		return f.CheckpointErr
+	}
+	for _, j := range f.JobRecs {
+		if j.ID == id {
+			f.Checkpoints = append(f.Checkpoints, id)
+			return nil
+		}
+	}
+	return api.Errorf(api.ErrNotFound, "Invalid job id specified")
+}
 
 // Submit records the request.
 func (f *FakeAPI) Submit(_ context.Context, req api.SubmitRequest) (api.SubmitResponse, error) {
@@ -51,6 +107,9 @@ func (f *FakeAPI) Submit(_ context.Context, req api.SubmitRequest) (api.SubmitRe
 	defer f.mu.Unlock()
 	if f.Err != nil {
 		return api.SubmitResponse{}, f.Err
+	}
+	if f.Throttled != nil && f.onThrottle != nil {
+		f.onThrottle(*f.Throttled)
 	}
 	f.Submitted = append(f.Submitted, req)
 	r := f.SubmitResp

@@ -30,9 +30,25 @@ type API interface {
 	Nodes(ctx context.Context) (api.NodeList, error)
 	UpdateNodes(ctx context.Context, u api.NodeUpdate) error
 	Cluster(ctx context.Context) (api.ClusterInfo, error)
+	// Queues is every queue's share and use and every job class (tide
+	// queues, sprio).
+	Queues(ctx context.Context) (api.QueueList, error)
+	// Checkpoint acknowledges a finished checkpoint of a job (tide
+	// checkpoint-done).
+	Checkpoint(ctx context.Context, id uint64) error
 }
 
 var _ API = (*client.Client)(nil)
+
+// Throttler is implemented by APIs whose Submit waits out a full
+// submission buffer (HTTP 429) by itself; sbatch sets the hook to say,
+// once, that it is waiting. It is separate from API so that fakes need
+// not implement it.
+type Throttler interface {
+	OnThrottle(func(client.Throttle))
+}
+
+var _ Throttler = (*client.Client)(nil)
 
 // IOStreams are a command's standard streams.
 type IOStreams struct {

@@ -12,14 +12,19 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/tide-hpc/tide/cli/checkpoint"
 	"github.com/tide-hpc/tide/cli/cmdutil"
 	"github.com/tide-hpc/tide/cli/events"
+	"github.com/tide-hpc/tide/cli/queues"
 	"github.com/tide-hpc/tide/cli/sacct"
+	"github.com/tide-hpc/tide/cli/salloc"
 	"github.com/tide-hpc/tide/cli/sbatch"
 	"github.com/tide-hpc/tide/cli/scancel"
 	"github.com/tide-hpc/tide/cli/scontrol"
 	"github.com/tide-hpc/tide/cli/sinfo"
+	"github.com/tide-hpc/tide/cli/sprio"
 	"github.com/tide-hpc/tide/cli/squeue"
+	"github.com/tide-hpc/tide/cli/srun"
 )
 
 // Version is the CLI's version.
@@ -41,8 +46,13 @@ var commands = []command{
 	{"sinfo", "info", sinfo.NewCmd, "Show partitions and nodes"},
 	{"scontrol", "control", scontrol.NewCmd, "Show and change jobs, nodes and partitions"},
 	{"sacct", "acct", sacct.NewCmd, "Show accounting of finished and running jobs"},
+	{"srun", "run", srun.NewCmd, "Run a parallel job step (in an allocation, or in a new one)"},
+	{"salloc", "alloc", salloc.NewCmd, "Obtain an allocation and run a command (default: a shell) in it"},
 	{"", "events", events.NewCmd, "Show a job's trail of state changes and decisions"},
 	{"", "audit", events.NewAuditCmd, "Show who did what (operators)"},
+	{"sprio", "prio", sprio.NewCmd, "Show the factors of pending jobs' priority (level, aging, queue share)"},
+	{"", "queues", queues.NewCmd, "Show the queues' guaranteed shares and use, and the job classes"},
+	{"", "checkpoint-done", checkpoint.NewCmd, "Acknowledge that a job finished writing a checkpoint"},
 	{"", "sim", handoff("sim --trace FILE [options]", "Replay a job trace through the scheduler and compare policies (runs tide-sim)", "tide-sim"),
 		"Replay a job trace through the scheduler and compare policies"},
 	{"", "image", handoff("image <import|ls|rm> [options]", "Manage container images in this node's containerd (runs tided image; node-side, root)", "tided", "image"),

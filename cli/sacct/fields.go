@@ -25,10 +25,15 @@ const (
 	kNum
 )
 
-// row is one output line: a job, or its batch step (Slurm's N.batch).
+// row is one output line: a job, or one of its steps: the batch step
+// (Slurm's N.batch) or, with rec set, an srun step (N.0, N.1…) whose j
+// is a copy of the job carrying the step's state, exit and times.
 type row struct {
-	j       *api.Job
-	step    bool
+	j    *api.Job
+	step bool
+	rec  *api.StepRecord
+	// derived is the highest exit of the job's srun steps (job rows).
+	derived api.ExitStatus
 	now     time.Time
 	loc     *time.Location
 	cluster string
@@ -82,9 +87,8 @@ var fieldDefs = []fieldDef{
 	{"CPUTime", 10, kNum, func(r *row) string { return api.FormatElapsedLong(r.elapsed() * int64(r.cpus())) }},
 	{"CPUTimeRAW", 10, kNum, func(r *row) string { return strconv.FormatInt(r.elapsed()*int64(r.cpus()), 10) }},
 	{"DBIndex", -21, kNum, nil},
-	// Tide runs no steps besides the batch script, so the highest step
-	// exit code is always 0:0.
-	{"DerivedExitCode", 15, kStr, jobOnly(func(r *row) string { return "0:0" })},
+	// The highest exit of the job's srun steps (0:0 without any).
+	{"DerivedExitCode", 15, kStr, jobOnly(func(r *row) string { return r.derived.String() })},
 	{"Elapsed", 10, kNum, func(r *row) string { return api.FormatElapsedLong(r.elapsed()) }},
 	{"ElapsedRaw", 10, kNum, func(r *row) string { return strconv.FormatInt(r.elapsed(), 10) }},
 	{"Eligible", 19, kDate, func(r *row) string {
@@ -101,6 +105,9 @@ var fieldDefs = []fieldDef{
 	{"JobID", -12, kStr, func(r *row) string { return r.jobID() }},
 	{"JobIDRaw", -12, kStr, func(r *row) string { return r.jobIDRaw() }},
 	{"JobName", 10, kStr, func(r *row) string {
+		if r.rec != nil {
+			return r.rec.Name
+		}
 		if r.step {
 			return "batch"
 		}
@@ -130,6 +137,9 @@ var fieldDefs = []fieldDef{
 	{"NNodes", 8, kNum, func(r *row) string { return strconv.Itoa(r.nnodes()) }},
 	{"NodeList", 15, kStr, func(r *row) string { return r.nodeList() }},
 	{"NTasks", 8, kNum, func(r *row) string {
+		if r.rec != nil {
+			return strconv.Itoa(r.rec.NTasks)
+		}
 		if r.step {
 			return "1"
 		}
@@ -152,6 +162,9 @@ var fieldDefs = []fieldDef{
 	}},
 	{"ReqMem", 10, kStr, jobOnly(func(r *row) string { return jobfmt.Mem(jobfmt.ReqMemMB(r.j)) })},
 	{"ReqNodes", 8, kStr, func(r *row) string {
+		if r.rec != nil {
+			return strconv.Itoa(len(r.rec.Nodes))
+		}
 		if r.step {
 			return "1"
 		}
@@ -303,6 +316,9 @@ func (r *row) clusterName() string {
 // jobID is JobID: "N", or for arrays "N_I" and "N_[pending tasks]".
 func (r *row) jobID() string {
 	id := r.j.ArrayID()
+	if r.rec != nil {
+		return id + "." + strconv.FormatUint(uint64(r.rec.StepID), 10)
+	}
 	if r.step {
 		return id + ".batch"
 	}
@@ -312,6 +328,9 @@ func (r *row) jobID() string {
 // jobIDRaw is JobIDRaw: the record's own job id.
 func (r *row) jobIDRaw() string {
 	id := strconv.FormatUint(r.j.ID, 10)
+	if r.rec != nil {
+		return id + "." + strconv.FormatUint(uint64(r.rec.StepID), 10)
+	}
 	if r.step {
 		return id + ".batch"
 	}
@@ -338,6 +357,9 @@ func (r *row) elapsed() int64 {
 // cpus is AllocCPUS: the job's allocation (0 before it has one), or for
 // the batch step the CPUs of the node the script runs on.
 func (r *row) cpus() int {
+	if r.rec != nil {
+		return r.rec.CPUs
+	}
 	if r.step {
 		if len(r.j.Alloc) == 0 {
 			return 0
@@ -348,6 +370,9 @@ func (r *row) cpus() int {
 }
 
 func (r *row) allocNodes() int {
+	if r.rec != nil {
+		return len(r.rec.Nodes)
+	}
 	if r.step {
 		return 1
 	}
@@ -357,6 +382,9 @@ func (r *row) allocNodes() int {
 // nnodes is the allocated node count, or the requested one before the
 // job has an allocation (as Slurm reads it from the requested TRES).
 func (r *row) nnodes() int {
+	if r.rec != nil {
+		return len(r.rec.Nodes)
+	}
 	if r.step {
 		return 1
 	}
@@ -367,6 +395,9 @@ func (r *row) nnodes() int {
 }
 
 func (r *row) nodeList() string {
+	if r.rec != nil {
+		return hostlist.Compress(r.rec.Nodes)
+	}
 	if len(r.j.Alloc) == 0 {
 		return "None assigned"
 	}
@@ -377,6 +408,10 @@ func (r *row) nodeList() string {
 }
 
 func (r *row) allocTRES() string {
+	if r.rec != nil {
+		return sortedTRES(map[string]string{"cpu": itoaPos(r.rec.CPUs), "node": itoaPos(len(r.rec.Nodes)),
+			"gres/gpu": itoaPos(r.rec.GPUs)})
+	}
 	if len(r.j.Alloc) == 0 {
 		return ""
 	}

@@ -223,15 +223,21 @@ type jsonJob struct {
 	WorkingDirectory string      `json:"working_directory"`
 }
 
-func writeJSON(w io.Writer, jobs []api.Job, now time.Time, loc *time.Location, cluster string, noSteps bool) error {
+func writeJSON(w io.Writer, jobs []api.Job, steps map[uint64][]api.StepRecord, now time.Time, loc *time.Location, cluster string, noSteps bool) error {
 	doc := jsonDoc{Errors: []string{}, Jobs: []jsonJob{}}
 	doc.Meta.Plugin.Type = "openapi/dbv0.0.38"
 	doc.Meta.Plugin.Name = "Slurm OpenAPI slurmdbd v0.0.38 (Tide)"
 	doc.Meta.Slurm.Version.Major, doc.Meta.Slurm.Version.Minor, doc.Meta.Slurm.Version.Micro = 22, 5, 8
 	doc.Meta.Slurm.Release = "22.05.8"
 	for i := range jobs {
-		r := row{j: &jobs[i], now: now, loc: loc, cluster: cluster}
-		doc.Jobs = append(doc.Jobs, jobJSON(&r, noSteps))
+		r := row{j: &jobs[i], now: now, loc: loc, cluster: cluster, derived: derivedExit(steps[jobs[i].ID])}
+		jj := jobJSON(&r, noSteps)
+		for k := range steps[jobs[i].ID] {
+			if !noSteps {
+				jj.Steps = append(jj.Steps, stepJSON(&jobs[i], &steps[jobs[i].ID][k], now, loc))
+			}
+		}
+		doc.Jobs = append(doc.Jobs, jj)
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
@@ -246,7 +252,7 @@ func jobJSON(r *row, noSteps bool) jsonJob {
 	out.Cluster = r.clusterName()
 	out.Comment.Job = j.Comment
 	out.Constraints = j.Constraint
-	out.DerivedExitCode = exitJSON(api.ExitStatus{})
+	out.DerivedExitCode = exitJSON(r.derived)
 	out.ExitCode = exitJSON(j.Exit)
 	out.Group = jobfmt.NameOr(j.Group, j.GroupID)
 	out.JobID = j.ID
@@ -286,7 +292,7 @@ func jobJSON(r *row, noSteps bool) jsonJob {
 	out.User = jobfmt.NameOr(j.User, j.UserID)
 	out.WorkingDirectory = j.WorkDir
 	out.Steps = []jsonStep{}
-	if !noSteps && !j.StartTime.IsZero() && len(j.Alloc) > 0 {
+	if !noSteps && !j.StartTime.IsZero() && len(j.Alloc) > 0 && !j.Allocation {
 		var s jsonStep
 		s.Step.JobID = j.ID
 		s.Step.ID = strconv.FormatUint(j.ID, 10) + ".batch"
@@ -355,4 +361,22 @@ func signalName(sig int) string {
 		return n
 	}
 	return strconv.Itoa(sig)
+}
+
+// stepJSON is an srun step of j in sacct --json.
+func stepJSON(j *api.Job, st *api.StepRecord, now time.Time, loc *time.Location) jsonStep {
+	r := row{j: stepJob(j, st), step: true, rec: st, now: now, loc: loc}
+	var s jsonStep
+	s.Step.JobID = j.ID
+	s.Step.ID = r.jobIDRaw()
+	s.Step.Name = st.Name
+	s.State = string(st.State)
+	s.ExitCode = exitJSON(st.Exit)
+	s.Time = timeJSON(&r)
+	s.Time.Eligible, s.Time.Submission = unix(st.Start), unix(st.Start)
+	s.Nodes.Count, s.Nodes.Range = len(st.Nodes), hostlist.Compress(st.Nodes)
+	s.Tasks.Count = st.NTasks
+	s.TRES.Allocated = tresJSON(st.CPUs, 0, len(st.Nodes), 0, st.GPUs)
+	s.TRES.Requested = []jsonTRES{}
+	return s
 }

@@ -2,6 +2,7 @@ package sacct
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -148,18 +149,35 @@ func (o *Options) Run(ctx context.Context) error {
 		}
 		cluster = info.Name
 	}
+	steps, err := o.loadSteps(ctx, c, jobs)
+	if err != nil {
+		return err
+	}
 	var rows []row
 	for i := range jobs {
 		j := &jobs[i]
-		if !q.batchOnly[strconv.FormatUint(j.ID, 10)] && !q.batchOnly[j.ArrayID()] {
-			rows = append(rows, row{j: j, now: now, loc: o.Loc, cluster: cluster})
+		only := q.only[strconv.FormatUint(j.ID, 10)]
+		if only == nil {
+			only = q.only[j.ArrayID()]
 		}
-		if !o.Allocations && !j.StartTime.IsZero() {
+		if only == nil {
+			rows = append(rows, row{j: j, now: now, loc: o.Loc, cluster: cluster, derived: derivedExit(steps[j.ID])})
+		}
+		// Allocation-only jobs (srun, salloc) run no batch script.
+		if !o.Allocations && !j.StartTime.IsZero() && !j.Allocation && (only == nil || only["batch"]) {
 			rows = append(rows, row{j: j, step: true, now: now, loc: o.Loc, cluster: cluster})
+		}
+		for k := range steps[j.ID] {
+			st := &steps[j.ID][k]
+			if only != nil && !only[strconv.FormatUint(uint64(st.StepID), 10)] {
+				continue
+			}
+			sj := stepJob(j, st)
+			rows = append(rows, row{j: sj, step: true, rec: st, now: now, loc: o.Loc, cluster: cluster})
 		}
 	}
 	if o.JSON {
-		return writeJSON(o.IO.Out, jobs, now, o.Loc, cluster, o.Allocations)
+		return writeJSON(o.IO.Out, jobs, steps, now, o.Loc, cluster, o.Allocations)
 	}
 	mode := fixedWidth
 	switch {
@@ -200,15 +218,15 @@ func (o *Options) columns() ([]column, error) {
 // query is the request plus what the client applies itself.
 type query struct {
 	filter api.JobFilter
-	// batchOnly marks jobs asked for as N.batch (or N_I.batch): only
-	// their step row.
-	batchOnly map[string]bool
-	since     time.Time
-	until     time.Time
+	// only holds, for jobs asked for as N.batch or N.S (or N_I.…), the
+	// steps to show ("batch", "0", …) instead of the job's rows.
+	only  map[string]map[string]bool
+	since time.Time
+	until time.Time
 }
 
 func (o *Options) query() (*query, error) {
-	q := &query{batchOnly: map[string]bool{}}
+	q := &query{only: map[string]map[string]bool{}}
 	f := &q.filter
 	f.All = true
 	seen := map[string]bool{}
@@ -217,7 +235,7 @@ func (o *Options) query() (*query, error) {
 	for _, s := range api.SplitJobIDList(strings.Join(o.Jobs, ",")) {
 		idPart, step, hasStep := strings.Cut(s, ".")
 		ids, tasks, err := api.ParseJobIDs(idPart)
-		if err != nil || (hasStep && step != "batch") || (hasStep && len(tasks) > 1) {
+		if err != nil || (hasStep && step != "batch" && !isStepID(step)) || (hasStep && len(tasks) > 1) {
 			return nil, fmt.Errorf("invalid job id or step specified: %s", s)
 		}
 		key := idPart
@@ -226,10 +244,14 @@ func (o *Options) query() (*query, error) {
 		} else if len(ids) == 1 {
 			key = strconv.FormatUint(ids[0], 10)
 		}
-		if hasStep && !seen[key] {
-			q.batchOnly[key] = true
-		} else if !hasStep {
-			delete(q.batchOnly, key)
+		switch {
+		case hasStep && (!seen[key] || q.only[key] != nil):
+			if q.only[key] == nil {
+				q.only[key] = map[string]bool{}
+			}
+			q.only[key][step] = true
+		case !hasStep:
+			delete(q.only, key)
 		}
 		if !seen[key] {
 			seen[key] = true
@@ -349,4 +371,80 @@ func printHelpFormat(w io.Writer) error {
 	b.WriteByte('\n')
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// isStepID reports whether s is a numeric step id ("0", "12").
+func isStepID(s string) bool {
+	_, err := strconv.ParseUint(s, 10, 32)
+	return err == nil
+}
+
+// stepLister is implemented by clients that can list srun steps
+// (*client.Client); without it sacct shows batch steps only.
+type stepLister interface {
+	Steps(ctx context.Context, ids []uint64) ([]api.StepRecord, error)
+}
+
+// loadSteps fetches the srun steps of the jobs that started, by job id.
+func (o *Options) loadSteps(ctx context.Context, c cmdutil.API, jobs []api.Job) (map[uint64][]api.StepRecord, error) {
+	sl, ok := c.(stepLister)
+	if !ok || o.Allocations {
+		return nil, nil
+	}
+	var ids []uint64
+	for i := range jobs {
+		if !jobs[i].StartTime.IsZero() {
+			ids = append(ids, jobs[i].ID)
+		}
+	}
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	steps, err := sl.Steps(ctx, ids)
+	if err != nil {
+		if errors.Is(err, api.ErrNotFound) || errors.Is(err, api.ErrUnavailable) {
+			return nil, nil // a controller without steps
+		}
+		return nil, fmt.Errorf("load job steps: %w", err)
+	}
+	out := map[uint64][]api.StepRecord{}
+	for _, s := range steps {
+		out[s.JobID] = append(out[s.JobID], s)
+	}
+	return out, nil
+}
+
+// stepJob is the job as a step row sees it: the step's state, exit and
+// times, and only the step's nodes.
+func stepJob(j *api.Job, st *api.StepRecord) *api.Job {
+	cp := *j
+	cp.State, cp.Exit, cp.StartTime, cp.EndTime = st.State, st.Exit, st.Start, st.End
+	cp.CancelledBy = nil
+	cp.Alloc = nil
+	for _, a := range j.Alloc {
+		for _, n := range st.Nodes {
+			if a.Node == n {
+				cp.Alloc = append(cp.Alloc, a)
+			}
+		}
+	}
+	return &cp
+}
+
+// derivedExit is Slurm's DerivedExitCode: the highest exit of the
+// steps (a signal counts above any code).
+func derivedExit(steps []api.StepRecord) api.ExitStatus {
+	var out api.ExitStatus
+	rank := func(e api.ExitStatus) int {
+		if e.Signal != 0 {
+			return 1000 + e.Signal
+		}
+		return e.Code
+	}
+	for _, s := range steps {
+		if rank(s.Exit) > rank(out) {
+			out = s.Exit
+		}
+	}
+	return out
 }

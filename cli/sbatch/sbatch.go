@@ -14,6 +14,7 @@ import (
 	"github.com/tide-hpc/tide/cli/cmdutil"
 	"github.com/tide-hpc/tide/cli/sbatch/opts"
 	"github.com/tide-hpc/tide/ctld/api"
+	ctldclient "github.com/tide-hpc/tide/ctld/client"
 )
 
 // SlurmVersion is the Slurm release whose sbatch this one follows;
@@ -161,6 +162,11 @@ func Run(ctx context.Context, o *Options) error {
 	client, err := o.API()
 	if err != nil {
 		return failf(errOut, "Batch job submission failed: %v", err)
+	}
+	if t, ok := client.(cmdutil.Throttler); ok {
+		t.OnThrottle(func(th ctldclient.Throttle) {
+			fmt.Fprintf(errOut, "%s: submission throttled by the controller (queue buffer full); retrying in %s\n", prog, th.RetryIn)
+		})
 	}
 	resp, err := client.Submit(ctx, api.SubmitRequest{Spec: req.Spec, TestOnly: req.TestOnly})
 	if err != nil {

@@ -3,6 +3,7 @@ package sbatch
 import (
 	"context"
 	"errors"
+	"fmt"
 	goldenpkg "github.com/tide-hpc/tide/internal/golden"
 	"io/fs"
 	"os"
@@ -16,6 +17,7 @@ import (
 	"github.com/tide-hpc/tide/cli/clitest"
 	"github.com/tide-hpc/tide/cli/cmdutil"
 	"github.com/tide-hpc/tide/ctld/api"
+	ctldclient "github.com/tide-hpc/tide/ctld/client"
 )
 
 const jobScript = "#!/bin/bash\n#SBATCH -J train -N 1\nsrun hostname\n"
@@ -121,6 +123,28 @@ func TestOutput(t *testing.T) {
 		{name: "array", args: []string{"-a", "1-3", "job.sh"}, want: result{out: "Submitted batch job 1\n"}, submitted: 1},
 		{name: "bad array", args: []string{"-a", "1-x", "job.sh"},
 			want: result{err: "sbatch: error: Invalid --array specification\n", code: 1}},
+		{name: "throttled submission says so once and succeeds",
+			fake: &clitest.FakeAPI{Throttled: &ctldclient.Throttle{RetryIn: 3 * time.Second}},
+			args: []string{"--queue=prod", "job.sh"},
+			want: result{out: "Submitted batch job 1\n",
+				err: "sbatch: submission throttled by the controller (queue buffer full); retrying in 3s\n"}, submitted: 1},
+		{name: "throttled even when quiet",
+			fake: &clitest.FakeAPI{Throttled: &ctldclient.Throttle{RetryIn: 90 * time.Second}},
+			args: []string{"-Q", "--parsable", "job.sh"},
+			want: result{out: "1\n",
+				err: "sbatch: submission throttled by the controller (queue buffer full); retrying in 1m30s\n"}, submitted: 1},
+		{name: "throttled too long",
+			fake: &clitest.FakeAPI{Err: fmt.Errorf("submission throttled by the controller (queue buffer full); gave up after waiting 10m0s: %w",
+				api.Errorf(api.ErrTooManyRequests, "queue prod: submission buffer full"))},
+			args: []string{"job.sh"},
+			want: result{err: "sbatch: error: Batch job submission failed: submission throttled by the controller (queue buffer full); " +
+				"gave up after waiting 10m0s: queue prod: submission buffer full\n", code: 1}},
+		{name: "priority out of range", args: []string{"--priority=11", "job.sh"},
+			want: result{err: "sbatch: error: Invalid --priority specification: 11 (a level from 1 to 10)\n", code: 1}},
+		{name: "verbose shows the queue as the account", args: []string{"-v", "--queue=moba", "job.sh"}, want: result{out: "Submitted batch job 1\n",
+			err: "sbatch: defined options\nsbatch: -------------------- --------------------\n" +
+				"sbatch: account             : moba\nsbatch: job-name            : train\nsbatch: nodes               : 1\nsbatch: verbose             : set\n" +
+				"sbatch: -------------------- --------------------\nsbatch: end of defined options\n"}, submitted: 1},
 		{name: "version", args: []string{"--version"}, want: result{out: "slurm 22.05.8 (tide dev)\n"}},
 		{name: "verbose lists defined options", args: []string{"-v", "-N", "2", "job.sh"}, want: result{out: "Submitted batch job 1\n",
 			err: "sbatch: defined options\nsbatch: -------------------- --------------------\n" +

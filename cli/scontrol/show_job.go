@@ -62,9 +62,12 @@ func (o *Options) showJob(ctx context.Context, args []string) error {
 			models[n.Name] = n.GPUModel()
 		}
 	}
+	share, now := o.loadSharing(ctx, c, jobs, now)
 	var b strings.Builder
 	for i := range jobs {
-		b.WriteString(o.jobRecord(&jobs[i], now, models).render(o.OneLiner))
+		r := o.jobRecord(&jobs[i], now, models)
+		o.shareLines(r, &jobs[i], now, share)
+		b.WriteString(r.render(o.OneLiner))
 	}
 	_, err = fmt.Fprint(o.IO.Out, b.String())
 	return err
@@ -94,7 +97,7 @@ func (o *Options) jobRecord(j *api.Job, now time.Time, models map[string]string)
 	r.add("%s", jobIDLine(j))
 	r.add("UserId=%s(%d) GroupId=%s(%d) MCS_label=N/A",
 		jobfmt.NameOr(j.User, j.UserID), j.UserID, jobfmt.NameOr(j.Group, j.GroupID), j.GroupID)
-	r.add("Priority=%d Nice=%d Account=%s QOS=%s", j.EffPriority, j.Nice, orNull(j.Account), orNull(j.QOS))
+	r.add("Priority=%d Nice=%d Account=%s QOS=%s", priority(j), j.Nice, orNull(j.Account), orNull(j.QOS))
 	r.add("JobState=%s Reason=%s Dependency=%s", j.State, jobfmt.Reason(j), orNull(j.Dependency))
 	requeue := 1
 	if j.Requeue != nil && !*j.Requeue {
@@ -214,16 +217,16 @@ func runTime(j *api.Job, now time.Time) int64 {
 	return int64(end.Sub(j.StartTime) / time.Second)
 }
 
-// startTime is the start, or for a pending job its --begin time, which
-// is what Slurm reports as the expected start.
+// startTime is the start, or for a pending job the expected start:
+// the backfill estimate, else its --begin time, as Slurm reports it.
 func startTime(j *api.Job) time.Time {
-	if !j.StartTime.IsZero() {
-		return j.StartTime
-	}
-	if j.State == api.StatePending && !j.BeginTime.IsZero() {
+	if j.State == api.StatePending {
+		if !j.ExpectedStart.IsZero() {
+			return j.ExpectedStart
+		}
 		return j.BeginTime
 	}
-	return time.Time{}
+	return j.StartTime
 }
 
 // endTime is the real end, or for a running job with a finite limit the

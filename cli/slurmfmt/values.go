@@ -119,10 +119,10 @@ func OrNull(s string) string {
 }
 
 // slurmOnlyStates are Slurm job states (names and short codes) that
-// Tide never reports. Scripts pass them to -t ("squeue -t R,S"); they are
+// Tide never reports. Scripts pass them to -t ("squeue -t R,BF"); they are
 // accepted and match nothing.
 var slurmOnlyStates = []string{
-	"SUSPENDED", "S", "PREEMPTED", "PR", "BOOT_FAIL", "BF", "DEADLINE", "DL",
+	"BOOT_FAIL", "BF", "DEADLINE", "DL",
 	"REQUEUED", "RQ", "REQUEUE_FED", "RF", "REQUEUE_HOLD", "RH", "RESIZING", "RS",
 	"REVOKED", "RV", "SIGNALING", "SI", "SPECIAL_EXIT", "SE", "STAGE_OUT", "SO",
 	"STOPPED", "ST", "CONFIGURING", "CF", "RESV_DEL_HOLD", "RD",

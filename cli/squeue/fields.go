@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tide-hpc/tide/cli/scontrol/jobfmt"
 	"github.com/tide-hpc/tide/cli/slurmfmt"
 	"github.com/tide-hpc/tide/ctld/api"
 	"github.com/tide-hpc/tide/hostlist"
@@ -264,15 +265,16 @@ func timeLeft(e *env, dst []byte, j *api.Job) []byte {
 }
 
 // startTime is when the job started, or for a pending job the expected
-// start the controller filled in, else its --begin time.
+// start the controller's backfill estimated (squeue --start), else its
+// --begin time.
 func startTime(e *env, j *api.Job) time.Time {
-	if !j.StartTime.IsZero() {
+	if j.State != api.StatePending {
 		return j.StartTime
 	}
-	if j.State == api.StatePending && !j.BeginTime.IsZero() {
-		return j.BeginTime
+	if !j.ExpectedStart.IsZero() {
+		return j.ExpectedStart
 	}
-	return time.Time{}
+	return j.BeginTime
 }
 
 func endTime(e *env, dst []byte, j *api.Job) []byte {
@@ -319,10 +321,18 @@ func showsReason(s api.JobState) bool {
 	return false
 }
 
+// reasonList is %R: the nodes, or "(Reason)" for a job without them.
+// A pending job held back by the sharing machinery also shows its
+// decisive detail, as Slurm shows a job's state description there:
+// "(QuotaExceeded: queue moba 48/48 GPUs)".
 func reasonList(e *env, dst []byte, j *api.Job) []byte {
 	if showsReason(j.State) {
 		dst = append(dst, '(')
 		dst = append(dst, reason(j)...)
+		if d := jobfmt.DecisiveDetail(j.ReasonDetail); d != "" && j.State == api.StatePending && jobfmt.SharingReason(j.Reason) {
+			dst = append(dst, ": "...)
+			dst = append(dst, d...)
+		}
 		return append(dst, ')')
 	}
 	return appendNodes(e, dst, j)

@@ -221,6 +221,13 @@ type JobSpec struct {
 	MailType string `json:"mail_type,omitempty"`
 	MailUser string `json:"mail_user,omitempty"`
 
+	// Allocation marks an allocation-only job (srun outside an
+	// allocation, salloc): it has no script, the controller launches
+	// nothing for it and holds it RUNNING until it is released (POST
+	// /api/v1/jobs/{id}/release), cancelled or reaches its time limit.
+	// Issue 7 steps.
+	Allocation bool `json:"allocation,omitempty"`
+
 	// ContainerImage (--container-image) runs the batch script inside
 	// this image on a node with the containerd feature; the controller
 	// stores it normalised ("docker.io/library/ubuntu:latest").

@@ -20,8 +20,11 @@ const (
 
 // Node is the controller's view of one node.
 type Node struct {
-	Name       string        `json:"name"`
-	Addr       string        `json:"addr,omitempty"`
+	Name string `json:"name"`
+	Addr string `json:"addr,omitempty"`
+	// StepAddr is where the node daemon accepts srun's step connections
+	// (host:port; empty when it has no step listener). Issue 7 steps.
+	StepAddr   string        `json:"step_addr,omitempty"`
 	Hostname   string        `json:"hostname,omitempty"`
 	State      NodeState     `json:"state"`
 	Drain      bool          `json:"drain,omitempty"`
@@ -252,9 +255,12 @@ type NodeJobReport struct {
 
 // NodeRegistration is the body of POST /api/v1/node/register.
 type NodeRegistration struct {
-	Name     string          `json:"name"`
-	Hostname string          `json:"hostname"`
-	Addr     string          `json:"addr,omitempty"`
+	Name     string `json:"name"`
+	Hostname string `json:"hostname"`
+	Addr     string `json:"addr,omitempty"`
+	// StepAddr is the bound step listener (issue 7 steps); a host of
+	// 0.0.0.0 or :: means "the node's own address".
+	StepAddr string          `json:"step_addr,omitempty"`
 	CPUs     int             `json:"cpus"`
 	MemoryMB int64           `json:"memory_mb"`
 	GPUs     []gres.Device   `json:"gpus,omitempty"`

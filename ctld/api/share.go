@@ -96,10 +96,10 @@ type QueueList struct {
 // QueueStatus is one queue's configuration (GPU amounts resolved to
 // whole GPUs) and current use.
 type QueueStatus struct {
-	Name    string   `json:"name"`
-	Parent  string   `json:"parent,omitempty"`
-	Users   []string `json:"users,omitempty"`
-	Groups  []string `json:"groups,omitempty"`
+	Name   string   `json:"name"`
+	Parent string   `json:"parent,omitempty"`
+	Users  []string `json:"users,omitempty"`
+	Groups []string `json:"groups,omitempty"`
 	// Guaranteed and Cap are GPUs (Cap 0 = none); LendLimit and
 	// BorrowLimit -1 mean unlimited.
 	Guaranteed  int `json:"guaranteed"`

@@ -34,6 +34,13 @@ type Client struct {
 	key string
 	// where names the endpoint in connection errors.
 	where string
+
+	// Submission throttling (see throttle.go): the hook told of the
+	// first 429 of a Submit, the total wait allowed, and the sleep
+	// between tries (tests replace it).
+	onThrottle  func(Throttle)
+	maxThrottle time.Duration
+	sleep       func(context.Context, time.Duration) error
 }
 
 // NewUnix returns a client for the controller's unix socket.
@@ -111,7 +118,14 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, in, 
 		if json.Unmarshal(data, &eb) != nil || eb.Error.Code == "" {
 			eb.Error.Message = fmt.Sprintf("controller answered HTTP %d: %s", resp.status, bytes.TrimSpace(data))
 		}
-		return api.FromBody(resp.status, eb)
+		err := api.FromBody(resp.status, eb)
+		if resp.status == 429 {
+			if !errors.Is(err, api.ErrTooManyRequests) { // a proxy's 429
+				err = api.Errorf(api.ErrTooManyRequests, "%s", err.Error())
+			}
+			return &ThrottledError{Err: err, RetryAfter: parseRetryAfter(resp.Header("Retry-After"), time.Now())}
+		}
+		return err
 	}
 	if out == nil {
 		return nil
@@ -137,11 +151,13 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, in, 
 	return nil
 }
 
-// Submit submits a batch job (or tests it with req.TestOnly).
+// Submit submits a batch job (or tests it with req.TestOnly). When the
+// controller's submission buffer is full (429) it waits as the answer's
+// Retry-After says and tries again, telling the OnThrottle hook once,
+// until SetMaxThrottleWait's budget is spent; the error then matches
+// api.ErrTooManyRequests.
 func (c *Client) Submit(ctx context.Context, req api.SubmitRequest) (api.SubmitResponse, error) {
-	var r api.SubmitResponse
-	err := c.do(ctx, methodPost, "/api/v1/jobs", nil, req, &r)
-	return r, err
+	return c.submitRetrying(ctx, req)
 }
 
 // Jobs lists the jobs the controller holds (pending, running, and

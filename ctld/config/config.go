@@ -57,6 +57,14 @@ type Config struct {
 	Partition []PartitionConfig `mapstructure:"partitions" json:"partitions"`
 	Nodes     []NodeConfig      `mapstructure:"nodes" json:"nodes"`
 	Topology  TopologyConfig    `mapstructure:"topology" json:"topology"`
+
+	// Sharing the cluster (share.go): queues (Slurm accounts) with
+	// guaranteed shares and caps, job classes, and the submission
+	// buffer.
+	Queues     []QueueConfig `mapstructure:"queues" json:"queues,omitempty"`
+	QOS        []QOSConfig   `mapstructure:"qos" json:"qos,omitempty"`
+	DefaultQOS string        `mapstructure:"default_qos" json:"default_qos"`
+	Submit     SubmitConfig  `mapstructure:"submit" json:"submit"`
 }
 
 // TimeoutConfig holds the controller's timeouts.
@@ -81,13 +89,14 @@ func (t TimeoutConfig) MarshalJSON() ([]byte, error) {
 	})
 }
 
-// MarshalJSON prints the interval as "1s" rather than nanoseconds.
+// MarshalJSON prints durations as "1s" rather than nanoseconds.
 func (c SchedulerConfig) MarshalJSON() ([]byte, error) {
 	type plain SchedulerConfig
 	return json.Marshal(struct {
-		Interval string `json:"interval"`
+		Interval      string `json:"interval"`
+		StarvationAge string `json:"starvation_age"`
 		plain
-	}{c.Interval.String(), plain(c)})
+	}{c.Interval.String(), c.StarvationAge.String(), plain(c)})
 }
 
 // SchedulerConfig tunes the scheduling loop.
@@ -110,6 +119,16 @@ type SchedulerConfig struct {
 	// use), backfill (EASY: a reservation in time, shorter jobs pass)
 	// or fifo (strict order). See ctld/sched/README.md, "Policies".
 	Policy string `mapstructure:"policy" json:"policy"`
+	// StarvationAge is how long a job waits eligible before it is
+	// Starving and rises one level per further period (negative: no
+	// aging).
+	StarvationAge time.Duration `mapstructure:"starvation_age" json:"-"`
+	// BackfillDepth is how many blocked jobs get a reservation in time
+	// under policy backfill (0 = 1, EASY).
+	BackfillDepth int `mapstructure:"backfill_depth" json:"backfill_depth"`
+	// Preemption lets the scheduler preempt borrowers and lower-priority
+	// jobs (default true); false: jobs only wait.
+	Preemption bool `mapstructure:"preemption" json:"preemption"`
 }
 
 // DefaultMaxArraySize is max_array_size's default, Slurm's: task ids
@@ -207,7 +226,10 @@ func Default() Config {
 			SpoolKeep: 7 * 24 * time.Hour,
 		},
 		Scheduler: SchedulerConfig{Interval: time.Second, MaxGPUOversubscribe: DefaultMaxGPUOversubscribe,
-			GPUMemHighWatermark: DefaultGPUMemHighWatermark, Policy: sched.PolicyPriority.String()},
+			GPUMemHighWatermark: DefaultGPUMemHighWatermark, Policy: sched.PolicyPriority.String(),
+			StarvationAge: DefaultStarvationAge, Preemption: true},
+		DefaultQOS: "batch",
+		Submit:     SubmitConfig{RatePerQueue: DefaultSubmitRate, Buffer: DefaultSubmitBuffer},
 	}
 }
 
@@ -254,6 +276,13 @@ func Parse(r io.Reader) (Config, error) {
 		"scheduler.def_mem_per_cpu_mb": 0, "scheduler.max_gpu_oversubscribe": def.Scheduler.MaxGPUOversubscribe,
 		"scheduler.gpu_mem_high_watermark": def.Scheduler.GPUMemHighWatermark,
 		"scheduler.policy":                 def.Scheduler.Policy,
+		"scheduler.starvation_age":         def.Scheduler.StarvationAge,
+		"scheduler.backfill_depth":         0,
+		"scheduler.preemption":             def.Scheduler.Preemption,
+		"default_qos":                      def.DefaultQOS,
+		"submit.rate_per_queue":            def.Submit.RatePerQueue,
+		"submit.rate_per_user":             def.Submit.RatePerUser,
+		"submit.buffer":                    def.Submit.Buffer,
 	} {
 		v.SetDefault(k, val)
 	}
@@ -288,6 +317,8 @@ type Cluster struct {
 	Tree         *topology.Tree
 	// Policy is scheduler.policy, parsed once.
 	Policy sched.Policy
+	// Sharing holds the validated queues and job classes.
+	Sharing Sharing
 }
 
 // Validate checks the config and expands node lists. It reports every
@@ -470,6 +501,7 @@ func (c Config) Validate() (*Cluster, error) {
 		errs = append(errs, err)
 	}
 	cl.Tree = tree
+	c.validateSharing(cl, bad)
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}

@@ -174,6 +174,12 @@ func (p *pass) schedule(e *entry, now time.Time, plan *Plan, pol *policy) (Start
 		for k := range r.Slots {
 			need += r.Slots[k].GPUs
 		}
+		if e.queue >= 0 && need > 0 {
+			if id := p.sh.held(e.queue); id != 0 && id != job.ID {
+				return pend(api.ReasonQuotaExceeded, fmt.Sprintf("queue %s held for starving job %d",
+					p.sh.queues[e.queue].info.Name, id))
+			}
+		}
 		v := p.sh.admit(e.queue, job.User, need, e.qos)
 		if v.reason != "" {
 			if v.deficit > 0 && !(pol.kind == PolicyFIFO && pol.fifoBlocked) {
@@ -181,6 +187,12 @@ func (p *pass) schedule(e *entry, now time.Time, plan *Plan, pol *policy) (Start
 				if reason, detail, ok := p.preempt(r, e, need, v.deficit, plan); ok {
 					return pend(reason, detail)
 				}
+			}
+			if !e.starving.IsZero() && e.queue >= 0 && v.reason == api.ReasonQuotaExceeded && v.deficit > 0 {
+				// Aging alone cannot lift a job over a quota that
+				// smaller jobs of its queue keep filling: hold the
+				// queue's quota for it until its own jobs drain.
+				p.sh.holdFor(e.queue, job.ID)
 			}
 			return pend(v.reason, v.detail)
 		}

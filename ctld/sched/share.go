@@ -126,6 +126,10 @@ type queueState struct {
 	// use is the GPUs held by the queue's jobs and its descendants'
 	// (running plus started in this pass).
 	use int
+	// heldFor is a Starving job that the queue's quota turned away in
+	// this pass (0 = none): the queue's later jobs wait for it, so that
+	// a stream of smaller jobs cannot keep a big one out forever.
+	heldFor uint64
 }
 
 // userKey names one user's use inside one queue (per-user limits).
@@ -422,6 +426,27 @@ func (sh *share) admit(qi int, user string, gpus int, q *QOSInfo) verdict {
 		v.borrowed = 0
 	}
 	return v
+}
+
+// holdFor reserves the quota of queue qi and its ancestors for the
+// Starving job id that the quota turned away.
+func (sh *share) holdFor(qi int, id uint64) {
+	for _, a := range sh.queues[qi].chain {
+		if sh.queues[a].heldFor == 0 {
+			sh.queues[a].heldFor = id
+		}
+	}
+}
+
+// held reports the Starving job that holds queue qi's quota (or an
+// ancestor's), 0 when none does.
+func (sh *share) held(qi int) uint64 {
+	for _, a := range sh.queues[qi].chain {
+		if id := sh.queues[a].heldFor; id != 0 {
+			return id
+		}
+	}
+	return 0
 }
 
 // detailKey names one quota message by what it says, so that the many

@@ -569,3 +569,36 @@ func TestGoldenShare(t *testing.T) {
 	plan := sched.Schedule(w.Obj(), now, sched.Config{Policy: sched.PolicyBackfill, BackfillDepth: 2})
 	golden(t, "share", renderSharePlan(plan))
 }
+
+// TestStarvingHoldsQuota: a job turned away by its queue's cap that is
+// Starving holds the queue's quota, so the smaller jobs behind it stop
+// taking what its queue's running jobs give back; a job that is not
+// starving holds nothing (quota-blocked jobs do not block others).
+func TestStarvingHoldsQuota(t *testing.T) {
+	tests := []struct {
+		name   string
+		submit time.Time
+		want   []string
+	}{
+		{name: "not starving: the small job passes", submit: now.Add(-time.Minute),
+			want: []string{"10 QuotaExceeded: queue q 16/16 GPUs", "11 start gpu02"}},
+		{name: "starving: the queue waits for it", submit: now.Add(-2 * time.Hour),
+			want: []string{"10 QuotaExceeded: queue q 8/16 GPUs", "11 QuotaExceeded: queue q held for starving job 10"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			snap := shareCluster(2).Queues(st.Queue("q", 0, 16)).
+				Run(srun(1, "q", "batch", 3, "gpu01", gpuRange(0, 7)...).Obj()).
+				Jobs(sjob(10, "q", "batch", 16).Level(1).Submit(tt.submit).Obj(),
+					sjob(11, "q", "batch", 8).Level(3).Obj()).Obj()
+			plan := sched.Schedule(snap, now, sched.Config{NoPreemption: true})
+			got := shareOutcome(plan)
+			for i := range got {
+				got[i] = strings.TrimSuffix(got[i], " borrowed=8")
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("plan (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -52,6 +52,9 @@ type Plan struct {
 	// Groups are the user's supplementary groups, resolved by tided
 	// (which links the system's NSS) so the supervisor need not.
 	Groups []uint32 `json:"groups,omitempty"`
+	// Cgroup, when set, confines the job in a cgroup of its own (see
+	// CgroupPlan); nil runs it in the supervisor's.
+	Cgroup *CgroupPlan `json:"cgroup,omitempty"`
 }
 
 // groups is the group list to run with: the resolved groups, or the

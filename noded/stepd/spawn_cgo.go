@@ -20,12 +20,18 @@ package stepd
 // directory and signal dispositions, so everything it changes is its
 // own except the pid slots, which are meant for it. Between vfork and
 // exec it calls only async-signal-safe functions.
+// Before anything else the child joins the job's cgroup: it writes its
+// pid to each of the ncg cgroup.procs descriptors in cgfds (opened
+// close-on-exec by the parent); with cgstrict a failed write fails the
+// start, otherwise the job runs where the supervisor does.
 // A failure before or in execve is written as an int errno to errfd
-// (close-on-exec, so the parent reads EOF once exec succeeded).
+// (close-on-exec, so the parent reads EOF once exec succeeded), negated
+// when joining the cgroup failed.
 // It returns the child's pid or -errno of fork.
 static int tide_spawn(const char *path, char *const argv[], char *const envp[],
                       char *const slots[], int nslots, const char *dir,
-                      int fd0, int fd1, int fd2, int mask, int errfd) {
+                      int fd0, int fd1, int fd2, int mask, int errfd,
+                      const int *cgfds, int ncg, int cgstrict) {
 	sigset_t all, old;
 	sigfillset(&all);
 	// Go's signal handlers must never run in the child: block
@@ -46,28 +52,37 @@ static int tide_spawn(const char *path, char *const argv[], char *const envp[],
 	sigset_t none;
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
-	if (setsid() < 0) goto fail;
-	if (mask >= 0) umask((mode_t)mask);
-	if (chdir(dir) < 0) goto fail;
-	if (dup2(fd0, 0) < 0 || dup2(fd1, 1) < 0 || dup2(fd2, 2) < 0) goto fail;
+	char pidstr[24];
+	int n = 0;
 	{
 		long me = (long)getpid();
 		char digits[24];
-		int n = 0;
 		do {
 			digits[n++] = (char)('0' + me % 10);
 			me /= 10;
 		} while (me > 0);
-		for (int k = 0; k < nslots; k++) {
-			char *p = strchr(slots[k], '=') + 1;
-			for (int i = 0; i < n; i++) p[i] = digits[n - 1 - i];
-			p[n] = 0;
+		for (int i = 0; i < n; i++) pidstr[i] = digits[n - 1 - i];
+		pidstr[n] = 0;
+	}
+	int sign = 1;
+	for (int k = 0; k < ncg; k++) {
+		if (write(cgfds[k], pidstr, (size_t)n) != (ssize_t)n && cgstrict) {
+			sign = -1;
+			goto fail;
 		}
+	}
+	if (setsid() < 0) goto fail;
+	if (mask >= 0) umask((mode_t)mask);
+	if (chdir(dir) < 0) goto fail;
+	if (dup2(fd0, 0) < 0 || dup2(fd1, 1) < 0 || dup2(fd2, 2) < 0) goto fail;
+	for (int k = 0; k < nslots; k++) {
+		char *p = strchr(slots[k], '=') + 1;
+		memcpy(p, pidstr, (size_t)n + 1);
 	}
 	execve(path, argv, envp);
 fail:
 	{
-		int e = errno;
+		int e = sign * errno;
 		ssize_t w = write(errfd, &e, sizeof e);
 		(void)w;
 	}
@@ -86,13 +101,14 @@ import (
 )
 
 // spawnTask starts the job's script in a session of its own with the
-// job's files, directory and (umask >= 0) umask. SLURM_TASK_PID is the
+// job's files, directory and (umask >= 0) umask, in the job's cgroup
+// (join). SLURM_TASK_PID is the
 // script's own pid, known only after the fork, which Go's fork-exec
 // cannot put into the environment: the fork happens in C (as
 // posix_spawn would), and the child writes its pid into the variable
 // before execve. Without cgo a /bin/sh trampoline does it (spawn_sh.go)
 // at the price of one more exec per job.
-func spawnTask(plan *Plan, files *jobFiles, umask int) (*os.Process, error) {
+func spawnTask(plan *Plan, files *jobFiles, umask int, join cgroupJoin) (*os.Process, error) {
 	var toFree []unsafe.Pointer
 	cstr := func(s string) *C.char {
 		p := C.CString(s)
@@ -125,6 +141,17 @@ func spawnTask(plan *Plan, files *jobFiles, umask int) (*os.Process, error) {
 	}
 	env = append(env, slots...)
 
+	// One slot more than needed, so the array is never empty.
+	cgfds := (*[1 << 20]C.int)(C.malloc(C.size_t(len(join.procs)+1) * C.size_t(unsafe.Sizeof(C.int(0)))))[: len(join.procs)+1 : len(join.procs)+1]
+	toFree = append(toFree, unsafe.Pointer(&cgfds[0]))
+	for i, f := range join.procs {
+		cgfds[i] = C.int(f.Fd())
+	}
+	strict := C.int(0)
+	if join.strict {
+		strict = 1
+	}
+
 	errR, errW, err := os.Pipe()
 	if err != nil {
 		return nil, fmt.Errorf("create pipe: %w", err)
@@ -132,7 +159,7 @@ func spawnTask(plan *Plan, files *jobFiles, umask int) (*os.Process, error) {
 	defer errR.Close()
 	pid := C.tide_spawn(cstr(plan.Script), cArray(argv), cArray(env), cArray(slots), C.int(len(slots)),
 		cstr(files.dir), C.int(files.std[0].Fd()), C.int(files.std[1].Fd()), C.int(files.std[2].Fd()),
-		C.int(umask), C.int(errW.Fd()))
+		C.int(umask), C.int(errW.Fd()), &cgfds[0], C.int(len(join.procs)), strict)
 	errW.Close()
 	if pid < 0 {
 		return nil, fmt.Errorf("fork: %w", syscall.Errno(-pid))
@@ -141,6 +168,9 @@ func spawnTask(plan *Plan, files *jobFiles, umask int) (*os.Process, error) {
 	if n, _ := io.ReadFull(errR, buf[:]); n == len(buf) {
 		var ws syscall.WaitStatus
 		_, _ = syscall.Wait4(int(pid), &ws, 0, nil)
+		if e := int32(binary.NativeEndian.Uint32(buf[:])); e < 0 {
+			return nil, fmt.Errorf("%w: %w", errJoinCgroup, syscall.Errno(-e))
+		}
 		return nil, syscall.Errno(binary.NativeEndian.Uint32(buf[:]))
 	}
 	return os.FindProcess(int(pid))

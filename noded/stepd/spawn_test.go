@@ -27,7 +27,7 @@ func TestSpawnTask(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	proc, err := spawnTask(plan, files, plan.Umask)
+	proc, err := spawnTask(plan, files, plan.Umask, cgroupJoin{})
 	files.close()
 	if err != nil {
 		t.Fatal(err)
@@ -73,7 +73,7 @@ func TestSpawnTaskExecFailure(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer files.close()
-	proc, err := spawnTask(plan, files, plan.Umask)
+	proc, err := spawnTask(plan, files, plan.Umask, cgroupJoin{})
 	if err == nil {
 		// The trampoline build only learns it from the exit status.
 		ps, _ := proc.Wait()

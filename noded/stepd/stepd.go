@@ -1,7 +1,6 @@
 package stepd
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,6 +15,7 @@ import (
 	"time"
 
 	"github.com/tide-hpc/tide/ctld/api"
+	"github.com/tide-hpc/tide/noded/cgroup"
 )
 
 // errPipeFD is the descriptor on which the exec child reports a failure
@@ -60,29 +60,47 @@ func runPlan(dir string, log *slog.Logger, baseUmask int) Status {
 	return st
 }
 
-// supervise starts the exec child and waits for the job.
+// supervise makes the job's cgroup, starts the exec child and waits for
+// the job.
 func supervise(dir string, plan *Plan, shared bool, log *slog.Logger) Status {
 	fail := func(start time.Time, msg string) Status {
 		return Status{Exit: api.ExitStatus{Code: 1}, StartTime: start, EndTime: time.Now(), Error: msg}
 	}
+	cg, err := setupCgroup(plan, log)
+	if err != nil {
+		return fail(time.Time{}, err.Error())
+	}
 	if !plan.SetUser || (plan.UID == uint32(os.Geteuid()) && plan.GID == uint32(os.Getegid())) {
-		return superviseDirect(dir, plan, shared, log)
+		return superviseDirect(dir, plan, shared, cg, log)
+	}
+	failCg := func(start time.Time, msg string) Status {
+		if cg != nil {
+			cleanupCgroup(cg, log)
+		}
+		return fail(start, msg)
 	}
 	exe, err := os.Executable()
 	if err != nil {
-		return fail(time.Time{}, "find tided executable: "+err.Error())
+		return failCg(time.Time{}, "find tided executable: "+err.Error())
 	}
 	data, err := json.Marshal(plan)
 	if err != nil {
-		return fail(time.Time{}, "encode launch plan: "+err.Error())
+		return failCg(time.Time{}, "encode launch plan: "+err.Error())
 	}
 	errR, errW, err := os.Pipe()
 	if err != nil {
-		return fail(time.Time{}, "create pipe: "+err.Error())
+		return failCg(time.Time{}, "create pipe: "+err.Error())
 	}
 	defer errR.Close()
+	// The plan reaches the exec child through a pipe written only once
+	// the child is in the job's cgroup: until then it waits.
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		errW.Close()
+		return failCg(time.Time{}, "create pipe: "+err.Error())
+	}
 	cmd := exec.Command(exe, "stepd-exec", "--job-dir", dir)
-	cmd.Stdin = bytes.NewReader(data)
+	cmd.Stdin = inR
 	cmd.Stderr = os.Stderr
 	cmd.ExtraFiles = []*os.File{errW}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
@@ -94,46 +112,91 @@ func supervise(dir string, plan *Plan, shared bool, log *slog.Logger) Status {
 	start := time.Now()
 	err = cmd.Start()
 	errW.Close()
+	inR.Close()
 	if err != nil {
-		return fail(start, "start job: "+err.Error())
+		inW.Close()
+		return failCg(start, "start job: "+err.Error())
 	}
+	if cg != nil {
+		if err := cg.AddProc(cmd.Process.Pid); err != nil {
+			if plan.Cgroup.Required {
+				inW.Close()
+				_ = cmd.Process.Kill()
+				_ = cmd.Wait()
+				return failCg(start, "job cgroup (cgroups: required): "+err.Error())
+			}
+			log.Warn("job runs outside its cgroup", "err", err)
+		}
+	}
+	_, _ = inW.Write(data) // a child that died early says so on the error pipe
+	inW.Close()
 	msg, _ := io.ReadAll(errR)
-	// cmd.Wait, not the process's: it also closes the stdin pipe, which
-	// a shared supervisor would otherwise leak once per job.
-	return waitJob(dir, cmd.Process.Pid, cmd.Wait, func() *os.ProcessState { return cmd.ProcessState }, start, string(msg), log)
+	// cmd.Wait, not the process's: it also releases what exec.Cmd holds
+	// for the child, which a shared supervisor would otherwise leak once
+	// per job.
+	return waitJob(dir, cmd.Process.Pid, cmd.Wait, func() *os.ProcessState { return cmd.ProcessState }, start, string(msg), cg, log)
 }
 
 // superviseDirect starts a job that runs as the supervisor's own user
 // without the exec child: the supervisor opens the files itself (with
 // the same rights the child would have) and execs the script, which
-// saves a process start per job.
-func superviseDirect(dir string, plan *Plan, shared bool, log *slog.Logger) Status {
+// saves a process start per job. The job joins cg (when not nil) before
+// it execs.
+func superviseDirect(dir string, plan *Plan, shared bool, cg *cgroup.Cgroup, log *slog.Logger) Status {
 	start := time.Now()
+	fail := func(msg string) Status {
+		if cg != nil {
+			cleanupCgroup(cg, log)
+		}
+		return Status{Exit: api.ExitStatus{Code: 1}, StartTime: start, EndTime: time.Now(), Error: msg}
+	}
 	files, err := openJobFiles(plan, shared)
 	if err != nil {
-		return Status{Exit: api.ExitStatus{Code: 1}, StartTime: start, EndTime: time.Now(), Error: err.Error()}
+		return fail(err.Error())
 	}
 	// The trampoline's exec would fail inside the job (its message lost
 	// in the output file), so check here what execve would refuse.
 	if err := checkExecutable(plan.Script); err != nil {
 		files.close()
-		return Status{Exit: api.ExitStatus{Code: 1}, StartTime: start, EndTime: time.Now(),
-			Error: fmt.Sprintf("execve %s: %v", plan.Script, err)}
+		return fail(fmt.Sprintf("execve %s: %v", plan.Script, err))
 	}
 	umask := -1 // per-job: the process umask, set in openJobFiles, is inherited
 	if shared {
 		umask = plan.Umask
 	}
-	proc, err := spawnTask(plan, files, umask)
+	join := cgroupJoin{strict: plan.Cgroup != nil && plan.Cgroup.Required}
+	if join.procs, err = openProcsFiles(cg); err != nil {
+		if join.strict {
+			files.close()
+			return fail("job cgroup (cgroups: required): " + err.Error())
+		}
+		log.Warn("job runs outside its cgroup", "err", err)
+	}
+	proc, err := spawnTask(plan, files, umask, join)
 	files.close()
+	closeAll(join.procs)
+	if errors.Is(err, errJoinCgroup) {
+		return fail(fmt.Sprintf("job cgroup (cgroups: required): %v", err))
+	}
 	if err != nil {
-		return Status{Exit: api.ExitStatus{Code: 1}, StartTime: start, EndTime: time.Now(),
-			Error: fmt.Sprintf("execve %s: %v", plan.Script, unwrapPath(err))}
+		return fail(fmt.Sprintf("execve %s: %v", plan.Script, unwrapPath(err)))
 	}
 	var ps *os.ProcessState
 	wait := func() (err error) { ps, err = proc.Wait(); return err }
-	return waitJob(dir, proc.Pid, wait, func() *os.ProcessState { return ps }, start, "", log)
+	return waitJob(dir, proc.Pid, wait, func() *os.ProcessState { return ps }, start, "", cg, log)
 }
+
+// cgroupJoin is how a spawned job enters its cgroup before it execs:
+// it writes its pid to each of procs (cgroup.procs files opened by the
+// supervisor); strict fails the start when that fails, otherwise the job
+// runs outside the cgroup.
+type cgroupJoin struct {
+	procs  []*os.File
+	strict bool
+}
+
+// errJoinCgroup is a strict cgroupJoin that failed.
+var errJoinCgroup = errors.New("join job cgroup")
 
 // checkExecutable reports what execve would say about path: not
 // executable by us, or not a script with an interpreter line.
@@ -156,10 +219,10 @@ func checkExecutable(path string) error {
 
 // waitJob records the job's pid, honours kill Markers that raced the
 // start, waits for the job (wait, then state gives its exit), kills what
-// is left of its process group and turns the wait status into the job's
-// status. failMsg is an error the exec child reported before the script
-// ran.
-func waitJob(dir string, pid int, wait func() error, state func() *os.ProcessState, start time.Time, failMsg string, log *slog.Logger) Status {
+// is left of its process group and of its cgroup (cg, nil without one),
+// and turns the wait status and the OOM count into the job's status.
+// failMsg is an error the exec child reported before the script ran.
+func waitJob(dir string, pid int, wait func() error, state func() *os.ProcessState, start time.Time, failMsg string, cg *cgroup.Cgroup, log *slog.Logger) Status {
 	if id, err := IdentityOf(pid); err != nil {
 		log.Error("record job pid", "pid", pid, "err", err)
 	} else if err := WriteJSONAtomic(filepath.Join(dir, FilePID), id, 0o644); err != nil {
@@ -186,7 +249,8 @@ func waitJob(dir string, pid int, wait func() error, state func() *os.ProcessSta
 	if err := SignalGroup(pid, syscall.SIGKILL); err != nil {
 		log.Error("kill leftover processes", "err", err)
 	}
-	st := Status{StartTime: start, EndTime: end}
+	// Processes that left the group are still in the cgroup.
+	st := Status{StartTime: start, EndTime: end, OOM: finishCgroup(cg, log)}
 	if failMsg != "" {
 		st.Exit = api.ExitStatus{Code: 1}
 		st.Error = failMsg

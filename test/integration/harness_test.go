@@ -58,7 +58,7 @@ func TestMain(m *testing.M) {
 			os.Exit(1)
 		}
 	}
-	for _, l := range []string{"sbatch", "squeue", "scancel", "sinfo", "scontrol", "sacct"} {
+	for _, l := range []string{"sbatch", "squeue", "scancel", "sinfo", "scontrol", "sacct", "srun", "salloc", "sprio"} {
 		os.Symlink("tide", filepath.Join(dir, l))
 	}
 	code := m.Run()
@@ -169,6 +169,7 @@ gpus: {source: fake, fake: {count: %d, model: %s, memory_mb: %d, topology: "%s"}
 heartbeat: 2s
 kill_wait: 2s
 allow_root_jobs: %v
+step_addr: 127.0.0.1:0
 %s`, name, c.port, key, dir, name, gpus.Count, gpus.Model, gpus.MemoryMB, gpus.Topology, root, nodeYAML)
 		if err := os.WriteFile(filepath.Join(dir, name+".yaml"), []byte(ncfg), 0o644); err != nil {
 			t.Fatal(err)

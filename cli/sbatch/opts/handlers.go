@@ -1,7 +1,6 @@
 package opts
 
 import (
-	"math"
 	"strconv"
 	"strings"
 
@@ -276,19 +275,17 @@ func setNice(st *state, v string, has bool) error {
 	return nil
 }
 
+// setPriority reads --priority as a Tide level: 1 (lowest) to 10. TOP
+// is the highest level (the controller lets only operators raise a
+// job above its class's range).
 func setPriority(st *state, v string, _ bool) error {
-	if strings.EqualFold(v, "TOP") {
-		st.warn("--priority=TOP has no effect yet in Tide; ignored")
+	if strings.EqualFold(strings.TrimSpace(v), "TOP") {
+		st.spec.Priority = api.MaxLevel
 		return nil
 	}
 	n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
-	switch {
-	case err != nil:
-		return errorf("Invalid --priority specification: %s", v)
-	case n < 0:
-		return errorf("Priority must be >= 0")
-	case n >= math.MaxUint32-1:
-		return errorf("Priority must be < %d", uint32(math.MaxUint32-1))
+	if err != nil || n < api.MinLevel || n > api.MaxLevel {
+		return errorf("Invalid --priority specification: %s (a level from %d to %d)", v, api.MinLevel, api.MaxLevel)
 	}
 	st.spec.Priority = uint32(n)
 	return nil

@@ -117,7 +117,10 @@ func buildTable() []option {
 	t := []option{
 		// Parallel run options.
 		{Spec: Spec{Long: "array", Short: 'a', Arg: RequiredArg}, env: []string{"SBATCH_ARRAY_INX"}, argName: "indexes", help: "job array index values", set: setArray},
-		{Spec: Spec{Long: "account", Short: 'A', Arg: RequiredArg}, env: []string{"SBATCH_ACCOUNT"}, argName: "name", help: "charge job to specified account", set: str(func(s *api.JobSpec) *string { return &s.Account })},
+		{Spec: Spec{Long: "account", Short: 'A', Arg: RequiredArg}, env: []string{"SBATCH_ACCOUNT"}, argName: "name", help: "charge job to specified account (in Tide: the job's queue)", set: str(func(s *api.JobSpec) *string { return &s.Account })},
+		// --queue is Tide's name for a Slurm account: one option under
+		// two names (the shared ID), so "--queue=a -A b" is the last one.
+		{Spec: Spec{Long: "queue", Arg: RequiredArg, ID: "account"}, argName: "name", help: "queue to run the job in (Tide; same as --account)", set: str(func(s *api.JobSpec) *string { return &s.Account })},
 		{Spec: Spec{Long: "acctg-freq", Arg: RequiredArg}, env: []string{"SBATCH_ACCTG_FREQ"}, argName: "<datatype>=<interval>", help: "job accounting and profiling sampling intervals", set: ignore("acctg-freq", checkAcctgFreq)},
 		{Spec: Spec{Long: "batch", Arg: RequiredArg}, env: []string{"SBATCH_BATCH"}, argName: "list", help: "features the batch host must have", set: ignore("batch", nonEmpty("batch"))},
 		{Spec: Spec{Long: "bb", Arg: RequiredArg}, argName: "<spec>", help: "burst buffer specifications", set: ignore("bb", nonEmpty("bb"))},
@@ -162,7 +165,7 @@ func buildTable() []option {
 		{Spec: Spec{Long: "parsable", Arg: NoArg}, help: "outputs only the jobid on successful submission", set: func(st *state, _ string, _ bool) error { st.req.Parsable = true; return nil }},
 		{Spec: Spec{Long: "power", Arg: RequiredArg}, env: []string{"SBATCH_POWER"}, argName: "flags", help: "power management options", set: ignore("power", listCheck("power", "level"))},
 		{Spec: Spec{Long: "prefer", Arg: RequiredArg}, argName: "list", help: "features desired but not required by the job", set: ignore("prefer", nonEmpty("prefer"))},
-		{Spec: Spec{Long: "priority", Arg: RequiredArg}, argName: "value", help: "set the priority of the job to value", set: setPriority},
+		{Spec: Spec{Long: "priority", Arg: RequiredArg}, argName: "value", help: "priority level of the job, 1 (lowest) to 10; users may only lower theirs", set: setPriority},
 		{Spec: Spec{Long: "profile", Arg: RequiredArg}, env: []string{"SBATCH_PROFILE"}, argName: "value", help: "enable acct_gather_profile for detailed data (all, none, or energy,lustre,network,task)", set: ignore("profile", checkProfile)},
 		{Spec: Spec{Long: "propagate", Arg: OptionalArg}, argName: "rlimits", help: "propagate all [or specific list of] rlimits", set: ignore("propagate", checkPropagate)},
 		{Spec: Spec{Long: "qos", Short: 'q', Arg: RequiredArg}, env: []string{"SBATCH_QOS"}, argName: "qos", help: "quality of service", set: str(func(s *api.JobSpec) *string { return &s.QOS })},

@@ -1,0 +1,126 @@
+package accounting
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/tide-hpc/tide/ctld/api"
+)
+
+const sqlUpsertStep = `INSERT INTO steps (job_id, step_id, state, start_time, end_time, record)
+	VALUES (?, ?, ?, ?, ?, ?)
+	ON CONFLICT (job_id, step_id) DO UPDATE SET state = excluded.state,
+		start_time = excluded.start_time, end_time = excluded.end_time, record = excluded.record`
+
+// writeSteps upserts step records inside a Batch's transaction.
+func writeSteps(ctx context.Context, tx *sql.Tx, steps []api.StepRecord) error {
+	if len(steps) == 0 {
+		return nil
+	}
+	st, err := tx.PrepareContext(ctx, sqlUpsertStep)
+	if err != nil {
+		return fmt.Errorf("prepare step upsert: %w", err)
+	}
+	defer st.Close()
+	for i := range steps {
+		s := steps[i]
+		id, err := sqlID(s.JobID)
+		if err != nil {
+			return fmt.Errorf("save step: %w", err)
+		}
+		s.Start, s.End = utc(s.Start), utc(s.End)
+		rec, err := json.Marshal(&s)
+		if err != nil {
+			return fmt.Errorf("encode step %d.%d: %w", s.JobID, s.StepID, err)
+		}
+		if _, err := st.ExecContext(ctx, id, int64(s.StepID), string(s.State), nanos(s.Start), nanos(s.End), rec); err != nil {
+			return fmt.Errorf("save step %d.%d: %w", s.JobID, s.StepID, err)
+		}
+	}
+	return nil
+}
+
+// NextStepID returns the id the job's next step gets: one above its
+// highest stored step, 0 for its first.
+func (s *Store) NextStepID(ctx context.Context, jobID uint64) (uint32, error) {
+	id, err := sqlID(jobID)
+	if err != nil {
+		return 0, err
+	}
+	var next int64
+	if err := s.w.QueryRowContext(ctx, `SELECT COALESCE(MAX(step_id) + 1, 0) FROM steps WHERE job_id = ?`, id).Scan(&next); err != nil {
+		return 0, fmt.Errorf("next step id of job %d: %w", jobID, err)
+	}
+	return uint32(next), nil
+}
+
+// Step returns one step (api.ErrNotFound when unknown).
+func (s *Store) Step(ctx context.Context, jobID uint64, stepID uint32) (api.StepRecord, error) {
+	id, err := sqlID(jobID)
+	if err != nil {
+		return api.StepRecord{}, err
+	}
+	var rec []byte
+	err = s.w.QueryRowContext(ctx, `SELECT record FROM steps WHERE job_id = ? AND step_id = ?`, id, int64(stepID)).Scan(&rec)
+	if err == sql.ErrNoRows {
+		return api.StepRecord{}, api.Errorf(api.ErrNotFound, "Invalid job step specified: %d.%d", jobID, stepID)
+	}
+	if err != nil {
+		return api.StepRecord{}, fmt.Errorf("load step %d.%d: %w", jobID, stepID, err)
+	}
+	var st api.StepRecord
+	if err := json.Unmarshal(rec, &st); err != nil {
+		return api.StepRecord{}, fmt.Errorf("decode step %d.%d: %w", jobID, stepID, err)
+	}
+	return st, nil
+}
+
+// Steps returns the steps of the given jobs, by job and step id.
+func (s *Store) Steps(ctx context.Context, jobIDs []uint64) ([]api.StepRecord, error) {
+	if len(jobIDs) == 0 {
+		return nil, nil
+	}
+	args := make([]any, 0, len(jobIDs))
+	for _, j := range jobIDs {
+		id, err := sqlID(j)
+		if err != nil {
+			return nil, err
+		}
+		args = append(args, id)
+	}
+	var out []api.StepRecord
+	// SQLite allows 32766 parameters; sacct asks for far fewer jobs per
+	// call, but chunk anyway.
+	for len(args) > 0 {
+		n := min(len(args), 500)
+		chunk := args[:n]
+		args = args[n:]
+		q := `SELECT record FROM steps WHERE job_id IN (?` + strings.Repeat(",?", len(chunk)-1) + `) ORDER BY job_id, step_id`
+		rows, err := s.r.QueryContext(ctx, q, chunk...)
+		if err != nil {
+			return nil, fmt.Errorf("query steps: %w", err)
+		}
+		for rows.Next() {
+			var rec []byte
+			if err := rows.Scan(&rec); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("query steps: %w", err)
+			}
+			var st api.StepRecord
+			if err := json.Unmarshal(rec, &st); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("decode step: %w", err)
+			}
+			out = append(out, st)
+		}
+		err = rows.Err()
+		rows.Close()
+		if err != nil {
+			return nil, fmt.Errorf("query steps: %w", err)
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,248 @@
+package sprio
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tide-hpc/tide/cli/cmdutil"
+	"github.com/tide-hpc/tide/cli/scontrol/jobfmt"
+	"github.com/tide-hpc/tide/ctld/api"
+)
+
+// Formats, in the -o syntax of the internal field letters (see fields).
+// JOBID and PARTITION come first as in Slurm's sprio, so that scripts
+// reading the first column keep working.
+const (
+	DefaultFormat = "%.15i %9r %9a %.9q %.5y %.10A %.10Y %.19S %.11H %R"
+	UserFormat    = "%.15i %9r %.8u %9a %.9q %.5y %.10A %.10Y %.19S %.11H %R"
+	LongFormat    = "%.15i %9r %.8u %9a %.9q %.5y %.5k %.10A %.10Y %.19S %.11H %.5g %D"
+)
+
+// noMatch is what Slurm's sprio prints (on stdout) when -j names no
+// pending job.
+const noMatch = "Unable to find jobs matching user/id(s) specified"
+
+// Options are sprio's parsed command line.
+type Options struct {
+	IO  *cmdutil.IOStreams
+	API func() (cmdutil.API, error)
+	Now func() time.Time
+	UID func() int
+	// Loc is the zone times are printed in.
+	Loc *time.Location
+
+	Jobs       string
+	Args       []string
+	Users      string
+	Partitions string
+	Me         bool
+	Long       bool
+	Norm       bool
+	NoHeader   bool
+	JSON       bool
+}
+
+// NewCmd returns sprio (tide prio).
+func NewCmd(f *cmdutil.Factory) *cobra.Command { return newCmd(f, time.Local) }
+
+func newCmd(f *cmdutil.Factory, loc *time.Location) *cobra.Command {
+	o := &Options{IO: f.IO, API: f.API, Now: f.Now, UID: f.UID, Loc: loc}
+	cmd := &cobra.Command{
+		Use:   "sprio [OPTIONS] [JOBID...]",
+		Short: "View the factors of pending jobs' priority",
+		Long: `sprio shows why pending jobs are ordered as they are: their queue (Slurm
+account) and class (QOS), their level (1-10: --priority, else the class's
+default), how long they have waited, the level aging raised them to, since
+when they starve, how much of its guaranteed GPUs their queue uses, and the
+reason they wait. Job ids may be given as arguments (tide prio JOB...) or
+with -j.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.Args = args
+			ctx := cmd.Context()
+			if ctx == nil {
+				ctx = context.Background()
+			}
+			return o.Run(ctx)
+		},
+	}
+	fl := cmd.Flags()
+	fl.SortFlags = false
+	fl.BoolVarP(&o.NoHeader, "noheader", "h", false, "print no header line")
+	fl.StringVarP(&o.Jobs, "jobs", "j", "", "comma separated list of job ids to show")
+	fl.BoolVarP(&o.Long, "long", "l", false, "more columns: user, asked level, GPUs, and every reason that applies")
+	fl.BoolVarP(&o.Norm, "norm", "n", false, "show the factors normalized to 0-1 (levels over 10, age over the starvation age)")
+	fl.StringVarP(&o.Partitions, "partition", "p", "", "comma separated list of partitions")
+	fl.StringVarP(&o.Users, "user", "u", "", "comma separated list of users")
+	fl.BoolVar(&o.Me, "me", false, "show only the caller's jobs")
+	fl.BoolVar(&o.JSON, "json", false, "print the factors as JSON")
+	fl.Bool("help", false, "show this help")
+	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return cmdutil.Usagef("%s", err) })
+	return cmd
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, x := range strings.Split(s, ",") {
+		if x = strings.TrimSpace(x); x != "" {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// filter compiles the selection: pending jobs, by id, user, partition.
+func (o *Options) filter() (api.JobFilter, bool, error) {
+	f := api.JobFilter{States: []api.JobState{api.StatePending}}
+	ids := append(api.SplitJobIDList(o.Jobs), o.Args...)
+	for _, s := range ids {
+		jid, tasks, err := api.ParseJobIDs(s)
+		if err != nil {
+			return f, false, cmdutil.Usagef("Invalid job id: %s", s)
+		}
+		f.IDs = append(f.IDs, jid...)
+		f.Tasks = append(f.Tasks, tasks...)
+	}
+	f.Users = splitList(o.Users)
+	if o.Me {
+		f.Users = append(f.Users, strconv.Itoa(o.UID()))
+	}
+	f.Partitions = splitList(o.Partitions)
+	return f, len(ids) > 0, nil
+}
+
+// Run loads the pending jobs and the queues and prints the factors.
+func (o *Options) Run(ctx context.Context) error {
+	flt, byID, err := o.filter()
+	if err != nil {
+		return err
+	}
+	format := DefaultFormat
+	switch {
+	case o.Long:
+		format = LongFormat
+	case len(flt.Users) > 0:
+		format = UserFormat
+	}
+	c, err := o.API()
+	if err != nil {
+		return err
+	}
+	list, err := c.Jobs(ctx, flt)
+	if err != nil {
+		return fmt.Errorf("Couldn't get priority factors from controller: %w", err)
+	}
+	ql, err := c.Queues(ctx)
+	switch {
+	case errors.Is(err, api.ErrNotFound):
+		// A controller without queues: levels from the jobs alone.
+		ql = api.QueueList{}
+	case err != nil:
+		return fmt.Errorf("Couldn't get queues from controller: %w", err)
+	}
+	now := list.Now
+	if now.IsZero() {
+		now = o.Now()
+	}
+	e := &env{now: now, loc: o.Loc, share: jobfmt.NewSharing(ql), norm: o.Norm}
+	if e.loc == nil {
+		e.loc = time.Local
+	}
+	jobs := make([]*api.Job, 0, len(list.Jobs))
+	for i := range list.Jobs {
+		if list.Jobs[i].State == api.StatePending {
+			jobs = append(jobs, &list.Jobs[i])
+		}
+	}
+	sort.SliceStable(jobs, func(a, b int) bool { return jobs[a].ID < jobs[b].ID })
+	w := bufio.NewWriter(o.IO.Out)
+	if o.JSON {
+		if err := writeJSON(w, jobs, e); err != nil {
+			return err
+		}
+		return flush(w)
+	}
+	if byID && len(jobs) == 0 {
+		fmt.Fprintln(w, noMatch)
+		return flush(w)
+	}
+	tbl, err := compile(format, e)
+	if err != nil {
+		return err
+	}
+	var line []byte
+	if !o.NoHeader {
+		line = tbl.AppendHeader(line)
+	}
+	for _, j := range jobs {
+		line = tbl.AppendRow(line, j)
+	}
+	if _, err := w.Write(line); err != nil {
+		return fmt.Errorf("write output: %w", err)
+	}
+	return flush(w)
+}
+
+func flush(w *bufio.Writer) error {
+	if err := w.Flush(); err != nil {
+		return fmt.Errorf("write output: %w", err)
+	}
+	return nil
+}
+
+// row is one job's factors for --json.
+type row struct {
+	JobID       string     `json:"job_id"`
+	Partition   string     `json:"partition"`
+	User        string     `json:"user"`
+	Queue       string     `json:"queue,omitempty"`
+	QOS         string     `json:"qos,omitempty"`
+	Level       int        `json:"level"`
+	Asked       bool       `json:"level_asked"`
+	Waited      int64      `json:"waited"`
+	AgedLevel   int        `json:"aged_level"`
+	Starving    *time.Time `json:"starving,omitempty"`
+	QueueUsed   *int       `json:"queue_used_gpus,omitempty"`
+	QueueShare  *int       `json:"queue_guaranteed_gpus,omitempty"`
+	GPUs        int        `json:"gpus"`
+	Reason      string     `json:"reason"`
+	ReasonsText string     `json:"reasons,omitempty"`
+}
+
+func writeJSON(w io.Writer, jobs []*api.Job, e *env) error {
+	rows := make([]row, 0, len(jobs))
+	for _, j := range jobs {
+		lvl, asked := e.share.Level(j)
+		r := row{
+			JobID: jobID(j), Partition: j.Partition, User: jobfmt.NameOr(j.User, j.UserID), Queue: j.Account,
+			QOS: e.share.ClassName(j), Level: lvl, Asked: asked, Waited: int64(jobfmt.Waited(j, e.now) / time.Second),
+			AgedLevel: e.share.AgedLevel(j, e.now), GPUs: j.ReqGPUs(), Reason: jobfmt.Reason(j), ReasonsText: j.ReasonDetail,
+		}
+		if !j.Starving.IsZero() {
+			t := j.Starving
+			r.Starving = &t
+		}
+		if q := e.share.Queue(j.Account); q != nil {
+			used, g := q.UsedGPUs, q.Guaranteed
+			r.QueueUsed, r.QueueShare = &used, &g
+		}
+		rows = append(rows, r)
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(rows); err != nil {
+		return fmt.Errorf("write output: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,43 @@
+package client
+
+import (
+	"context"
+	"net/url"
+	"strconv"
+
+	"github.com/tide-hpc/tide/ctld/api"
+)
+
+// Steps and allocations (issue 7): srun and salloc use these calls; the
+// node connections of a step are internal/stepio's.
+
+// CreateStep asks for a step of running job id and returns its signed
+// grant.
+func (c *Client) CreateStep(ctx context.Context, id uint64, req api.StepRequest) (api.StepResponse, error) {
+	var r api.StepResponse
+	err := c.do(ctx, methodPost, "/api/v1/jobs/"+strconv.FormatUint(id, 10)+"/steps", nil, req, &r)
+	return r, err
+}
+
+// EndStep records how step id.step ended.
+func (c *Client) EndStep(ctx context.Context, id uint64, step uint32, e api.StepEnd) error {
+	path := "/api/v1/jobs/" + strconv.FormatUint(id, 10) + "/steps/" + strconv.FormatUint(uint64(step), 10) + "/end"
+	return c.do(ctx, methodPost, path, nil, e, nil)
+}
+
+// Release gives an allocation-only job back; it ends COMPLETED for exit
+// 0:0 and FAILED otherwise.
+func (c *Client) Release(ctx context.Context, id uint64, exit api.ExitStatus) error {
+	return c.do(ctx, methodPost, "/api/v1/jobs/"+strconv.FormatUint(id, 10)+"/release", nil, api.ReleaseRequest{Exit: exit}, nil)
+}
+
+// Steps lists the steps of the given jobs from accounting (sacct).
+func (c *Client) Steps(ctx context.Context, ids []uint64) ([]api.StepRecord, error) {
+	q := url.Values{}
+	for _, id := range ids {
+		q.Add("job", strconv.FormatUint(id, 10))
+	}
+	var r api.StepList
+	err := c.do(ctx, methodGet, "/api/v1/accounting/steps", q, nil, &r)
+	return r.Steps, err
+}

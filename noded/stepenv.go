@@ -1,0 +1,221 @@
+package noded
+
+// The environment and executable of a step's tasks (issue 7).
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/tide-hpc/tide/ctld/api"
+	"github.com/tide-hpc/tide/gres"
+	"github.com/tide-hpc/tide/hostlist"
+)
+
+// resolveExe finds a step's executable the way srun documents it: a
+// name starting with "." is relative to the working directory, one with
+// a "/" is taken as written, else it is looked up in PATH and finally in
+// the working directory.
+func resolveExe(name, cwd, path string) (string, error) {
+	abs := func(p string) string {
+		if filepath.IsAbs(p) {
+			return p
+		}
+		return filepath.Join(cwd, p)
+	}
+	if strings.HasPrefix(name, ".") || strings.Contains(name, "/") {
+		p := abs(name)
+		if err := executable(p); err != nil {
+			return "", fmt.Errorf("%s: %w", name, err)
+		}
+		return p, nil
+	}
+	if path == "" {
+		path = defaultPath
+	}
+	for _, dir := range filepath.SplitList(path) {
+		if dir == "" {
+			dir = "."
+		}
+		p := filepath.Join(abs(dir), name)
+		if executable(p) == nil {
+			return p, nil
+		}
+	}
+	if p := filepath.Join(cwd, name); executable(p) == nil {
+		return p, nil
+	}
+	return "", fmt.Errorf("%s: command not found", name)
+}
+
+func executable(p string) error {
+	fi, err := os.Stat(p)
+	switch {
+	case err != nil:
+		return err
+	case fi.IsDir():
+		return errors.New("is a directory")
+	case fi.Mode().Perm()&0o111 == 0:
+		return os.ErrPermission
+	}
+	return nil
+}
+
+// envValue returns KEY's value in an environment list.
+func envValue(env []string, key string) string {
+	for i := len(env) - 1; i >= 0; i-- {
+		if v, ok := strings.CutPrefix(env[i], key+"="); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+// MasterPortBase is where MASTER_PORT starts: a step of job N gets
+// MasterPortBase + N mod 1000, the same on every node and for every
+// step of the job, unless the environment sets MASTER_PORT already.
+const MasterPortBase = 29500
+
+// stepEnv is the environment of local task k on the step's node node:
+// the request's environment, then the job's and the step's SLURM_*
+// variables (with their TIDE_* twins), the task's GPUs and PyTorch's
+// rendezvous variables. It is pure.
+func stepEnv(g *api.StepGrant, node, k int) []string {
+	var e envList
+	for _, kv := range g.Env {
+		key, v, ok := strings.Cut(kv, "=")
+		if !ok || key == "" {
+			continue
+		}
+		e.set(key, v)
+	}
+	if _, ok := e.vals["PATH"]; !ok {
+		e.set("PATH", defaultPath)
+	}
+	sn := g.Nodes[node]
+	rank := sn.Ranks[k]
+	stepNodes := make([]string, len(g.Nodes))
+	perNode := make([]int, len(g.Nodes))
+	for i, n := range g.Nodes {
+		stepNodes[i] = n.Name
+		perNode[i] = len(n.Ranks)
+	}
+	var gpus []int
+	if k < len(sn.GPUs) {
+		gpus = sn.GPUs[k]
+	}
+	seen := map[int]bool{}
+	var nodeGPUs []int
+	for _, gs := range sn.GPUs {
+		for _, x := range gs {
+			if !seen[x] {
+				seen[x] = true
+				nodeGPUs = append(nodeGPUs, x)
+			}
+		}
+	}
+	itoa := strconv.Itoa
+	jobID := strconv.FormatUint(g.JobID, 10)
+	stepID := strconv.FormatUint(uint64(g.StepID), 10)
+	gtids := make([]string, len(sn.Ranks))
+	for i, r := range sn.Ranks {
+		gtids[i] = itoa(r)
+	}
+	var ours envList
+	set := ours.set
+	set("SLURM_JOB_ID", jobID)
+	set("SLURM_JOBID", jobID)
+	set("SLURM_JOB_NAME", g.JobName)
+	set("SLURM_JOB_USER", g.User)
+	set("SLURM_JOB_UID", strconv.FormatUint(uint64(g.UserID), 10))
+	set("SLURM_JOB_GID", strconv.FormatUint(uint64(g.GroupID), 10))
+	if g.Partition != "" {
+		set("SLURM_JOB_PARTITION", g.Partition)
+	}
+	if g.Cluster != "" {
+		set("SLURM_CLUSTER_NAME", g.Cluster)
+	}
+	jobList := hostlist.Compress(g.JobNodes)
+	set("SLURM_JOB_NODELIST", jobList)
+	set("SLURM_NODELIST", jobList)
+	set("SLURM_JOB_NUM_NODES", itoa(len(g.JobNodes)))
+	set("SLURM_STEP_ID", stepID)
+	set("SLURM_STEPID", stepID)
+	stepList := hostlist.Compress(stepNodes)
+	set("SLURM_STEP_NODELIST", stepList)
+	set("SLURM_STEP_NUM_NODES", itoa(len(g.Nodes)))
+	set("SLURM_STEP_NUM_TASKS", itoa(g.NTasks))
+	set("SLURM_STEP_TASKS_PER_NODE", compressCounts(perNode))
+	set("SLURM_NNODES", itoa(len(g.Nodes)))
+	set("SLURM_NTASKS", itoa(g.NTasks))
+	set("SLURM_NPROCS", itoa(g.NTasks))
+	set("SLURM_TASKS_PER_NODE", compressCounts(perNode))
+	set("SLURM_NODEID", itoa(node))
+	set("SLURM_PROCID", itoa(rank))
+	set("SLURM_LOCALID", itoa(k))
+	set("SLURM_GTIDS", strings.Join(gtids, ","))
+	set("SLURMD_NODENAME", sn.Name)
+	set("SLURM_CPUS_ON_NODE", itoa(sn.CPUs))
+	set("SLURM_TOPOLOGY_ADDR", sn.Name)
+	gpuKeys := []string{"CUDA_VISIBLE_DEVICES", "GPU_DEVICE_ORDINAL", "ROCR_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER",
+		"SLURM_STEP_GPUS", "SLURM_JOB_GPUS", "SLURM_GPUS_ON_NODE", "NVIDIA_VISIBLE_DEVICES"}
+	if len(gpus) > 0 {
+		idx := gres.FormatIndices(gpus)
+		set("CUDA_VISIBLE_DEVICES", idx)
+		set("GPU_DEVICE_ORDINAL", idx)
+		set("ROCR_VISIBLE_DEVICES", idx)
+		set("CUDA_DEVICE_ORDER", "PCI_BUS_ID")
+		set("SLURM_STEP_GPUS", gres.FormatIndices(nodeGPUs))
+		set("SLURM_JOB_GPUS", gres.FormatIndices(nodeGPUs))
+		set("SLURM_GPUS_ON_NODE", itoa(len(nodeGPUs)))
+		gpuKeys = []string{"NVIDIA_VISIBLE_DEVICES"} // UUIDs of the batch host's GPUs only
+	}
+	// PyTorch's rendezvous: torchrun-free launches read these.
+	if _, ok := e.vals["MASTER_ADDR"]; !ok {
+		set("MASTER_ADDR", hostOf(g.Nodes[0].Addr, g.Nodes[0].Name))
+	}
+	if _, ok := e.vals["MASTER_PORT"]; !ok {
+		set("MASTER_PORT", itoa(MasterPortBase+int(g.JobID%1000)))
+	}
+	set("WORLD_SIZE", itoa(g.NTasks))
+	set("RANK", itoa(rank))
+	set("LOCAL_RANK", itoa(k))
+	set("LOCAL_WORLD_SIZE", itoa(len(sn.Ranks)))
+	for _, key := range ours.keys {
+		e.set(key, ours.vals[key])
+	}
+	for _, key := range ours.keys {
+		if t, ok := tideTwin(key); ok {
+			e.set(t, ours.vals[key])
+		}
+	}
+	drop := map[string]bool{}
+	for _, key := range gpuKeys {
+		if _, ok := ours.vals[key]; !ok {
+			drop[key] = true
+			if t, ok := tideTwin(key); ok {
+				drop[t] = true
+			}
+		}
+	}
+	out := e.list()[:0:0]
+	for _, kv := range e.list() {
+		key, _, _ := strings.Cut(kv, "=")
+		if !drop[key] {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+// hostOf is addr's host, or fallback when addr has none.
+func hostOf(addr, fallback string) string {
+	if h, _, err := net.SplitHostPort(addr); err == nil && h != "" {
+		return h
+	}
+	return fallback
+}
