@@ -15,6 +15,11 @@ label() {
     array_submit) echo "sbatch --array=0-999 (one submission)";;
     array_drain) echo "drain a 1,000-task array (vs drain_1)";;
     start_latency) echo "submit -> start, idle cluster";;
+    burst_accept) echo "10,000 sbatch from 16 clients into a 50/s queue: all answered";;
+    burst_accepted) echo "  ... distinct job ids returned";;
+    burst_known) echo "  ... jobs the controller holds (none lost)";;
+    burst_buffered) echo "  ... of them waited in the submission buffer";;
+    burst_squeue) echo "  ... squeue during the storm";;
     first_line_process) echo "submit -> first output line, process job";;
     start_latency_container) echo "submit -> first output line, container job";;
     rss_idle) echo "controller memory, idle";;

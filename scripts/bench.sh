@@ -23,6 +23,10 @@ trap '"$ROOT/scripts/down.sh" >/dev/null 2>&1 || true' EXIT
 . "$TIDE_RUN/env.sh"
 CTLD_PID=$(cat "$TIDE_RUN/tidectld.pid") WORK=$TIDE_RUN/work "$ROOT/scripts/bench-cluster.sh" > "$OUT/tide.tsv"
 
+"$ROOT/scripts/down.sh" >/dev/null 2>&1 || true
+echo "== submission storm against the submission buffer (scripts/bench-burst.sh)" >&2
+TIDE_RUN=$ROOT/run/bench-burst TIDE_PORT=$((TIDE_PORT + 1)) "$ROOT/scripts/bench-burst.sh" >> "$OUT/tide.tsv"
+
 "$ROOT/scripts/bench-table.sh" "$OUT/go-bench.txt" "$OUT/tide.tsv"
 
 echo
