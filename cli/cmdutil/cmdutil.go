@@ -145,6 +145,14 @@ func ExitCode(err error) int {
 	return ExitError
 }
 
+// Failf prints "prog: error: message" and returns exit code 1 without a
+// further message, for commands that report an error mid-way (after
+// other output) the way Slurm's do.
+func Failf(w io.Writer, prog, format string, args ...any) error {
+	fmt.Fprintf(w, "%s: error: %s\n", prog, fmt.Sprintf(format, args...))
+	return &SilentError{Code: ExitError}
+}
+
 // PrintError writes err as Slurm commands do: "prog: error: message".
 func PrintError(w io.Writer, prog string, err error) {
 	var s *SilentError

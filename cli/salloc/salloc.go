@@ -63,9 +63,9 @@ func NewCmd(f *cmdutil.Factory) *cobra.Command {
 	}
 }
 
+// failf prints "salloc: error: ..." and returns exit code 1.
 func failf(w io.Writer, format string, args ...any) error {
-	fmt.Fprintf(w, "%s: error: %s\n", prog, fmt.Sprintf(format, args...))
-	return &cmdutil.SilentError{Code: cmdutil.ExitError}
+	return cmdutil.Failf(w, prog, format, args...)
 }
 
 // Run allocates, runs the command and releases.

@@ -208,8 +208,7 @@ func Run(ctx context.Context, o *Options) error {
 
 // failf prints "sbatch: error: ..." and returns exit code 1.
 func failf(w io.Writer, format string, args ...any) error {
-	fmt.Fprintf(w, "%s: error: %s\n", prog, fmt.Sprintf(format, args...))
-	return &cmdutil.SilentError{Code: cmdutil.ExitError}
+	return cmdutil.Failf(w, prog, format, args...)
 }
 
 // waitJob polls until the job is terminal and returns the exit code
