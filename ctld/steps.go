@@ -149,7 +149,7 @@ func layoutStep(j *api.Job, req api.StepRequest) (stepLayout, error) {
 		if c*cpt > a.CPUs && a.CPUs > 0 {
 			return bad("More processors requested than permitted (%d tasks × %d CPUs on %s, which gives the job %d)", c, cpt, a.Node, a.CPUs)
 		}
-		sn := api.StepNode{Name: a.Node, CPUs: a.CPUs}
+		sn := api.StepNode{Name: a.Node, CPUs: a.CPUs, MemoryMB: a.MemoryMB, GPUMemMB: a.GPUMemMB, GPUComputePct: a.GPUComputePct}
 		if req.GPUsPerTask > 0 && c*req.GPUsPerTask > len(a.GPUs) {
 			return bad("%d tasks × %d GPUs do not fit the %d GPUs the job has on %s", c, req.GPUsPerTask, len(a.GPUs), a.Node)
 		}

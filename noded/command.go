@@ -11,6 +11,7 @@ import (
 
 	"github.com/tide-hpc/tide/cli/cmdutil"
 	"github.com/tide-hpc/tide/cli/image"
+	"github.com/tide-hpc/tide/noded/ctr"
 	"github.com/tide-hpc/tide/noded/stepd"
 )
 
@@ -71,7 +72,8 @@ func newImageCommand() *cobra.Command {
 		if cfg.Containerd.Socket == "" {
 			return errors.New("no containerd socket: set containerd.socket in tided's configuration, TIDE_CONTAINERD_SOCKET, or pass --containerd-socket")
 		}
-		t = image.Target{Socket: cfg.Containerd.Socket, Namespace: cfg.Containerd.Namespace, Snapshotter: cfg.Containerd.Snapshotter}
+		t = image.Target{Socket: cfg.Containerd.Socket, Namespace: cfg.Containerd.Namespace, Snapshotter: cfg.Containerd.Snapshotter,
+			Registry: ctr.RegistryConfig{Insecure: cfg.Containerd.InsecureRegistries, AuthFile: cfg.Containerd.AuthFile}}
 		if ns != "" {
 			t.Namespace = ns
 		}

@@ -20,6 +20,8 @@ import (
 	"github.com/spf13/viper"
 
 	"github.com/tide-hpc/tide/gres"
+	"github.com/tide-hpc/tide/noded/cdi"
+	"github.com/tide-hpc/tide/noded/ctr"
 	"github.com/tide-hpc/tide/noded/stepd"
 )
 
@@ -85,6 +87,13 @@ type Config struct {
 	// host:port; port 0 picks a free port (several tided on one host),
 	// "" disables steps.
 	StepAddr string `mapstructure:"step_addr"`
+	// MPS runs one CUDA MPS control daemon per GPU shared by slices
+	// while slices run on it (auto: where nvidia-cuda-mps-control is
+	// found; off: never), so that CUDA enforces the slices' limits.
+	MPS string `mapstructure:"mps"`
+	// MPSControl is the nvidia-cuda-mps-control binary ("" looks it up
+	// in tided's PATH).
+	MPSControl string `mapstructure:"mps_control"`
 }
 
 // ContainerdConfig says how tided reaches containerd for container jobs.
@@ -97,6 +106,30 @@ type ContainerdConfig struct {
 	// Snapshotter unpacks images for jobs (overlayfs; native where
 	// overlay on overlay fails, as in some CI containers).
 	Snapshotter string `mapstructure:"snapshotter"`
+	// NvidiaHook injects the NVIDIA driver libraries into GPU jobs'
+	// containers: auto (the hook on PATH, on a node with real GPUs),
+	// off, or the hook's absolute path (nvidiahook.go).
+	NvidiaHook string `mapstructure:"nvidia_hook"`
+	// Pull says what a launch does when the job's image is not on the
+	// node: auto pulls it from its registry (the job waits, other jobs
+	// do not), never fails the launch (images come from "tided image
+	// import" only).
+	Pull string `mapstructure:"pull"`
+	// PullTimeout bounds one pull, so that a registry that hangs fails
+	// the jobs waiting for it.
+	PullTimeout time.Duration `mapstructure:"pull_timeout"`
+	// InsecureRegistries are registries (host or host:port, as image
+	// references spell them) reached over plain HTTP.
+	InsecureRegistries []string `mapstructure:"insecure_registries"`
+	// AuthFile is a docker-style config.json with registry credentials
+	// ("" = anonymous pulls). It is read at each pull.
+	AuthFile string `mapstructure:"auth_file"`
+	// CDISpecDirs are where Container Device Interface specs are read,
+	// lowest priority first. Where they define the node's GPUs
+	// (nvidia.com/gpu), a container job's GPUs are injected through
+	// them (device nodes, driver libraries, variables, hooks) instead of
+	// bare device nodes and the NVIDIA hook.
+	CDISpecDirs []string `mapstructure:"cdi_spec_dirs"`
 }
 
 // Supervisor modes (Config.Supervisor).
@@ -144,8 +177,9 @@ func DefaultConfig() Config {
 		LogLevel:     "info",
 		Cgroups:      CgroupsAuto,
 		CgroupParent: "tide",
-		Containerd:   ContainerdConfig{Namespace: "tide", Snapshotter: "overlayfs"},
+		Containerd:   ContainerdConfig{Namespace: "tide", Snapshotter: "overlayfs", NvidiaHook: NvidiaHookAuto, Pull: ctr.PullAuto, PullTimeout: ctr.DefaultPullTimeout, CDISpecDirs: slices.Clone(cdi.DefaultSpecDirs)},
 		StepAddr:     defaultStepAddr,
+		MPS:          MPSAuto,
 	}
 }
 
@@ -182,7 +216,15 @@ func configKeys(c Config) []struct {
 		{"containerd.socket", c.Containerd.Socket},
 		{"containerd.namespace", c.Containerd.Namespace},
 		{"containerd.snapshotter", c.Containerd.Snapshotter},
+		{"containerd.nvidia_hook", c.Containerd.NvidiaHook},
+		{"containerd.pull", c.Containerd.Pull},
+		{"containerd.pull_timeout", c.Containerd.PullTimeout},
+		{"containerd.insecure_registries", c.Containerd.InsecureRegistries},
+		{"containerd.auth_file", c.Containerd.AuthFile},
+		{"containerd.cdi_spec_dirs", c.Containerd.CDISpecDirs},
 		{"step_addr", c.StepAddr},
+		{"mps", c.MPS},
+		{"mps_control", c.MPSControl},
 	}
 }
 
@@ -222,6 +264,12 @@ func unmarshal(v *viper.Viper) (Config, error) {
 	}
 	if len(c.GPUs.Static) == 0 {
 		c.GPUs.Static = nil // "static: []" and no key mean the same
+	}
+	if len(c.Containerd.InsecureRegistries) == 0 {
+		c.Containerd.InsecureRegistries = nil
+	}
+	if len(c.Containerd.CDISpecDirs) == 0 {
+		c.Containerd.CDISpecDirs = nil // "cdi_spec_dirs: []": no CDI
 	}
 	return c, nil
 }
@@ -394,6 +442,10 @@ func (c *Config) Validate() error {
 		if c.Containerd.Snapshotter == "" {
 			bad("containerd.snapshotter: must not be empty")
 		}
+		if err := validateNvidiaHook(c.Containerd.NvidiaHook); err != nil {
+			errs = append(errs, err)
+		}
+		errs = append(errs, validatePulls(&c.Containerd))
 	}
 	if c.StepAddr != "" {
 		if _, port, err := net.SplitHostPort(c.StepAddr); err != nil {
@@ -401,6 +453,14 @@ func (c *Config) Validate() error {
 		} else if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
 			bad("step_addr: %q has an invalid port", c.StepAddr)
 		}
+	}
+	switch c.MPS {
+	case MPSAuto, MPSOff:
+	default:
+		bad("mps: %q must be %s or %s", c.MPS, MPSAuto, MPSOff)
+	}
+	if p := c.MPSControl; p != "" && !filepath.IsAbs(p) {
+		bad("mps_control: %q must be an absolute path", p)
 	}
 	if _, err := parseLevel(c.LogLevel); err != nil {
 		errs = append(errs, fmt.Errorf("log_level: %w", err))
@@ -538,6 +598,40 @@ func yamlString(s string) string {
 		return s
 	}
 	return strconv.Quote(s)
+}
+
+// validatePulls checks the registry and CDI keys of containerd.
+func validatePulls(c *ContainerdConfig) error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	// Zero values (a Config built in code) mean the defaults.
+	switch c.Pull {
+	case "", ctr.PullAuto, ctr.PullNever:
+	default:
+		bad("containerd.pull: %q must be %s or %s", c.Pull, ctr.PullAuto, ctr.PullNever)
+	}
+	if c.PullTimeout != 0 && c.PullTimeout < time.Second {
+		bad("containerd.pull_timeout: %s must be at least 1s", c.PullTimeout)
+	}
+	for _, r := range c.InsecureRegistries {
+		host, port, err := net.SplitHostPort(r)
+		if err != nil {
+			host, port = r, ""
+		}
+		n, perr := strconv.Atoi(port)
+		if host == "" || strings.ContainsAny(host, "/ \t@") || (port != "" && (perr != nil || n <= 0 || n > 65535)) {
+			bad("containerd.insecure_registries: %q is not host or host:port (no scheme, no path)", r)
+		}
+	}
+	if c.AuthFile != "" && !filepath.IsAbs(c.AuthFile) {
+		bad("containerd.auth_file: %q must be an absolute path", c.AuthFile)
+	}
+	for _, d := range c.CDISpecDirs {
+		if !filepath.IsAbs(d) {
+			bad("containerd.cdi_spec_dirs: %q must be an absolute path", d)
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // validNamespace accepts containerd's namespace syntax (a subset of DNS

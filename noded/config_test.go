@@ -51,9 +51,11 @@ func TestParseExampleConfig(t *testing.T) {
 		GPUs:     GPUConfig{Source: "none", Fake: gres.FakeConfig{Count: 0, Model: "h100", MemoryMB: 81920, Topology: "dgx"}},
 		Features: []string{"nvlink", "ib"}, Heartbeat: 10 * time.Second, KillWait: 30 * time.Second,
 		Cgroups: CgroupsAuto, CgroupParent: "tide",
-		LogLevel:   "info",
-		Containerd: ContainerdConfig{Namespace: "tide", Snapshotter: "overlayfs"},
-		StepAddr:   DefaultStepAddr,
+		LogLevel: "info",
+		Containerd: ContainerdConfig{Namespace: "tide", Snapshotter: "overlayfs", NvidiaHook: NvidiaHookAuto,
+			Pull: "auto", PullTimeout: 30 * time.Minute, CDISpecDirs: []string{"/etc/cdi", "/var/run/cdi"}},
+		StepAddr: DefaultStepAddr,
+		MPS:      MPSAuto,
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
@@ -106,6 +108,11 @@ func TestValidate(t *testing.T) {
 		{name: "key file empty", edit: func(t *testing.T, c *Config) {
 			c.KeyFile = writeKey(t, t.TempDir(), 0o600, " \n")
 		}, want: []string{"is empty"}},
+		{name: "mps off with a control path", edit: func(_ *testing.T, c *Config) {
+			c.MPS, c.MPSControl = MPSOff, "/usr/bin/nvidia-cuda-mps-control"
+		}},
+		{name: "bad mps keys", edit: func(_ *testing.T, c *Config) { c.MPS, c.MPSControl = "on", "bin/mps" },
+			want: []string{`mps: "on" must be auto or off`, `mps_control: "bin/mps" must be an absolute path`}},
 		{name: "containerd socket", edit: func(_ *testing.T, c *Config) { c.Containerd.Socket = "/run/containerd/containerd.sock" }},
 		{name: "containerd relative socket", edit: func(_ *testing.T, c *Config) { c.Containerd.Socket = "containerd.sock" },
 			want: []string{"containerd.socket:", "absolute"}},
@@ -115,6 +122,22 @@ func TestValidate(t *testing.T) {
 		{name: "containerd no snapshotter", edit: func(_ *testing.T, c *Config) {
 			c.Containerd = ContainerdConfig{Socket: "/s", Namespace: "tide"}
 		}, want: []string{"containerd.snapshotter:"}},
+		{name: "registry and CDI keys", edit: func(_ *testing.T, c *Config) {
+			c.Containerd.Socket = "/s"
+			c.Containerd.Pull = "never"
+			c.Containerd.InsecureRegistries = []string{"127.0.0.1:5000", "registry.local", "[::1]:5000"}
+			c.Containerd.AuthFile = "/etc/tide/registry-auth.json"
+			c.Containerd.CDISpecDirs = nil
+		}},
+		{name: "bad registry and CDI keys", edit: func(_ *testing.T, c *Config) {
+			c.Containerd.Socket = "/s"
+			c.Containerd.Pull = "always"
+			c.Containerd.PullTimeout = time.Millisecond
+			c.Containerd.InsecureRegistries = []string{"http://r.local", "r.local:99999", ""}
+			c.Containerd.AuthFile = "auth.json"
+			c.Containerd.CDISpecDirs = []string{"cdi"}
+		}, want: []string{`containerd.pull: "always"`, "containerd.pull_timeout: 1ms", `"http://r.local" is not host`,
+			`"r.local:99999" is not host`, `"" is not host`, `containerd.auth_file: "auth.json"`, `containerd.cdi_spec_dirs: "cdi"`}},
 		{name: "namespace unchecked without socket", edit: func(_ *testing.T, c *Config) { c.Containerd.Namespace = "" }},
 		{name: "every problem at once", edit: func(_ *testing.T, c *Config) {
 			c.Version = 2
@@ -257,7 +280,10 @@ func TestWriteYAML(t *testing.T) {
 		GPUs:     GPUConfig{Source: GPUSourceFake, Fake: gres.FakeConfig{Count: 8, Model: "h200", MemoryMB: 144384}},
 		Features: []string{"nvlink", "yes"}, Heartbeat: 15 * time.Second, KillWait: time.Minute,
 		AllowRootJobs: true, LogLevel: "debug", Cgroups: CgroupsOff, CgroupParent: "tide/jobs",
-		Containerd: ContainerdConfig{Socket: "/run/containerd/containerd.sock", Namespace: "tide", Snapshotter: "native"},
+		Containerd: ContainerdConfig{Socket: "/run/containerd/containerd.sock", Namespace: "tide", Snapshotter: "native",
+			Pull: "never", PullTimeout: 5 * time.Minute, InsecureRegistries: []string{"127.0.0.1:5000", "registry.local"},
+			AuthFile: "/etc/tide/registry-auth.json", CDISpecDirs: []string{"/etc/cdi"}},
+		MPS: MPSOff, MPSControl: "/opt/cuda/bin/nvidia-cuda-mps-control",
 	}
 	var b bytes.Buffer
 	if err := c.WriteYAML(&b); err != nil {

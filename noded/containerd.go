@@ -20,6 +20,7 @@ import (
 	"github.com/containerd/errdefs"
 
 	"github.com/tide-hpc/tide/ctld/api"
+	"github.com/tide-hpc/tide/noded/cdi"
 	"github.com/tide-hpc/tide/noded/ctr"
 )
 
@@ -48,14 +49,31 @@ type ctrRuntime struct {
 	owner string
 	// devDir is where GPU device nodes are looked up (tests change it).
 	devDir string
+	// nvidiaHook is the NVIDIA container hook GPU jobs get, "" for none
+	// (nvidiahook.go).
+	nvidiaHook string
+	// puller pulls the images jobs want and the node lacks, one pull per
+	// image however many jobs wait; nil when containerd.pull is never.
+	puller *ctr.Puller
 
 	mu    sync.Mutex
 	tasks map[api.JobRef]containerd.Task
+	// cdiWarned holds the CDI spec problems already logged.
+	cdiWarned map[string]bool
 }
 
 func newCtrRuntime(d *Daemon, c *ctr.Client) *ctrRuntime {
 	h := sha256.Sum256([]byte(d.cfg.Name + "\x00" + d.cfg.StateDir))
-	return &ctrRuntime{d: d, c: c, owner: hex.EncodeToString(h[:6]), devDir: "/dev", tasks: map[api.JobRef]containerd.Task{}}
+	r := &ctrRuntime{d: d, c: c, owner: hex.EncodeToString(h[:6]), devDir: "/dev", tasks: map[api.JobRef]containerd.Task{},
+		nvidiaHook: d.newNvidiaHook()}
+	r.cdiWarned = map[string]bool{}
+	if cc := d.cfg.Containerd; cc.Pull != ctr.PullNever {
+		rc := ctr.RegistryConfig{Insecure: cc.InsecureRegistries, AuthFile: cc.AuthFile}
+		r.puller = ctr.NewPuller(func(ctx context.Context, ref string) (containerd.Image, error) {
+			return c.PullJobImage(ctx, ref, rc)
+		}, cc.PullTimeout)
+	}
+	return r
 }
 
 func (*ctrRuntime) name() string { return "container" }
@@ -85,8 +103,11 @@ func (f *fileIO) Cancel()            {}
 func (f *fileIO) Wait()              {}
 func (f *fileIO) Close() error       { return nil }
 
-// start creates the job's output files as its user, creates the
-// container from the image and starts the task.
+// start creates the job's output files as its user, resolves its GPUs
+// and, when the image is on the node, creates the container and starts
+// the task. An image the node lacks is pulled in the background
+// (pullAndRun): start returns at once, and the wait it returns covers
+// the pull and the run.
 func (r *ctrRuntime) start(j *job) (func(), error) {
 	d := r.d
 	spec := &j.spec
@@ -110,24 +131,55 @@ func (r *ctrRuntime) start(j *job) (func(), error) {
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := r.ctx()
-	defer cancel()
-	img, err := r.c.JobImage(ctx, spec.ContainerImage)
-	if err != nil {
-		if errors.Is(err, ctr.ErrImageNotFound) {
-			return nil, fmt.Errorf("container image %s is not on node %s (import it there: tided image import FILE.tar)", spec.ContainerImage, d.cfg.Name)
-		}
-		return nil, err
-	}
 	alloc := nodeAlloc(spec, d.cfg.Name)
 	in := &ctrJobSpec{
 		Script: filepath.Join(j.dir, fileScript), Args: spec.Args, Env: BuildEnv(spec, d.cfg.Name),
 		Cwd: prep.Cwd, Files: files, WorkDir: wd, Mounts: spec.ContainerMounts, Cred: cred,
 		MemoryMB: alloc.MemoryMB, CPUs: alloc.CPUs, CgroupsPath: r.cgroupsPath(j.ref),
-		// A slice's GPUs are shared with other jobs: it gets their device
-		// nodes too; its limits are the job's environment to honour.
-		GPUDevices: gpuDevices(r.devDir, alloc.GPUs),
 	}
+	// A slice's GPUs are shared with other jobs: it gets their devices
+	// too; its limits are the job's environment to honour. CDI specs,
+	// where the node has them for its GPUs, say what a GPU needs (before
+	// a pull: a node whose specs do not match fails at once).
+	if in.CDI, err = r.cdiEdits(alloc.GPUs); err != nil {
+		return nil, err
+	}
+	if in.CDI == nil {
+		in.GPUDevices = gpuDevices(r.devDir, alloc.GPUs)
+	}
+	lctx, lcancel := r.ctx()
+	img, err := r.c.JobImage(lctx, spec.ContainerImage)
+	lcancel()
+	switch {
+	case err == nil:
+		return r.run(j, img, in)
+	case !errors.Is(err, ctr.ErrImageNotFound):
+		return nil, err
+	case r.puller == nil:
+		return nil, fmt.Errorf("container image %s is not on node %s (import it there: tided image import FILE.tar; containerd.pull is %s)",
+			spec.ContainerImage, d.cfg.Name, ctr.PullNever)
+	}
+	// The pull runs apart from the sync loop, which launches the node's
+	// other jobs meanwhile; this job's wait covers the pull. The marker
+	// tells a tided restarted meanwhile to pull again (reattach).
+	if err := writeFileAtomic(filepath.Join(j.dir, filePulling), []byte(spec.ContainerImage+"\n"), 0o644); err != nil {
+		return nil, fmt.Errorf("record the pull: %w", err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		r.pullAndRun(j, in)
+	}()
+	return func() { <-done }, nil
+}
+
+// run creates the job's container from img and starts its task.
+func (r *ctrRuntime) run(j *job, img containerd.Image, in *ctrJobSpec) (func(), error) {
+	d := r.d
+	files := in.Files
+	alloc := nodeAlloc(&j.spec, d.cfg.Name)
+	ctx, cancel := r.ctx()
+	defer cancel()
 	var nofile syscall.Rlimit
 	if syscall.Getrlimit(syscall.RLIMIT_NOFILE, &nofile) == nil {
 		in.NoFile = &nofile
@@ -139,6 +191,10 @@ func (r *ctrRuntime) start(j *job) (func(), error) {
 	labels := map[string]string{labelOwner: r.owner, labelNode: d.cfg.Name,
 		labelJob: strconv.FormatUint(j.ref.JobID, 10), labelRestart: strconv.Itoa(j.ref.Restart)}
 	opts := append([]oci.SpecOpts{oci.WithImageConfig(img)}, ctrSpecOpts(in)...)
+	if in.CDI == nil {
+		// CDI specs bring the driver's libraries themselves.
+		opts = append(opts, nvidiaHookOpts(r.nvidiaHook, gpuUUIDs(d.gpus, alloc.GPUs))...)
+	}
 	c, err := r.c.NewContainer(ctx, id, containerd.WithImage(img), containerd.WithSnapshotter(r.c.Snapshotter),
 		containerd.WithNewSnapshot(id, img), containerd.WithContainerLabels(labels), containerd.WithNewSpec(opts...))
 	if err != nil {
@@ -186,6 +242,155 @@ func (r *ctrRuntime) start(j *job) (func(), error) {
 	return func() { <-done }, nil
 }
 
+// filePulling marks a job directory whose job waits for its image: a
+// restarted tided that finds no container for it pulls again.
+const filePulling = "pulling"
+
+// pullPoll is how often a job waiting for its image checks whether it
+// was cancelled (or timed out) meanwhile, or tided is stopping.
+const pullPoll = 250 * time.Millisecond
+
+// pullAndRun pulls the job's image (joining a pull of it under way)
+// and then runs the job. Its end is in status.json: a failed pull fails
+// the launch with the registry's reason, a job killed while it waits
+// ends without running. A tided that stops meanwhile leaves it (its
+// successor finds no container and reports the job lost).
+func (r *ctrRuntime) pullAndRun(j *job, in *ctrJobSpec) {
+	ref := j.spec.ContainerImage
+	log := r.d.log.With("job_id", j.ref.JobID, "restart", j.ref.Restart, "image", ref)
+	log.Info("container image not on the node: pulling it")
+	began := time.Now()
+	marker := filepath.Join(j.dir, filePulling)
+	defer func() {
+		if !r.stopping() {
+			os.Remove(marker)
+		}
+	}()
+	pulled, result := r.puller.Start(ref)
+	tick := time.NewTicker(pullPoll)
+	defer tick.Stop()
+	for waiting := true; waiting; {
+		select {
+		case <-pulled:
+			waiting = false
+		case <-tick.C:
+			if r.stopping() {
+				return
+			}
+			if k := killedMarker(j.dir); k != nil {
+				log.Info("job killed while its image was being pulled")
+				r.writeStatus(j, killedStatus(k, began))
+				return
+			}
+		}
+	}
+	img, err := result()
+	if err != nil {
+		log.Warn("image pull failed", "err", err)
+		r.failLaunch(j, fmt.Errorf("container image %s is not on node %s and cannot be pulled: %w", ref, r.d.cfg.Name, err))
+		return
+	}
+	log.Info("image pulled", "took", time.Since(began).Round(time.Millisecond))
+	if r.stopping() {
+		return
+	}
+	if k := killedMarker(j.dir); k != nil {
+		r.writeStatus(j, killedStatus(k, began))
+		return
+	}
+	wait, err := r.run(j, img, in)
+	if err != nil {
+		log.Error("cannot start container", "err", err)
+		r.failLaunch(j, err)
+		return
+	}
+	wait()
+}
+
+// resumePull starts again the launch of a job whose image was being
+// pulled when tided stopped: the pull starts over (or finds the image
+// there), then the job runs.
+func (r *ctrRuntime) resumePull(j *job) (*jobStatus, func(), error) {
+	r.d.log.Info("job was waiting for its image: pulling again", "job_id", j.ref.JobID, "image", j.spec.ContainerImage)
+	wait, err := r.start(j)
+	if err != nil {
+		st := jobStatus{Exit: api.ExitStatus{Code: 1}, EndTime: time.Now(), Error: "start " + r.name() + ": " + err.Error()}
+		r.writeStatus(j, st)
+		return &st, nil, nil
+	}
+	return nil, wait, nil
+}
+
+// killedMarker returns the marker of a kill (scancel, time limit)
+// written for the job, or nil.
+func killedMarker(dir string) *killMarker {
+	m := readMarkers(dir)
+	if m.Killed != nil {
+		return m.Killed
+	}
+	return m.TimedOut
+}
+
+// killedStatus is the end of a job killed before its task started: as
+// if its signal had ended it (the controller reports it cancelled or
+// timed out from the marker).
+func killedStatus(k *killMarker, began time.Time) jobStatus {
+	sig := syscall.SIGTERM
+	if k.Signal > 0 {
+		sig = syscall.Signal(k.Signal)
+	}
+	return jobStatus{StartTime: began, EndTime: time.Now(), Exit: api.ExitStatus{Signal: int(sig)}}
+}
+
+// failLaunch records a launch that failed after start returned, as
+// launch records one that failed before: exit 1 with the reason.
+func (r *ctrRuntime) failLaunch(j *job, err error) {
+	r.writeStatus(j, jobStatus{Exit: api.ExitStatus{Code: 1}, EndTime: time.Now(), Error: "start " + r.name() + ": " + err.Error()})
+}
+
+func (r *ctrRuntime) writeStatus(j *job, st jobStatus) {
+	if err := writeJSONAtomic(filepath.Join(j.dir, fileStatus), &st, 0o644); err != nil {
+		r.d.log.Error("cannot record job status", "job_id", j.ref.JobID, "err", err)
+	}
+}
+
+// cdiEdits resolves the job's GPUs to the edits of the node's CDI
+// specs: nil when the job has no GPUs or the specs do not define
+// nvidia.com/gpu devices (the GPUs then come as bare device nodes), an
+// error when they do but not for one of these GPUs. The specs are read
+// at each launch: they are small, and nvidia-ctk rewrites them when the
+// driver changes.
+func (r *ctrRuntime) cdiEdits(gpus []int) (*cdi.ContainerEdits, error) {
+	dirs := r.d.cfg.Containerd.CDISpecDirs
+	if len(gpus) == 0 || len(dirs) == 0 {
+		return nil, nil
+	}
+	reg := cdi.Load(dirs)
+	r.mu.Lock()
+	for _, p := range reg.Problems {
+		if !r.cdiWarned[p.Error()] {
+			r.cdiWarned[p.Error()] = true
+			r.d.log.Warn("CDI spec ignored", "err", p)
+		}
+	}
+	r.mu.Unlock()
+	if !reg.HasKind(cdi.GPUKind) {
+		return nil, nil
+	}
+	names, err := reg.GPUNames(gpus, func(i int) string {
+		for _, g := range r.d.gpus {
+			if g.Index == i {
+				return g.UUID
+			}
+		}
+		return ""
+	})
+	if err != nil {
+		return nil, err
+	}
+	return reg.Resolve(names)
+}
+
 // finish waits for the task's exit, writes status.json and removes the
 // task, container and snapshot. A broken wait (tided stopping and
 // closing its connection, or containerd restarting) is not an exit:
@@ -197,7 +402,8 @@ func (r *ctrRuntime) finish(j *job, task containerd.Task, exit <-chan containerd
 		es := <-exit
 		code, at, err := es.Result()
 		if err == nil {
-			st := jobStatus{StartTime: started, EndTime: at, Exit: exitFromCode(code), OOM: oomKilled(r.cgroupsPath(j.ref))}
+			oom := oomKilled(r.cgroupsPath(j.ref))
+			st := jobStatus{StartTime: started, EndTime: at, Exit: exitFromCode(code, signalsSent(j.dir), oom), OOM: oom}
 			if at.IsZero() {
 				st.EndTime = time.Now()
 			}
@@ -244,16 +450,6 @@ func (r *ctrRuntime) record(j *job, st jobStatus) {
 	ctx, cancel := r.ctx()
 	defer cancel()
 	r.remove(ctx, r.containerID(j.ref))
-}
-
-// exitFromCode turns a task's exit code into Slurm's code:signal. The
-// shim reports death by signal N as 128+N, which a script's own
-// "exit 137" cannot be told from.
-func exitFromCode(code uint32) api.ExitStatus {
-	if code > 128 && code <= 128+64 {
-		return api.ExitStatus{Signal: int(code - 128)}
-	}
-	return api.ExitStatus{Code: int(code)}
 }
 
 // oomKilled reports whether the kernel's OOM killer ended a process in
@@ -307,17 +503,27 @@ func (r *ctrRuntime) remove(ctx context.Context, id string) {
 // PID 1 without a handler ignores SIGTERM, its children do not), or to
 // the batch script alone. The RPC runs in the background: d.mu is held.
 func (r *ctrRuntime) signalLocked(j *job, sig syscall.Signal, batchOnly bool) {
-	r.mu.Lock()
-	task := r.tasks[j.ref]
-	r.mu.Unlock()
+	task := r.task(j)
 	if task == nil {
 		r.d.log.Debug("container task not running, signal not sent", "job_id", j.ref.JobID, "signal", int(sig))
 		return
 	}
-	go r.kill(j.ref, task, sig, !batchOnly)
+	// In order with the job's other task calls: a resume queued before
+	// a kill reaches the shim first.
+	j.ops.do(func() { r.kill(j.ref, task, sig, !batchOnly) })
 }
 
+// task returns the job's running task, or nil.
+func (r *ctrRuntime) task(j *job) containerd.Task {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.tasks[j.ref]
+}
+
+// kill signals the task and records the signal for reading its exit
+// status (ctrexit.go).
 func (r *ctrRuntime) kill(ref api.JobRef, task containerd.Task, sig syscall.Signal, all bool) {
+	recordSignal(filepath.Join(r.d.jobsDir, dirName(ref)), sig, r.d.log)
 	ctx, cancel := r.ctx()
 	defer cancel()
 	var opts []containerd.KillOpts
@@ -339,6 +545,9 @@ func (r *ctrRuntime) reattach(j *job) (st *jobStatus, wait func(), err error) {
 	id := r.containerID(j.ref)
 	c, err := r.c.LoadContainer(ctx, id)
 	if err != nil {
+		if errdefs.IsNotFound(err) && exists(filepath.Join(j.dir, filePulling)) {
+			return r.resumePull(j)
+		}
 		return nil, nil, fmt.Errorf("container %s: %w", id, err)
 	}
 	task, err := c.Task(ctx, nil)
@@ -351,7 +560,8 @@ func (r *ctrRuntime) reattach(j *job) (st *jobStatus, wait func(), err error) {
 		return nil, nil, fmt.Errorf("status of task %s: %w", id, err)
 	}
 	if s.Status == containerd.Stopped {
-		fin := jobStatus{EndTime: s.ExitTime, Exit: exitFromCode(s.ExitStatus), OOM: oomKilled(r.cgroupsPath(j.ref))}
+		oom := oomKilled(r.cgroupsPath(j.ref))
+		fin := jobStatus{EndTime: s.ExitTime, Exit: exitFromCode(s.ExitStatus, signalsSent(j.dir), oom), OOM: oom}
 		if fin.EndTime.IsZero() {
 			fin.EndTime = time.Now()
 		}

@@ -14,6 +14,7 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/tide-hpc/tide/ctld/api"
+	"github.com/tide-hpc/tide/noded/cdi"
 )
 
 // ScriptInContainer is where a container job's batch script is mounted
@@ -38,6 +39,9 @@ type ctrJobSpec struct {
 	// GPUDevices are host device nodes of the job's GPUs (and the
 	// driver's control nodes) that exist on the node.
 	GPUDevices []string
+	// CDI holds the edits of the job's GPUs from the node's CDI specs,
+	// applied last (nil: GPUDevices instead).
+	CDI *cdi.ContainerEdits
 	// CgroupsPath is the task's cgroup, where the OOM count is read.
 	CgroupsPath string
 	NoFile      *syscall.Rlimit
@@ -172,6 +176,11 @@ func ctrSpecOpts(in *ctrJobSpec) []oci.SpecOpts {
 	}
 	for _, dev := range in.GPUDevices {
 		opts = append(opts, oci.WithLinuxDevice(dev, "rwm"))
+	}
+	if in.CDI != nil {
+		opts = append(opts, func(_ context.Context, _ oci.Client, _ *containers.Container, s *oci.Spec) error {
+			return in.CDI.Apply(s)
+		})
 	}
 	return opts
 }

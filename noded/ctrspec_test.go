@@ -2,6 +2,7 @@ package noded
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -16,6 +17,7 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/tide-hpc/tide/ctld/api"
+	"github.com/tide-hpc/tide/noded/cdi"
 )
 
 func TestDefaultBinds(t *testing.T) {
@@ -46,28 +48,6 @@ func TestMergeEnv(t *testing.T) {
 	want := []string{"PATH=/bin", "SLURM_JOB_ID=4", "HOME=/home/a", "LANG=C"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Fatalf("(-want +got):\n%s", diff)
-	}
-}
-
-func TestExitFromCode(t *testing.T) {
-	tests := []struct {
-		name string
-		code uint32
-		want api.ExitStatus
-	}{
-		{"success", 0, api.ExitStatus{}},
-		{"exit 3", 3, api.ExitStatus{Code: 3}},
-		{"exit 128", 128, api.ExitStatus{Code: 128}},
-		{"SIGKILL", 137, api.ExitStatus{Signal: 9}},
-		{"SIGTERM", 143, api.ExitStatus{Signal: 15}},
-		{"beyond signals", 255, api.ExitStatus{Code: 255}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := exitFromCode(tt.code); got != tt.want {
-				t.Fatalf("exitFromCode(%d) = %v, want %v", tt.code, got, tt.want)
-			}
-		})
 	}
 }
 
@@ -218,5 +198,56 @@ func TestCtrSpecOpts(t *testing.T) {
 	}
 	if shm := mounts["/dev/shm"]; !slices.ContainsFunc(shm.Options, func(o string) bool { return strings.HasPrefix(o, "size=") && o == "size=524288k" }) {
 		t.Errorf("/dev/shm options %v, want size=524288k", shm.Options)
+	}
+}
+
+// TestCtrSpecOptsCDI: a job whose GPUs come through CDI gets the specs'
+// device nodes, mounts, variables and hooks, applied after the image's
+// configuration and the job's own settings, and no bare device nodes.
+func TestCtrSpecOptsCDI(t *testing.T) {
+	reg := cdi.Load([]string{"cdi/testdata"})
+	names, err := reg.GPUNames([]int{0}, func(int) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	edits, err := reg.Resolve(names)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := &ctrJobSpec{
+		Script: "/run/tided/jobs/8.0/script", Env: []string{"PATH=/host/bin", "NVIDIA_VISIBLE_DEVICES=all"}, Cwd: "/home/a/run",
+		Files: JobFiles{Stdout: "/home/a/run/slurm-8.out"}, WorkDir: "/home/a/run",
+		Cred: userCred{UID: 1000, GID: 100, Umask: -1}, CgroupsPath: "/tide/tide-x-8-0", CDI: edits,
+	}
+	ctx := namespaces.WithNamespace(context.Background(), "tide")
+	s, err := oci.GenerateSpec(ctx, nil, &containers.Container{ID: "tide-x-8-0"}, ctrSpecOpts(in)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var devs []string
+	for _, d := range s.Linux.Devices {
+		devs = append(devs, fmt.Sprintf("%s %s %d:%d", d.Path, d.Type, d.Major, d.Minor))
+	}
+	if diff := cmp.Diff([]string{"/dev/nvidiactl c 195:255", "/dev/nvidia0 c 195:0"}, devs); diff != "" {
+		t.Errorf("devices (-want +got):\n%s", diff)
+	}
+	allowed := map[string]string{}
+	for _, r := range s.Linux.Resources.Devices {
+		if r.Allow && r.Major != nil && r.Minor != nil {
+			allowed[fmt.Sprintf("%d:%d", *r.Major, *r.Minor)] = r.Access
+		}
+	}
+	if allowed["195:0"] != "rwm" || allowed["195:255"] != "rw" {
+		t.Errorf("devices cgroup rules %v", allowed)
+	}
+	if !slices.Contains(s.Process.Env, "NVIDIA_VISIBLE_DEVICES=void") || slices.Contains(s.Process.Env, "NVIDIA_VISIBLE_DEVICES=all") {
+		t.Errorf("env %v: the spec's variable must win", s.Process.Env)
+	}
+	lib := "/usr/lib/x86_64-linux-gnu/libcuda.so.550.54.15"
+	if !slices.ContainsFunc(s.Mounts, func(m specs.Mount) bool { return m.Destination == lib && m.Source == lib && m.Type == "bind" }) {
+		t.Errorf("driver library not mounted: %+v", s.Mounts)
+	}
+	if s.Hooks == nil || len(s.Hooks.CreateContainer) != 1 || s.Hooks.CreateContainer[0].Path != "/usr/bin/nvidia-ctk" {
+		t.Errorf("hooks %+v", s.Hooks)
 	}
 }

@@ -83,6 +83,10 @@ type Daemon struct {
 	// cgroups describes the job cgroups this node makes ("off", "v1
 	// (cpu,memory,…)"), for the start line.
 	cgroups string
+	// mps runs the MPS control daemons of shared GPUs (mps.go; made
+	// on first use through mpsOf).
+	mps     *mpsManager
+	mpsOnce sync.Once
 
 	mu   sync.Mutex
 	jobs map[api.JobRef]*job

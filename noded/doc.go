@@ -31,5 +31,7 @@
 //	timedout     marker: the job reached its time limit
 //	signalled    marker: the --signal warning was sent
 //	forgotten    marker: the controller no longer wants the job
+//	frozen       marker: the job is suspended, and how (suspend.go)
+//	signals      signals sent to a container job's task (ctrexit.go)
 //	status.json  the final exit status, written by tmp + rename
 package noded

@@ -194,6 +194,49 @@ func setSliceEnv(set func(k, v string), a api.NodeAlloc) {
 	}
 }
 
+// MPS client variables: where a process finds its GPU's MPS control
+// daemon (see mps.go).
+const (
+	envMPSPipe = "CUDA_MPS_PIPE_DIRECTORY"
+	envMPSLog  = "CUDA_MPS_LOG_DIRECTORY"
+)
+
+// sliceEnvKeys are the variables setSliceEnv may set.
+var sliceEnvKeys = []string{"CUDA_MPS_PINNED_DEVICE_MEM_LIMIT", "TIDE_GPU_MEM_MB", "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", "TIDE_GPU_COMPUTE_PCT"}
+
+// setMPSEnv points a process that sees the sliced GPUs gpus at its
+// GPU's MPS control daemon (dirs holds the GPUs whose daemon runs). An
+// MPS client talks to one control daemon, and a daemon serves the one
+// GPU it was started for; so only a process that sees exactly one
+// sliced GPU is made a client. One that sees several (a batch script of
+// a job with slices on several GPUs) gets no MPS variables: it runs
+// without MPS, with every GPU it was given visible and its limits
+// advisory; its srun --gpus-per-task=1 tasks each get their GPU's daemon.
+func setMPSEnv(set func(k, v string), gpus []int, dirs map[int]mpsDirs) {
+	if len(gpus) != 1 {
+		return
+	}
+	d, ok := dirs[gpus[0]]
+	if !ok {
+		return
+	}
+	set(envMPSPipe, d.Pipe)
+	set(envMPSLog, d.Log)
+}
+
+// withMPSEnv is env with setMPSEnv's variables for a process that sees
+// the sliced GPUs gpus; it is pure.
+func withMPSEnv(env []string, gpus []int, dirs map[int]mpsDirs) []string {
+	var e envList
+	for _, kv := range env {
+		if k, v, _ := strings.Cut(kv, "="); k != envMPSPipe && k != envMPSLog {
+			e.set(k, v)
+		}
+	}
+	setMPSEnv(e.set, gpus, dirs)
+	return e.list()
+}
+
 // tideTwin names the TIDE_* twin of a SLURM_* variable.
 func tideTwin(k string) (string, bool) {
 	if k == "SLURMD_NODENAME" {

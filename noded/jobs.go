@@ -41,6 +41,9 @@ type job struct {
 	// then; ackWatch is set while tided watches for it (checkpoint.go).
 	signalledAt time.Time
 	ackWatch    bool
+	// ops runs the job's slow runtime calls (freeze, thaw, container
+	// signals) in order, outside Daemon.mu (suspend.go).
+	ops serialOps
 }
 
 func (j *job) finished() bool { return j.status != nil }
@@ -171,6 +174,11 @@ func (d *Daemon) writeJobDir(j *job) error {
 		plan.Groups = d.groups.get(plan.UID, plan.GID, d.log)
 	}
 	plan.Cgroup = cgroupPlan(&j.spec, d.cfg.Name, d.cfg)
+	// Issue 3: a slice job's GPUs get their MPS daemons before the job
+	// starts, and the job is pointed at them.
+	if gpus := d.jobSliceGPUs(&j.spec); len(gpus) > 0 {
+		plan.Env = withMPSEnv(plan.Env, gpus, d.acquireJobMPS(j))
+	}
 	return writeJSONNew(filepath.Join(j.dir, fileExec), &plan, 0o600)
 }
 
@@ -272,6 +280,7 @@ func (d *Daemon) finishLocked(j *job, st jobStatus) {
 	}
 	j.status = &st
 	j.stopTimers()
+	d.releaseJobMPS(j)
 	d.log.Info("job finished", "job_id", j.ref.JobID, "restart", j.ref.Restart, "exit", st.Exit.String(),
 		"timed_out", j.marks.TimedOut != nil, "killed", j.marks.Killed != nil, "error", st.Error)
 	if j.marks.Forgotten {
@@ -365,6 +374,8 @@ func (d *Daemon) endLocked(j *job, marker string, sig syscall.Signal) *killMarke
 	if err := writeJSONAtomic(filepath.Join(j.dir, marker), m, 0o644); err != nil {
 		d.log.Error("cannot record kill marker", "job_id", j.ref.JobID, "err", err)
 	}
+	// A frozen job must run to act on its signal (suspend.go).
+	d.resumeLocked(j)
 	d.signalLocked(j, sig, false)
 	if j.escalate == nil {
 		j.escalate = time.AfterFunc(m.KillAt.Sub(now), func() { d.escalateKill(j) })
@@ -379,6 +390,7 @@ func (d *Daemon) escalateKill(j *job) {
 		return
 	}
 	d.log.Info("kill wait over, sending SIGKILL", "job_id", j.ref.JobID)
+	d.resumeLocked(j)
 	d.signalLocked(j, syscall.SIGKILL, false)
 }
 
@@ -399,8 +411,19 @@ func (d *Daemon) sendWarning(j *job) {
 
 // signalLocked sends sig to the job's processes (or to the batch shell
 // alone) through the job's runtime. Before the job has started there is
-// nothing to signal; kill markers cover that window.
+// nothing to signal; kill markers cover that window. SIGSTOP and SIGCONT
+// to the whole job suspend and resume it through the freezer
+// (suspend.go); a SIGCONT to a job that is not frozen is a plain signal.
 func (d *Daemon) signalLocked(j *job, sig syscall.Signal, batchOnly bool) {
+	if !batchOnly {
+		switch {
+		case sig == syscall.SIGSTOP:
+			d.suspendLocked(j)
+			return
+		case sig == syscall.SIGCONT && d.resumeLocked(j):
+			return
+		}
+	}
 	d.runtimeFor(j).signalLocked(j, sig, batchOnly)
 }
 
@@ -422,8 +445,12 @@ func (d *Daemon) applySignal(s api.SignalCommand) bool {
 		}
 		return d.killLocked(j, sig)
 	case s.Signal > 0:
-		j.signalledAt, j.ackWatch = time.Now(), true
-		d.signalLocked(j, syscall.Signal(s.Signal), s.BatchOnly)
+		sig := syscall.Signal(s.Signal)
+		if sig != syscall.SIGSTOP && sig != syscall.SIGCONT {
+			// A checkpoint signal: an acknowledgement counts from now.
+			j.signalledAt, j.ackWatch = time.Now(), true
+		}
+		d.signalLocked(j, sig, s.BatchOnly)
 		return true
 	}
 	return false
@@ -584,6 +611,7 @@ func (d *Daemon) recover() error {
 	if d.ctr != nil {
 		d.ctr.removeOrphans(d.jobs)
 	}
+	d.recoverMPS()
 	return nil
 }
 

@@ -24,6 +24,15 @@ type jobRuntime interface {
 	// for the job. A job not started yet is not signalled: the kill
 	// markers, written first, cover that window.
 	signalLocked(j *job, sig syscall.Signal, batchOnly bool)
+	// freezeOpLocked returns the work that freezes every process of the
+	// job, or nil when nothing of it runs. It is called with Daemon.mu
+	// held; the work runs on the job's ops queue (suspend.go), calls
+	// mark with the way it chose just before it freezes, and returns
+	// that way (a stepd.Freeze* constant).
+	freezeOpLocked(j *job) func(mark func(how string)) (string, error)
+	// thawOpLocked returns the work that lets a job frozen the way how
+	// says run again, or nil when nothing of it runs; as freezeOpLocked.
+	thawOpLocked(j *job) func(how string) error
 }
 
 // runtimeFor picks the job's runtime.
@@ -50,18 +59,24 @@ func (p processRuntime) start(j *job) (func(), error) {
 	return p.d.superviseShared(j.dir)
 }
 
+// pidLocked returns the job's process (the process group leader), read
+// from the pid file the supervisor writes, and whether it still runs.
+func (p processRuntime) pidLocked(j *job) (int, bool) {
+	if j.pid.PID == 0 {
+		id, err := readIdentity(filepath.Join(j.dir, filePID))
+		if err != nil {
+			p.d.log.Error("cannot read job pid", "job_id", j.ref.JobID, "err", err)
+		}
+		j.pid = id
+	}
+	return j.pid.PID, j.pid.Alive()
+}
+
 // signalLocked signals the job's process group (or the batch shell
 // alone), found through the pid file the supervisor writes.
 func (p processRuntime) signalLocked(j *job, sig syscall.Signal, batchOnly bool) {
 	d := p.d
-	if j.pid.PID == 0 {
-		id, err := readIdentity(filepath.Join(j.dir, filePID))
-		if err != nil {
-			d.log.Error("cannot read job pid", "job_id", j.ref.JobID, "err", err)
-		}
-		j.pid = id
-	}
-	if !j.pid.Alive() {
+	if _, alive := p.pidLocked(j); !alive {
 		d.log.Debug("job process not running, signal not sent", "job_id", j.ref.JobID, "signal", int(sig))
 		return
 	}
@@ -90,3 +105,7 @@ func (n noContainers) start(*job) (func(), error) {
 }
 
 func (noContainers) signalLocked(*job, syscall.Signal, bool) {}
+
+func (noContainers) freezeOpLocked(*job) func(func(string)) (string, error) { return nil }
+
+func (noContainers) thawOpLocked(*job) func(string) error { return nil }

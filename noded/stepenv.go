@@ -219,3 +219,49 @@ func hostOf(addr, fallback string) string {
 	}
 	return fallback
 }
+
+// stepSlice is the job's slice size on node: from the job's launch where
+// the node runs the job's batch script (spec non-nil), else from the
+// step grant's node entry sn. A NodeAlloc whose Sliced is false means
+// whole GPUs.
+func stepSlice(spec *api.LaunchSpec, sn *api.StepNode, node string) *api.NodeAlloc {
+	if spec == nil {
+		if sn == nil {
+			return nil
+		}
+		return &api.NodeAlloc{Node: node, GPUMemMB: sn.GPUMemMB, GPUComputePct: sn.GPUComputePct}
+	}
+	a := nodeAlloc(spec, node)
+	return &api.NodeAlloc{Node: node, GPUMemMB: a.GPUMemMB, GPUComputePct: a.GPUComputePct}
+}
+
+// stepSliceEnv gives a step task that sees gpus the slice variables of
+// its own GPUs: the limits (their ordinals follow the task's
+// CUDA_VISIBLE_DEVICES, not the batch script's) and its GPU's MPS
+// daemon (setMPSEnv). The variables the task inherits from srun's
+// environment are dropped first, since they describe the batch script's
+// GPUs and node; where the slice size is unknown (slice nil) inherited
+// limits stay, as all slices of a job have one size, but MPS
+// directories, which are the batch node's, still go. It is pure.
+func stepSliceEnv(env []string, slice *api.NodeAlloc, gpus []int, dirs map[int]mpsDirs) []string {
+	drop := map[string]bool{envMPSPipe: true, envMPSLog: true}
+	if slice != nil {
+		for _, k := range sliceEnvKeys {
+			drop[k] = true
+		}
+	}
+	var e envList
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		if !drop[k] {
+			e.set(k, v)
+		}
+	}
+	if slice != nil && slice.Sliced() && len(gpus) > 0 {
+		a := *slice
+		a.GPUs = gpus
+		setSliceEnv(e.set, a)
+		setMPSEnv(e.set, gpus, dirs)
+	}
+	return e.list()
+}

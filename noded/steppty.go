@@ -70,7 +70,7 @@ func (r *stepRun) startPty(hello *stepio.HelloMsg, cred *syscall.Credential) err
 			return fmt.Errorf("chown %s: %w", slavePath, err)
 		}
 	}
-	env := stepEnv(g, r.node, 0)
+	env := r.taskEnv(0)
 	exe, err := resolveExe(g.Argv[0], g.Cwd, envValue(env, "PATH"))
 	if err != nil {
 		master.Close()
@@ -80,7 +80,27 @@ func (r *stepRun) startPty(hello *stepio.HelloMsg, cred *syscall.Credential) err
 	// Setsid makes the task a session (and process group) leader, so
 	// signals to its group reach its job; fd 0 becomes its terminal.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0, Credential: cred}
-	if err := cmd.Start(); err != nil {
+	// The gate holds the task until it is in its cgroup (cgroupplan.go).
+	var gate *os.File
+	if r.fence != nil {
+		gr, gw, err := os.Pipe()
+		if err != nil {
+			master.Close()
+			return err
+		}
+		defer gr.Close()
+		gateCmd(cmd, gr)
+		gate = gw
+	}
+	err = cmd.Start()
+	if err == nil && gate != nil {
+		if err = r.fence.admit(cmd.Process.Pid, gate); err != nil {
+			go func() { _ = cmd.Wait() }() // it exits 126 at the closed gate
+		}
+	} else if gate != nil {
+		gate.Close()
+	}
+	if err != nil {
 		master.Close()
 		return fmt.Errorf("execve %s: %w", g.Argv[0], err)
 	}

@@ -17,6 +17,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"sync"
 	"syscall"
 	"time"
@@ -55,6 +56,11 @@ type stepServer struct {
 	running map[*stepRun]struct{}
 	closed  bool
 	wg      sync.WaitGroup
+
+	// cgMu guards jobCgroups, the job cgroups tided made for steps of
+	// jobs whose batch script runs elsewhere (cgroupplan.go).
+	cgMu       sync.Mutex
+	jobCgroups map[uint64]*stepJobCgroup
 }
 
 // startSteps opens the step listener on cfg.StepAddr. An empty address
@@ -171,6 +177,15 @@ type stepRun struct {
 	// pumps start forwarding the tasks' output; they run once the Ready
 	// frame is out, so that srun hears of the start first.
 	pumps []func()
+	// fence is the cgroup the tasks join (nil: none); mpsHolder names
+	// the step as a holder of MPS daemons ("" when it holds none).
+	fence     *stepFence
+	mpsHolder string
+	// slice is the job's slice size on this node, nil when the job's
+	// GPUs here are not slices or tided does not know (stepSlice).
+	slice *api.NodeAlloc
+	// mps holds the directories of the step's GPUs whose MPS daemon runs.
+	mps map[int]mpsDirs
 
 	mu       sync.Mutex
 	left     int
@@ -223,6 +238,8 @@ func (s *stepServer) serve(c net.Conn) {
 		delete(s.running, r)
 		s.mu.Unlock()
 	}()
+	// Runs first of the deferred calls: the tasks are dead by then.
+	defer r.release()
 	if err := r.start(&hello); err != nil {
 		log.Warn("step start failed", "err", err)
 		r.signalAll(syscall.SIGKILL)
@@ -270,6 +287,9 @@ func (r *stepRun) start(hello *stepio.HelloMsg) error {
 	if err != nil {
 		return err
 	}
+	if err := r.prepareFences(); err != nil {
+		return err
+	}
 	if g.Pty {
 		return r.startPty(hello, cred)
 	}
@@ -278,7 +298,7 @@ func (r *stepRun) start(hello *stepio.HelloMsg) error {
 	r.mu.Unlock()
 	for k, rank := range sn.Ranks {
 		t := &stepTask{rank: rank, local: k}
-		env := stepEnv(g, r.node, k)
+		env := r.taskEnv(k)
 		exe, err := resolveExe(g.Argv[0], g.Cwd, envValue(env, "PATH"))
 		if err != nil {
 			return err
@@ -287,6 +307,16 @@ func (r *stepRun) start(hello *stepio.HelloMsg) error {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: cred}
 		reads := hello.StdinMode == stepio.StdinAll || hello.StdinMode == stepio.StdinTask && hello.StdinTask == rank
 		var closeAfter []*os.File
+		// gate holds the task until it is in its cgroup (cgroupplan.go).
+		var gate *os.File
+		if r.fence != nil {
+			gr, gw, err := os.Pipe()
+			if err != nil {
+				return err
+			}
+			gateCmd(cmd, gr)
+			closeAfter, gate = append(closeAfter, gr), gw
+		}
 		if reads {
 			pr, pw, err := os.Pipe()
 			if err != nil {
@@ -322,6 +352,13 @@ func (r *stepRun) start(hello *stepio.HelloMsg) error {
 		for _, f := range closeAfter {
 			f.Close()
 		}
+		if err == nil && gate != nil {
+			if err = r.fence.admit(cmd.Process.Pid, gate); err != nil {
+				go func() { _ = cmd.Wait() }() // it exits 126 at the closed gate
+			}
+		} else if gate != nil {
+			gate.Close()
+		}
 		if err != nil {
 			if t.stdin != nil {
 				t.stdin.close()
@@ -335,6 +372,76 @@ func (r *stepRun) start(hello *stepio.HelloMsg) error {
 		r.mu.Unlock()
 	}
 	return nil
+}
+
+// prepareFences sets up what the step's tasks run inside on this node:
+// the job's or the step's cgroup, and for slices of shared GPUs the
+// slice limits and MPS daemons (issue 3 item 4).
+func (r *stepRun) prepareFences() error {
+	g, d := r.g, r.s.d
+	spec, jobPID := d.jobHere(g.JobID)
+	r.slice = stepSlice(spec, &g.Nodes[r.node], d.cfg.Name)
+	if r.slice != nil && r.slice.Sliced() {
+		if gpus := stepGPUs(g.Nodes[r.node]); len(gpus) > 0 && d.mpsOf().enabled() {
+			r.mpsHolder = mpsStepHolder(g.JobID, g.StepID)
+			r.mps = d.mpsOf().acquire(r.mpsHolder, gpus)
+		}
+	}
+	f, err := r.s.openStepFence(g, r.node, spec, jobPID)
+	if err != nil {
+		return err
+	}
+	r.fence = f
+	return nil
+}
+
+// taskEnv is local task k's environment: stepEnv, then its slice
+// limits and MPS daemon.
+func (r *stepRun) taskEnv(k int) []string {
+	sn := r.g.Nodes[r.node]
+	var gpus []int
+	if k < len(sn.GPUs) {
+		gpus = sn.GPUs[k]
+	}
+	return stepSliceEnv(stepEnv(r.g, r.node, k), r.slice, gpus, r.mps)
+}
+
+// release undoes prepareFences once the tasks are gone: the step's
+// cgroups go, and its hold on MPS daemons. It is idempotent.
+func (r *stepRun) release() {
+	r.s.closeStepFence(r.fence)
+	r.fence = nil
+	if r.mpsHolder != "" {
+		r.s.d.mpsOf().release(r.mpsHolder)
+		r.mpsHolder = ""
+	}
+}
+
+// jobHere returns a copy of job id's launch when this node runs its
+// batch script, and the script's pid (0 when unknown); nil and 0 when
+// the job's batch script runs elsewhere or there is none (an
+// allocation).
+func (d *Daemon) jobHere(id uint64) (*api.LaunchSpec, int) {
+	d.mu.Lock()
+	var found *job
+	for _, j := range d.jobs {
+		if j.ref.JobID == id && j.hasSpec && !j.finished() && (found == nil || j.ref.Restart > found.ref.Restart) {
+			found = j
+		}
+	}
+	if found == nil {
+		d.mu.Unlock()
+		return nil, 0
+	}
+	spec, pid, dir := found.spec, found.pid, found.dir
+	d.mu.Unlock()
+	if pid.PID == 0 {
+		pid, _ = readIdentity(filepath.Join(dir, filePID))
+	}
+	if !pid.Alive() {
+		return &spec, 0
+	}
+	return &spec, pid.PID
 }
 
 // closePumps runs the output pumps of a start that failed, so that their

@@ -36,6 +36,14 @@ for pf in "$RUN"/nodes/*.pid; do
   stop "$pf" "tided $(basename "$pf" .pid)"
 done
 stop "$RUN/tidectld.pid" tidectld
+# The cluster's cgroup parent (empty once its jobs are gone).
+if [ -f "$RUN/nodes/cgroup-parent" ]; then
+  cg=$(cat "$RUN/nodes/cgroup-parent")
+  for d in /sys/fs/cgroup/*/"$cg" /sys/fs/cgroup/"$cg"; do
+    [ -d "$d" ] && rmdir "$d" 2>/dev/null
+  done
+  rm -f "$RUN/nodes/cgroup-parent"
+fi
 # The private containerd that up.sh started for container jobs, if any
 # (its tasks first: shims outlive containerd).
 if [ -f "$RUN/containerd/containerd.pid" ]; then

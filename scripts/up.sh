@@ -101,6 +101,10 @@ else
   fi
 fi
 
+# Job cgroups (where tided can make them) under a parent of this
+# cluster's own: several local clusters reuse job ids.
+CGPARENT=tide-dev-$PORT
+echo "$CGPARENT" > "$RUN/nodes/cgroup-parent"
 for i in $(seq 1 "$NNODES"); do
   n=$(printf 'gpu%02d' "$i")
   mkdir -p "$NODESTATE/$n"
@@ -120,6 +124,7 @@ kill_wait: 5s
 allow_root_jobs: $ROOTJOBS
 # srun steps: any free loopback port (four tided share this host)
 step_addr: 127.0.0.1:0
+cgroup_parent: $CGPARENT
 $CTRD_YAML
 YAML
   "$BIN/tided" --config "$RUN/nodes/$n.yaml" >"$RUN/nodes/$n.log" 2>&1 &

@@ -28,12 +28,17 @@ type Store interface {
 	Import(ctx context.Context, r io.Reader) ([]ctr.Image, error)
 	Images(ctx context.Context) ([]ctr.Image, error)
 	RemoveImage(ctx context.Context, ref string) (string, error)
+	PullImage(ctx context.Context, ref string, rc ctr.RegistryConfig) (ctr.Image, error)
+	PushImage(ctx context.Context, src, dst string, rc ctr.RegistryConfig) (ctr.Image, string, error)
 	Close() error
 }
 
-// Target says which containerd the commands talk to.
+// Target says which containerd the commands talk to, and how pull and
+// push reach registries (tided fills Registry from its containerd
+// configuration; the flags of pull and push add to it).
 type Target struct {
 	Socket, Namespace, Snapshotter string
+	Registry                       ctr.RegistryConfig
 }
 
 // Connector opens the Store for a target.
@@ -53,12 +58,14 @@ func Connect(ctx context.Context, t Target) (Store, error) {
 // tided does, from its configuration in a PersistentPreRunE.
 func Command(streams *cmdutil.IOStreams, t *Target, connect Connector, now func() time.Time) *cobra.Command {
 	root := &cobra.Command{
-		Use:   "image <import|ls|rm>",
+		Use:   "image <import|ls|rm|pull|push>",
 		Short: "Manage the container images of this node's containerd (node-side, as root)",
 		Long: `image manages the images that container jobs (sbatch --container-image) run,
 in the containerd of the machine it runs on. Run it on every node that runs
 container jobs, as a user who may use containerd's socket (root). No registry
-is needed: import OCI-layout or docker-save tarballs.`,
+is needed: import OCI-layout or docker-save tarballs. Where a registry is
+reachable, pull images ahead of jobs (tided also pulls a job's missing image
+itself) and push local images to it.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Args:          cobra.NoArgs,
@@ -136,6 +143,69 @@ is needed: import OCI-layout or docker-save tarballs.`,
 			})
 		},
 	})
+	var insecure []string
+	var authFile string
+	registry := func() ctr.RegistryConfig {
+		rc := t.Registry
+		rc.Insecure = append(append([]string(nil), rc.Insecure...), insecure...)
+		if authFile != "" {
+			rc.AuthFile = authFile
+		}
+		return rc
+	}
+	pull := &cobra.Command{
+		Use:   "pull IMAGE...",
+		Short: "Pull images from their registries and unpack them for jobs",
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return cmdutil.Usagef("pull needs at least one image")
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return withStore(cmd, func(ctx context.Context, s Store) error {
+				var errs []error
+				for _, a := range args {
+					im, err := s.PullImage(ctx, a, registry())
+					if err != nil {
+						errs = append(errs, err)
+						continue
+					}
+					fmt.Fprintf(streams.Out, "pulled %s (%s)\n", im.Name, shortDigest(im.Digest))
+				}
+				return errors.Join(errs...)
+			})
+		},
+	}
+	push := &cobra.Command{
+		Use:   "push IMAGE [TARGET]",
+		Short: "Push a local image to its registry, or under the name TARGET",
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) < 1 || len(args) > 2 {
+				return cmdutil.Usagef("push needs an image and at most one target name")
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			dst := ""
+			if len(args) == 2 {
+				dst = args[1]
+			}
+			return withStore(cmd, func(ctx context.Context, s Store) error {
+				im, name, err := s.PushImage(ctx, args[0], dst, registry())
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(streams.Out, "pushed %s as %s (%s)\n", im.Name, name, shortDigest(im.Digest))
+				return nil
+			})
+		},
+	}
+	for _, c := range []*cobra.Command{pull, push} {
+		c.Flags().StringSliceVar(&insecure, "insecure-registry", nil, "registry (host:port) to reach over plain HTTP (repeatable)")
+		c.Flags().StringVar(&authFile, "auth-file", "", "docker-style config.json with registry credentials")
+	}
+	root.AddCommand(pull, push)
 	return root
 }
 

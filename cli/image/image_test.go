@@ -11,12 +11,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/tide-hpc/tide/cli/cmdutil"
+	"github.com/tide-hpc/tide/ctld/api"
 	goldenpkg "github.com/tide-hpc/tide/internal/golden"
 	"github.com/tide-hpc/tide/noded/ctr"
 )
 
 var now = time.Date(2026, 3, 10, 12, 0, 0, 0, time.UTC)
+
+// baseRegistry is the registry configuration tided would give.
+var baseRegistry = ctr.RegistryConfig{Insecure: []string{"reg.local:5000"}, AuthFile: "/etc/tide/auth.json"}
 
 // fakeStore keeps images in memory and records the target it was
 // opened for.
@@ -25,6 +31,8 @@ type fakeStore struct {
 	images  map[string]ctr.Image
 	imports []string
 	closed  bool
+	// registry is what the last pull or push was told.
+	registry ctr.RegistryConfig
 }
 
 func (f *fakeStore) Import(_ context.Context, r io.Reader) ([]ctr.Image, error) {
@@ -58,6 +66,34 @@ func (f *fakeStore) RemoveImage(_ context.Context, ref string) (string, error) {
 	return name, nil
 }
 
+func (f *fakeStore) PullImage(_ context.Context, ref string, rc ctr.RegistryConfig) (ctr.Image, error) {
+	f.registry = rc
+	name, err := api.NormalizeImage(ref)
+	if err != nil {
+		return ctr.Image{}, err
+	}
+	if strings.Contains(name, "none") {
+		return ctr.Image{}, fmt.Errorf("pull %s: %s: not found", name, name)
+	}
+	im := ctr.Image{Name: name, Digest: "sha256:fedcba9876543210", Size: 1 << 20, Created: now}
+	f.images[name] = im
+	return im, nil
+}
+
+func (f *fakeStore) PushImage(_ context.Context, src, dst string, rc ctr.RegistryConfig) (ctr.Image, string, error) {
+	f.registry = rc
+	name, _ := api.NormalizeImage(src)
+	target := name
+	if dst != "" {
+		target, _ = api.NormalizeImage(dst)
+	}
+	im, ok := f.images[name]
+	if !ok {
+		return ctr.Image{}, target, fmt.Errorf("%s: %w", name, ctr.ErrImageNotFound)
+	}
+	return im, target, nil
+}
+
 func (f *fakeStore) Close() error { f.closed = true; return nil }
 
 func TestImageCommands(t *testing.T) {
@@ -73,6 +109,8 @@ func TestImageCommands(t *testing.T) {
 		want    string
 		wantErr string
 		target  Target
+		// registry, when set, is what pull or push must be given.
+		registry *ctr.RegistryConfig
 	}{
 		{name: "import", args: []string{"import", good}, want: "imported docker.io/tide-test/bb:latest (0123456789ab)\n"},
 		{name: "import from stdin", args: []string{"import", "-"}, stdin: "docker.io/library/alpine:latest",
@@ -82,14 +120,30 @@ func TestImageCommands(t *testing.T) {
 		{name: "rm", args: []string{"rm", "library/alpine"}, want: "removed docker.io/library/alpine:latest\n"},
 		{name: "rm missing", args: []string{"rm", "tide-test/none"}, wantErr: "docker.io/tide-test/none:latest: image not found"},
 		{name: "flags pick the target", args: []string{"--containerd-socket", "/s", "--namespace", "ns2", "ls"},
-			want: "IMAGE", target: Target{Socket: "/s", Namespace: "ns2", Snapshotter: "overlayfs"}},
+			want: "IMAGE", target: Target{Socket: "/s", Namespace: "ns2", Snapshotter: "overlayfs", Registry: baseRegistry}},
+		{name: "pull", args: []string{"pull", "tide-test/bb"}, want: "pulled docker.io/tide-test/bb:latest (fedcba987654)\n",
+			registry: &baseRegistry},
+		{name: "pull flags add to the configuration", args: []string{"pull", "--insecure-registry", "127.0.0.1:5000", "--auth-file", "/a.json", "127.0.0.1:5000/x"},
+			want:     "pulled 127.0.0.1:5000/x:latest (fedcba987654)\n",
+			registry: &ctr.RegistryConfig{Insecure: []string{"reg.local:5000", "127.0.0.1:5000"}, AuthFile: "/a.json"}},
+		{name: "pull failure", args: []string{"pull", "tide-test/bb", "tide-test/none"},
+			wantErr: "pull docker.io/tide-test/none:latest: docker.io/tide-test/none:latest: not found"},
+		{name: "pull needs an image", args: []string{"pull"}, wantErr: "pull needs at least one image"},
+		{name: "push under its own name", args: []string{"push", "library/alpine"},
+			want: "pushed docker.io/library/alpine:latest as docker.io/library/alpine:latest (0123456789ab)\n", registry: &baseRegistry},
+		{name: "push under another name", args: []string{"push", "--insecure-registry=127.0.0.1:5000", "library/alpine", "127.0.0.1:5000/alpine:3"},
+			want:     "pushed docker.io/library/alpine:latest as 127.0.0.1:5000/alpine:3 (0123456789ab)\n",
+			registry: &ctr.RegistryConfig{Insecure: []string{"reg.local:5000", "127.0.0.1:5000"}, AuthFile: "/etc/tide/auth.json"}},
+		{name: "push missing", args: []string{"push", "tide-test/none"}, wantErr: "docker.io/tide-test/none:latest: image not found"},
+		{name: "push needs an image", args: []string{"push"}, wantErr: "push needs an image and at most one target name"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			store := &fakeStore{images: map[string]ctr.Image{"docker.io/library/alpine:latest": {Name: "docker.io/library/alpine:latest"}}}
+			store := &fakeStore{images: map[string]ctr.Image{"docker.io/library/alpine:latest": {
+				Name: "docker.io/library/alpine:latest", Digest: "sha256:0123456789abcdef0123"}}}
 			io, _, out, errb := cmdutil.Test()
 			io.In = strings.NewReader(tt.stdin)
-			def := Target{Socket: "/run/containerd/containerd.sock", Namespace: "tide", Snapshotter: "overlayfs"}
+			def := Target{Socket: "/run/containerd/containerd.sock", Namespace: "tide", Snapshotter: "overlayfs", Registry: baseRegistry}
 			tg := def
 			cmd := Command(io, &tg, func(_ context.Context, t Target) (Store, error) { store.target = t; return store, nil }, func() time.Time { return now })
 			pf := cmd.PersistentFlags()
@@ -110,8 +164,15 @@ func TestImageCommands(t *testing.T) {
 			if !strings.HasPrefix(out.String(), tt.want) {
 				t.Fatalf("out = %q, want prefix %q", out.String(), tt.want)
 			}
-			if tt.target != (Target{}) && store.target != tt.target {
-				t.Fatalf("target %+v, want %+v", store.target, tt.target)
+			if tt.target.Socket != "" {
+				if diff := cmp.Diff(tt.target, store.target); diff != "" {
+					t.Fatalf("target (-want +got):\n%s", diff)
+				}
+			}
+			if tt.registry != nil {
+				if diff := cmp.Diff(*tt.registry, store.registry); diff != "" {
+					t.Fatalf("registry configuration (-want +got):\n%s", diff)
+				}
 			}
 			if !store.closed {
 				t.Fatal("store not closed")

@@ -55,7 +55,7 @@ var commands = []command{
 	{"", "checkpoint-done", checkpoint.NewCmd, "Acknowledge that a job finished writing a checkpoint"},
 	{"", "sim", handoff("sim --trace FILE [options]", "Replay a job trace through the scheduler and compare policies (runs tide-sim)", "tide-sim"),
 		"Replay a job trace through the scheduler and compare policies"},
-	{"", "image", handoff("image <import|ls|rm> [options]", "Manage container images in this node's containerd (runs tided image; node-side, root)", "tided", "image"),
+	{"", "image", handoff("image <import|ls|rm|pull|push> [options]", "Manage container images in this node's containerd (runs tided image; node-side, root)", "tided", "image"),
 		"Manage container images in this node's containerd (node-side, root)"},
 }
 

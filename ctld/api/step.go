@@ -42,6 +42,12 @@ type StepNode struct {
 	GPUs [][]int `json:"gpus,omitempty"`
 	// CPUs is the job's CPU count on the node.
 	CPUs int `json:"cpus"`
+	// MemoryMB is the job's memory on the node (the step's cgroup limit
+	// where the node runs no batch script of the job); GPUMemMB and
+	// GPUComputePct are its slice size when its GPUs there are slices.
+	MemoryMB      int64 `json:"memory_mb,omitempty"`
+	GPUMemMB      int64 `json:"gpu_mem_mb,omitempty"`
+	GPUComputePct int   `json:"gpu_compute_pct,omitempty"`
 }
 
 // StepGrant is what the controller grants a step: where its tasks run

@@ -1,6 +1,7 @@
 // Package ctr is Tide's thin layer over the containerd client: connect
 // with a health check, and manage the images that container jobs run
-// (import from tarballs, list, remove). It is shared by tided (which
+// (import from tarballs, list, remove, pull from and push to registries:
+// pull.go). It is shared by tided (which
 // runs container jobs and offers "tided image") and the CLI's "tide
 // image", so that both speak to containerd the same way.
 package ctr

@@ -25,6 +25,9 @@ const (
 	MarkTimedOut  = "timedout"
 	MarkSignalled = "signalled"
 	MarkForgotten = "forgotten"
+	// MarkFrozen is present while the job is suspended (frozen); see
+	// FrozenMarker.
+	MarkFrozen = "frozen"
 )
 
 // Plan is exec.json: everything the supervisor and the exec child
@@ -90,6 +93,9 @@ type Markers struct {
 	TimedOut  *KillMarker
 	Signalled bool
 	Forgotten bool
+	// Frozen is set while the job is suspended: tided wrote the frozen
+	// marker before it froze the job and removes it after the thaw.
+	Frozen *FrozenMarker
 }
 
 // WriteFileAtomic writes data to a temporary file next to path and
@@ -191,6 +197,11 @@ func ReadMarkers(dir string) Markers {
 	m.TimedOut = read(MarkTimedOut)
 	m.Signalled = Exists(filepath.Join(dir, MarkSignalled))
 	m.Forgotten = Exists(filepath.Join(dir, MarkForgotten))
+	if Exists(filepath.Join(dir, MarkFrozen)) {
+		var f FrozenMarker
+		_ = ReadJSON(filepath.Join(dir, MarkFrozen), &f)
+		m.Frozen = &f
+	}
 	return m
 }
 

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -19,8 +20,25 @@ import (
 	"github.com/tide-hpc/tide/ctld/api"
 	"github.com/tide-hpc/tide/ctld/client"
 	"github.com/tide-hpc/tide/gres"
+	"github.com/tide-hpc/tide/noded/cgroup"
 	"github.com/tide-hpc/tide/noded/stepd"
 )
+
+// clusterSeq numbers the test clusters of this process.
+var clusterSeq atomic.Int64
+
+// removeCgroupParent removes a test cluster's (by then empty) cgroup
+// parent from every hierarchy; errors are ignored (none was made when
+// cgroups are off here).
+func removeCgroupParent(parent string) {
+	h, err := cgroup.Detect(cgroup.DefaultRoot)
+	if err != nil {
+		return
+	}
+	for _, d := range cgDirs(h, parent) {
+		_ = syscall.Rmdir(d)
+	}
+}
 
 // binDir holds tide, tidectld, tided and the Slurm-named links, built
 // once for the package.
@@ -117,6 +135,15 @@ type clusterOpts struct {
 func newClusterOpts(t *testing.T, o clusterOpts) *cluster {
 	t.Helper()
 	n, nodeYAML := o.nodes, o.nodeYAML
+	if !strings.Contains(nodeYAML, "cgroup_parent:") {
+		// Job cgroups of this cluster under a parent of its own: the
+		// clusters of parallel tests (and packages) reuse job ids, and
+		// a node cleaning up job_<id> must never touch another
+		// cluster's job.
+		cgParent := fmt.Sprintf("tide-it-%d-%d", os.Getpid(), clusterSeq.Add(1))
+		nodeYAML += "cgroup_parent: " + cgParent + "\n"
+		t.Cleanup(func() { removeCgroupParent(cgParent) })
+	}
 	gpus := gres.FakeConfig{Count: 8, Model: "a100", MemoryMB: 81920}
 	if o.gpus != nil {
 		gpus = *o.gpus

@@ -2,6 +2,10 @@ package integration
 
 import (
 	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -19,6 +23,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/tide-hpc/tide/ctld/api"
+	"github.com/tide-hpc/tide/noded/cgroup"
 )
 
 // stepCluster is a two-node cluster whose nodes accept steps.
@@ -295,4 +300,100 @@ func openTestPty(t *testing.T) (*os.File, *os.File) {
 		t.Fatal(err)
 	}
 	return master, slave
+}
+
+// TestStepCgroups runs a 2-node job's srun tasks inside the job's
+// fences: on the batch node in the job cgroup the supervisor made, on
+// the other in a job cgroup tided makes for the step (job_<id>/step_<s>),
+// removed when the step ends. Both nodes run on this host, so each gets
+// a cgroup parent of its own, as two hosts would have.
+func TestStepCgroups(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("job cgroups need tided to run as root")
+	}
+	h, err := cgroup.Detect(cgroup.DefaultRoot)
+	if err != nil || !h.Has(cgroup.Memory) {
+		t.Skipf("no usable cgroups here: %v", err)
+	}
+	b := make([]byte, 4)
+	rand.Read(b)
+	parent := "tide-it-steps-" + hex.EncodeToString(b)
+	for _, p := range []string{parent, parent + "/gpu01", parent + "/gpu02"} {
+		if err := h.Prepare(p); err != nil {
+			t.Skipf("cgroups not usable here: %v", err)
+		}
+	}
+	t.Cleanup(func() {
+		for _, p := range []string{parent + "/gpu02", parent + "/gpu01", parent} {
+			for _, d := range cgDirs(h, p) {
+				_ = syscall.Rmdir(d)
+			}
+		}
+	})
+	c := newClusterOpts(t, clusterOpts{nodes: 2, nodeYAML: fmt.Sprintf("cgroups: required\ncgroup_parent: %s/gpu01\n", parent)})
+	// gpu02 gets its own parent: restart it with that configuration and
+	// wait until the controller has its new step listener.
+	old := nodeStepAddr(t, c, "gpu02")
+	kill(c.tided["gpu02"], syscall.SIGTERM)
+	cfgPath := filepath.Join(c.dir, "gpu02.yaml")
+	cfg, err := os.ReadFile(cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cfgPath, []byte(strings.Replace(string(cfg), parent+"/gpu01", parent+"/gpu02", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c.startTided("gpu02")
+	c.eventually(30*time.Second, "gpu02 registered again", func() bool {
+		a := nodeStepAddr(t, c, "gpu02")
+		return a != "" && a != old
+	})
+	c.waitIdle()
+
+	nobody := &syscall.Credential{Uid: 65534, Gid: 65534}
+	script := fmt.Sprintf("#!/bin/sh\nexport PATH=%s:$PATH\nsrun -l cat /proc/self/cgroup\n", binDir)
+	id := c.submitAs(nobody, script, "-N2", "-o", "stepcg-%j.out")
+	j := c.waitTerminal(id, 90*time.Second)
+	out, _ := os.ReadFile(filepath.Join(c.workDir(), fmt.Sprintf("stepcg-%d.out", id)))
+	if j.State != api.StateCompleted {
+		t.Fatalf("job %s %s, output:\n%s", j.State, j.Exit, out)
+	}
+	got := map[string]string{}
+	for _, line := range strings.Split(string(out), "\n") {
+		label, rest, ok := strings.Cut(line, ": ")
+		if i := strings.Index(rest, "/"+parent+"/"); ok && i >= 0 {
+			got[label] = rest[i+1:]
+		}
+	}
+	job := cgroup.JobName(id)
+	want := map[string]string{
+		"0": parent + "/gpu01/" + job,
+		"1": parent + "/gpu02/" + job + "/step_0",
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("tasks in cgroups %v, want %v; output:\n%s", got, want, out)
+	}
+	c.eventually(10*time.Second, "step's job cgroup on gpu02 removed", func() bool {
+		for _, d := range cgDirs(h, parent+"/gpu02/"+job) {
+			if _, err := os.Stat(d); !errors.Is(err, os.ErrNotExist) {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// nodeStepAddr is the step listener the controller has for node name.
+func nodeStepAddr(t *testing.T, c *cluster, name string) string {
+	t.Helper()
+	nl, err := c.api.Nodes(context.Background())
+	if err != nil {
+		return ""
+	}
+	for _, n := range nl.Nodes {
+		if n.Name == name {
+			return n.StepAddr
+		}
+	}
+	return ""
 }
