@@ -2,17 +2,12 @@ package noded
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/tide-hpc/tide/ctld/api"
-	"github.com/tide-hpc/tide/noded/ctr"
 )
 
 func TestSetupRefusesDeadContainerd(t *testing.T) {
@@ -46,35 +41,7 @@ func TestContainerJobWithoutContainerd(t *testing.T) {
 // TestDaemonContainerJob runs a job in the busybox test image against
 // the containerd of $TIDE_TEST_CONTAINERD (skipped without one).
 func TestDaemonContainerJob(t *testing.T) {
-	sock := os.Getenv("TIDE_TEST_CONTAINERD")
-	if sock == "" || os.Getuid() != 0 {
-		t.Skip("needs root and TIDE_TEST_CONTAINERD (a containerd socket; see scripts/containerd-private.sh)")
-	}
-	b := make([]byte, 4)
-	rand.Read(b)
-	ns := "tide-unit-" + hex.EncodeToString(b)
-	tar := filepath.Join(t.TempDir(), "bb.tar")
-	if out, err := exec.Command("../scripts/build-test-image.sh", tar).CombinedOutput(); err != nil {
-		t.Fatalf("build image: %v\n%s", err, out)
-	}
-	c, err := ctr.Connect(context.Background(), sock, ns, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	f, _ := os.Open(tar)
-	imgs, err := c.Import(context.Background(), f)
-	f.Close()
-	if err != nil || len(imgs) != 1 || imgs[0].Name != "docker.io/tide-test/bb:latest" {
-		t.Fatalf("import: %v %+v", err, imgs)
-	}
-	defer c.RemoveImage(context.Background(), "tide-test/bb")
-
-	n := newTestNode(t, t.TempDir())
-	n.cfg.Containerd = ContainerdConfig{Socket: sock, Namespace: ns, Snapshotter: "overlayfs"}
-	if s := os.Getenv("TIDE_SNAPSHOTTER"); s != "" {
-		n.cfg.Containerd.Snapshotter = s
-	}
+	n := ctrTestNode(t)
 	n.start(t)
 	n.fake.waitFor(t, "registration", func() bool { return n.fake.registrations == 1 })
 	if !slices.Contains(n.fake.lastReg.Features, api.FeatureContainerd) {

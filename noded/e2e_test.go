@@ -3,6 +3,7 @@ package noded
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -11,14 +12,19 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/tide-hpc/tide/ctld/api"
 	"github.com/tide-hpc/tide/ctld/client"
+	"github.com/tide-hpc/tide/noded/cgroup"
 	"github.com/tide-hpc/tide/noded/stepd"
 )
+
+// testNodeSeq numbers this process's test nodes.
+var testNodeSeq atomic.Int64
 
 // waitLimit bounds every wait of these tests. It only turns a hang into
 // a failure; nothing asserts how fast anything is.
@@ -343,6 +349,18 @@ func newTestNode(t testing.TB, stateDir string) *testNode {
 	cfg.AllowRootJobs = true
 	cfg.GPUs = GPUConfig{Source: GPUSourceFake}
 	cfg.GPUs.Fake.Count = 4
+	// Job cgroups under a parent of this node's own: other test nodes
+	// and clusters on this host reuse job ids, and cleaning up job_<id>
+	// must never reach another one's job.
+	cfg.CgroupParent = fmt.Sprintf("tide-unit-%d-%d", os.Getpid(), testNodeSeq.Add(1))
+	parent := cfg.CgroupParent
+	t.Cleanup(func() {
+		if h, err := cgroup.Detect(cgroup.DefaultRoot); err == nil {
+			for _, d := range cgroupDirs(h, parent) {
+				_ = syscall.Rmdir(d)
+			}
+		}
+	})
 	// The shared supervisor outlives every tided of the test: stop it
 	// (by the pid it recorded) before the state directory goes.
 	t.Cleanup(func() { stopSharedStepd(t, stateDir) })

@@ -130,6 +130,9 @@ type clusterOpts struct {
 	// switches replaces the controller's topology.switches entries
 	// (default: one switch s1 over every node).
 	switches []string
+	// ctldYAML is appended to the controller's configuration (queues,
+	// qos, scheduler settings).
+	ctldYAML string
 }
 
 func newClusterOpts(t *testing.T, o clusterOpts) *cluster {
@@ -181,6 +184,9 @@ nodes:
 topology:
   switches:
 %s`, dir, c.socket, c.port, key, root, expr, expr, switchesYAML(o.switches, expr))
+	if o.ctldYAML != "" {
+		cfg += "\n" + o.ctldYAML
+	}
 	if err := os.WriteFile(filepath.Join(dir, "tide.yaml"), []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}

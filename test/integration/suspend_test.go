@@ -38,23 +38,8 @@ func suspendCluster(t *testing.T) (*cluster, bool) {
 			}
 		}
 	}
-	c := newClusterWith(t, 1, nodeYAML)
-	// The harness has no controller settings: restart the controller with
-	// a suspend class appended to its configuration.
-	kill(c.ctld, syscall.SIGTERM)
-	f, err := os.OpenFile(filepath.Join(c.dir, "tide.yaml"), os.O_WRONLY|os.O_APPEND, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = f.WriteString("\nqos:\n  - {name: batch, preempt_mode: suspend, min_runtime: 0s}\n")
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.startCtld()
-	c.waitIdle()
+	c := newClusterOpts(t, clusterOpts{nodes: 1, nodeYAML: nodeYAML,
+		ctldYAML: "qos:\n  - {name: batch, preempt_mode: suspend, min_runtime: 0s}\n"})
 	return c, frozen
 }
 
