@@ -38,7 +38,7 @@ echo
 echo "$ sacct -X -j $list -P -n --format=JobID,JobName,State,ExitCode,Elapsed"
 sacct -X -j "$list" -P -n --format=JobID,JobName,State,ExitCode,Elapsed
 echo
-for f in "$DEMO"/out-*.txt; do echo "--- $f"; cat "$f"; done
+for f in "$DEMO"/out-*.txt "$DEMO"/train-*.out; do [ -f "$f" ] && { echo "--- $f"; cat "$f"; }; done
 echo
 echo "$ tide events ${ids[0]}"; tide events "${ids[0]}"
 echo

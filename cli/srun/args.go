@@ -93,6 +93,7 @@ func ParseArgs(words []string, in ParseInput) (*Args, error) {
 			return a, nil
 		}
 	}
+	gpt := 0
 	for tries := 0; tries <= len(words); tries++ {
 		req, err := opts.Parse(opts.Input{
 			Args: words, Getenv: func(string) string { return "" }, Environ: in.Environ,
@@ -101,6 +102,9 @@ func ParseArgs(words []string, in ParseInput) (*Args, error) {
 		})
 		if err == nil {
 			a.Spec = req.Spec
+			if gpt > 0 {
+				a.Spec.GPUsPerTask = gpt
+			}
 			a.Spec.Script, a.Spec.ScriptArgs = "", nil
 			if req.ScriptPath != "" {
 				a.Argv = append([]string{req.ScriptPath}, req.ScriptArgs...)
@@ -109,6 +113,18 @@ func ParseArgs(words []string, in ParseInput) (*Args, error) {
 			return a, nil
 		}
 		var pe *opts.Error
+		if errors.As(err, &pe) && len(pe.Lines) > 0 && strings.Contains(pe.Lines[0], "--gpus-per-task requires") && gpt == 0 {
+			// A step without -n or --ntasks-per-node runs the job's
+			// own task layout (the controller lays it out), so
+			// --gpus-per-task alone is valid for srun, unlike for
+			// sbatch: parse the rest without it.
+			if words, gpt, err = takeGPUsPerTask(words); err != nil {
+				return nil, err
+			}
+			if gpt > 0 {
+				continue
+			}
+		}
 		if !errors.As(err, &pe) || !pe.Usage || len(pe.Lines) == 0 {
 			return nil, err
 		}
@@ -122,6 +138,32 @@ func ParseArgs(words []string, in ParseInput) (*Args, error) {
 		}
 	}
 	return nil, errors.New("cannot parse the command line")
+}
+
+// takeGPUsPerTask removes the first --gpus-per-task from words and
+// returns its value (0 when there is none).
+func takeGPUsPerTask(words []string) ([]string, int, error) {
+	at, n := -1, 1
+	val := ""
+	for i, w := range words {
+		if w == "--" {
+			break
+		}
+		switch {
+		case strings.HasPrefix(w, "--gpus-per-task="):
+			at, val = i, strings.TrimPrefix(w, "--gpus-per-task=")
+		case w == "--gpus-per-task" && i+1 < len(words):
+			at, val, n = i, words[i+1], 2
+		}
+	}
+	if at < 0 {
+		return words, 0, nil
+	}
+	g, err := strconv.Atoi(val)
+	if err != nil || g < 1 {
+		return nil, 0, fmt.Errorf("Invalid --gpus-per-task specification: %s", val)
+	}
+	return append(words[:at:at], words[at+n:]...), g, nil
 }
 
 func err0(pe *opts.Error) error { return fmt.Errorf("%s", strings.Join(pe.Lines, " ")) }
