@@ -363,7 +363,7 @@ func newTestNode(t testing.TB, stateDir string) *testNode {
 	})
 	// The shared supervisor outlives every tided of the test: stop it
 	// (by the pid it recorded) before the state directory goes.
-	t.Cleanup(func() { stopSharedStepd(t, stateDir) })
+	t.Cleanup(func() { stopSharedStepd(t, stateDir); killLeftJobs(stateDir) })
 	return &testNode{cfg: cfg, fake: f}
 }
 
@@ -381,6 +381,20 @@ func stopSharedStepd(t testing.TB, stateDir string) {
 	}
 	if id.Alive() {
 		t.Errorf("shared supervisor %d did not stop", id.PID)
+	}
+}
+
+// killLeftJobs kills, by the pids their supervisors recorded, the
+// process groups of jobs still running under stateDir when a test ends
+// (a failed test leaves its jobs behind: they run in sessions of their
+// own, by design, to outlive tided).
+func killLeftJobs(stateDir string) {
+	dirs, _ := filepath.Glob(filepath.Join(stateDir, "jobs", "*", filePID))
+	for _, pf := range dirs {
+		if id, err := readIdentity(pf); err == nil && id.Alive() {
+			_ = syscall.Kill(-id.PID, syscall.SIGKILL)
+			_ = syscall.Kill(id.PID, syscall.SIGKILL)
+		}
 	}
 }
 

@@ -7,7 +7,8 @@
 # Environment: TIDE_PORT (default 6817), TIDE_RUN (default ./run),
 # TIDE_NODES (default 4), TIDE_CTLD_EXTRA (YAML appended to the
 # controller's config: queues, qos, scheduler settings), TIDE_CONTAINERD
-# (auto; "off" skips the private containerd), TIDE_BIN (default ./bin).
+# (auto; "off" skips the private containerd), TIDE_BIN (default ./bin),
+# TIDE_TIDED_EXTRA (YAML appended to every tided's config).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
@@ -125,6 +126,7 @@ allow_root_jobs: $ROOTJOBS
 # srun steps: any free loopback port (four tided share this host)
 step_addr: 127.0.0.1:0
 cgroup_parent: $CGPARENT
+${TIDE_TIDED_EXTRA:-}
 $CTRD_YAML
 YAML
   "$BIN/tided" --config "$RUN/nodes/$n.yaml" >"$RUN/nodes/$n.log" 2>&1 &
