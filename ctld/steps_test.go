@@ -258,3 +258,23 @@ func TestAllocationJobs(t *testing.T) {
 		t.Fatalf("release of a batch job: %v", err)
 	}
 }
+
+// TestLayoutStepCarriesNodeSizes: each node of a grant carries the job's
+// memory and slice size there, so that a node that runs no batch script
+// of the job can still fence the step's memory and point slice tasks at
+// their MPS daemon.
+func TestLayoutStepCarriesNodeSizes(t *testing.T) {
+	j := twoNodeJob(1, 4, []int{0}, []int{3})
+	for i := range j.Alloc {
+		j.Alloc[i].MemoryMB, j.Alloc[i].GPUMemMB, j.Alloc[i].GPUComputePct = int64(1000*(i+1)), 8192, 25
+	}
+	lay, err := layoutStep(j, api.StepRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, sn := range lay.nodes {
+		if sn.MemoryMB != int64(1000*(i+1)) || sn.GPUMemMB != 8192 || sn.GPUComputePct != 25 {
+			t.Errorf("node %s: memory %d, slice %d MB/%d%%; want %d, 8192 MB/25%%", sn.Name, sn.MemoryMB, sn.GPUMemMB, sn.GPUComputePct, 1000*(i+1))
+		}
+	}
+}

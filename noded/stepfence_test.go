@@ -278,3 +278,29 @@ func TestStepMPS(t *testing.T) {
 		t.Errorf("control calls (-want +got):\n%s", diff)
 	}
 }
+
+// TestStepSliceFromGrant: where tided runs no batch script of the job,
+// the step's slice size comes from the grant's node entry.
+func TestStepSliceFromGrant(t *testing.T) {
+	tests := []struct {
+		name   string
+		sn     *api.StepNode
+		sliced bool
+		isNil  bool
+	}{
+		{name: "slice in the grant", sn: &api.StepNode{Name: "n2", GPUMemMB: 8192, GPUComputePct: 25}, sliced: true},
+		{name: "whole GPUs", sn: &api.StepNode{Name: "n2"}},
+		{name: "nothing known", isNil: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := stepSlice(nil, tt.sn, "n2")
+			if (got == nil) != tt.isNil {
+				t.Fatalf("stepSlice = %+v, want nil %v", got, tt.isNil)
+			}
+			if got != nil && got.Sliced() != tt.sliced {
+				t.Errorf("Sliced() = %v, want %v (%+v)", got.Sliced(), tt.sliced, got)
+			}
+		})
+	}
+}
