@@ -51,3 +51,34 @@ func floorPercent(live uint64, percent int, floor uint64) int {
 	}
 	return int((floor - live) * 100 / live)
 }
+
+// idleReturnBytes is how much free heap the runtime may keep before the
+// once-a-second housekeeping hands it back to the OS. After a burst (a
+// storm of submissions, a large squeue) the heap shrinks back to the
+// live set, but the runtime's background scavenger returns the pages
+// over many seconds; an operator reading the controller's RSS meanwhile
+// sees the burst, not the state it holds.
+const idleReturnBytes = 16 << 20
+
+var heapFree = []rtmetrics.Sample{{Name: "/memory/classes/heap/free:bytes"}}
+
+// heapFreeBytes is the free heap memory the runtime holds and has not
+// returned to the OS.
+func heapFreeBytes() uint64 {
+	rtmetrics.Read(heapFree)
+	if heapFree[0].Value.Kind() != rtmetrics.KindUint64 {
+		return 0
+	}
+	return heapFree[0].Value.Uint64()
+}
+
+// returnIdleMemory returns free heap pages to the OS when more than
+// idleReturnBytes of them are held (a forced collection: at most once a
+// second, and only after the heap shrank), and reports whether it did.
+func returnIdleMemory() bool {
+	if heapFreeBytes() <= idleReturnBytes {
+		return false
+	}
+	debug.FreeOSMemory()
+	return true
+}

@@ -311,6 +311,7 @@ func (s *Server) loop(ctx context.Context) {
 			s.forgetOldJobs(now)
 			s.flushAll()
 			s.mu.Unlock()
+			returnIdleMemory()
 			if now.Sub(lastPurge) > time.Hour {
 				lastPurge = now
 				if n, err := s.store.PurgeSpool(ctx, now.Add(-s.cl.Timeouts.SpoolKeep)); err != nil {
