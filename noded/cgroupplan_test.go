@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -236,11 +235,7 @@ func TestSupervisorCgroupAsUser(t *testing.T) {
 	if err := h.Prepare(parent); err != nil {
 		t.Skipf("cgroups not writable: %v", err)
 	}
-	t.Cleanup(func() {
-		for _, d := range cgroupDirs(h, parent) {
-			_ = syscall.Rmdir(d)
-		}
-	})
+	t.Cleanup(func() { h.RemoveParent(parent) })
 	dir, err := os.MkdirTemp("", "tided-cgroup-")
 	if err != nil {
 		t.Fatal(err)

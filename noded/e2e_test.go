@@ -356,9 +356,7 @@ func newTestNode(t testing.TB, stateDir string) *testNode {
 	parent := cfg.CgroupParent
 	t.Cleanup(func() {
 		if h, err := cgroup.Detect(cgroup.DefaultRoot); err == nil {
-			for _, d := range cgroupDirs(h, parent) {
-				_ = syscall.Rmdir(d)
-			}
+			h.RemoveParent(parent)
 		}
 	})
 	// The shared supervisor outlives every tided of the test: stop it

@@ -14,6 +14,8 @@ import (
 
 	"github.com/tide-hpc/tide/ctld/api"
 	"github.com/tide-hpc/tide/ctld/client"
+
+	"github.com/spf13/cobra"
 )
 
 // API is the part of the controller's API the commands use;
@@ -160,4 +162,25 @@ func PrintError(w io.Writer, prog string, err error) {
 		return
 	}
 	fmt.Fprintf(w, "%s: error: %s\n", prog, err)
+}
+
+// RawCommand is a cobra command that hands its words to run unparsed,
+// for commands that parse their options as Slurm's getopt does (sbatch,
+// srun, salloc); errors are reported by the caller, Slurm-style.
+func RawCommand(use, short string, run func(ctx context.Context, args []string) error) *cobra.Command {
+	return &cobra.Command{
+		Use:                use,
+		Short:              short,
+		Args:               cobra.ArbitraryArgs,
+		DisableFlagParsing: true,
+		SilenceErrors:      true,
+		SilenceUsage:       true,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			if ctx == nil {
+				ctx = context.Background()
+			}
+			return run(ctx, args)
+		},
+	}
 }

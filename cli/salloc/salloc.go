@@ -45,22 +45,11 @@ type Options struct {
 func NewCmd(f *cmdutil.Factory) *cobra.Command {
 	o := &Options{IO: f.IO, API: f.API, Getenv: f.Getenv, Environ: f.Environ, Getwd: f.Getwd, Hostname: f.Hostname,
 		Now: f.Now, PollInterval: 200 * time.Millisecond, WatchInterval: 2 * time.Second, KillWait: 5 * time.Second}
-	return &cobra.Command{
-		Use:                "salloc [OPTIONS...] [command [args...]]",
-		Short:              "Obtain an allocation and run a command in it",
-		Args:               cobra.ArbitraryArgs,
-		DisableFlagParsing: true,
-		SilenceErrors:      true,
-		SilenceUsage:       true,
-		RunE: func(cmd *cobra.Command, args []string) error {
+	return cmdutil.RawCommand("salloc [OPTIONS...] [command [args...]]", "Obtain an allocation and run a command in it",
+		func(ctx context.Context, args []string) error {
 			o.Args = args
-			ctx := cmd.Context()
-			if ctx == nil {
-				ctx = context.Background()
-			}
 			return Run(ctx, o)
-		},
-	}
+		})
 }
 
 // failf prints "salloc: error: ..." and returns exit code 1.

@@ -70,25 +70,14 @@ func newCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cob
 		Location:        time.Local,
 		PollInterval:    200 * time.Millisecond,
 	}
-	return &cobra.Command{
-		Use:                "sbatch [OPTIONS...] script [args...]",
-		Short:              "Submit a batch script",
-		Args:               cobra.ArbitraryArgs,
-		DisableFlagParsing: true,
-		SilenceErrors:      true,
-		SilenceUsage:       true,
-		RunE: func(cmd *cobra.Command, args []string) error {
+	return cmdutil.RawCommand("sbatch [OPTIONS...] script [args...]", "Submit a batch script",
+		func(ctx context.Context, args []string) error {
 			o.Args = args
-			ctx := cmd.Context()
-			if ctx == nil {
-				ctx = context.Background()
-			}
 			if runF != nil {
 				return runF(ctx, o)
 			}
 			return Run(ctx, o)
-		},
-	}
+		})
 }
 
 // isTerminal reports whether r is a character device.

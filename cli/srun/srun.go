@@ -42,22 +42,11 @@ type Options struct {
 func NewCmd(f *cmdutil.Factory) *cobra.Command {
 	o := &Options{IO: f.IO, API: f.API, Getenv: f.Getenv, Environ: f.Environ, Getwd: f.Getwd,
 		Hostname: f.Hostname, Now: f.Now, PollInterval: 200 * time.Millisecond, WatchInterval: 2 * time.Second}
-	return &cobra.Command{
-		Use:                "srun [OPTIONS...] executable [args...]",
-		Short:              "Run a parallel job step",
-		Args:               cobra.ArbitraryArgs,
-		DisableFlagParsing: true,
-		SilenceErrors:      true,
-		SilenceUsage:       true,
-		RunE: func(cmd *cobra.Command, args []string) error {
+	return cmdutil.RawCommand("srun [OPTIONS...] executable [args...]", "Run a parallel job step",
+		func(ctx context.Context, args []string) error {
 			o.Args = args
-			ctx := cmd.Context()
-			if ctx == nil {
-				ctx = context.Background()
-			}
 			return Run(ctx, o)
-		},
-	}
+		})
 }
 
 // failf prints "srun: error: ..." and returns exit code 1.

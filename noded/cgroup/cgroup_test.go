@@ -641,3 +641,37 @@ func TestDeviceOf(t *testing.T) {
 		t.Error("a directory is not a device node")
 	}
 }
+
+// TestRemoveParent: the counterpart of Prepare removes the parent from
+// every hierarchy (v1) or the one tree (v2), and ignores a parent that
+// would leave the hierarchy.
+func TestRemoveParent(t *testing.T) {
+	for _, v := range []string{"v1", "v2"} {
+		t.Run(v, func(t *testing.T) {
+			var root string
+			if v == "v1" {
+				root = fakeV1(t, []string{Memory, Freezer}, "tide")
+			} else {
+				root = fakeV2(t, "memory pids", "tide")
+			}
+			h := detectFake(t, root)
+			if err := h.Prepare("tide"); err != nil {
+				t.Fatal(err)
+			}
+			h.RemoveParent("../" + filepath.Base(root))
+			if _, err := os.Stat(root); err != nil {
+				t.Fatalf("a parent outside the hierarchy was acted on: %v", err)
+			}
+			h.RemoveParent("tide")
+			dirs := []string{filepath.Join(root, "tide")}
+			if v == "v1" {
+				dirs = []string{filepath.Join(root, Memory, "tide"), filepath.Join(root, Freezer, "tide")}
+			}
+			for _, d := range dirs {
+				if _, err := os.Stat(d); err == nil {
+					t.Errorf("%s is still there", d)
+				}
+			}
+		})
+	}
+}

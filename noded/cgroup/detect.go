@@ -154,6 +154,25 @@ func checkParent(parent string) error {
 	return nil
 }
 
+// RemoveParent removes parent (a path relative to the hierarchy's root)
+// from every hierarchy where it is empty: the counterpart of Prepare for
+// a cluster that goes away (test and development clusters give each
+// tided a parent of its own). Its ancestors stay; a parent that still
+// holds cgroups or does not exist is left as it is.
+func (h *Hierarchy) RemoveParent(parent string) {
+	if checkParent(parent) != nil {
+		return
+	}
+	rmdir := h.rmdirFn()
+	if h.Version == V2 {
+		_ = rmdir(filepath.Join(h.Root, parent))
+		return
+	}
+	for _, c := range h.Controllers {
+		_ = rmdir(filepath.Join(h.Root, c, parent))
+	}
+}
+
 // Prepare creates the parent cgroup (a path relative to the hierarchy's
 // root, such as "tide") where it is missing and makes it usable for job
 // cgroups: on v2 it enables the cpu, cpuset, memory and pids

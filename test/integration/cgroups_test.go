@@ -40,11 +40,7 @@ func cgCluster(t *testing.T) (*cluster, *cgroup.Hierarchy, string) {
 	if err := h.Prepare(parent); err != nil {
 		t.Skipf("cgroups not usable here: %v", err)
 	}
-	t.Cleanup(func() {
-		for _, d := range cgDirs(h, parent) {
-			_ = syscall.Rmdir(d)
-		}
-	})
+	t.Cleanup(func() { h.RemoveParent(parent) })
 	c := newClusterWith(t, 1, fmt.Sprintf("cgroups: required\ncgroup_parent: %s\n", parent))
 	// A host whose cgroups tided cannot use runs jobs outside them: the
 	// probe job says so.

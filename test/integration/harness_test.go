@@ -31,12 +31,8 @@ var clusterSeq atomic.Int64
 // parent from every hierarchy; errors are ignored (none was made when
 // cgroups are off here).
 func removeCgroupParent(parent string) {
-	h, err := cgroup.Detect(cgroup.DefaultRoot)
-	if err != nil {
-		return
-	}
-	for _, d := range cgDirs(h, parent) {
-		_ = syscall.Rmdir(d)
+	if h, err := cgroup.Detect(cgroup.DefaultRoot); err == nil {
+		h.RemoveParent(parent)
 	}
 }
 

@@ -325,9 +325,7 @@ func TestStepCgroups(t *testing.T) {
 	}
 	t.Cleanup(func() {
 		for _, p := range []string{parent + "/gpu02", parent + "/gpu01", parent} {
-			for _, d := range cgDirs(h, p) {
-				_ = syscall.Rmdir(d)
-			}
+			h.RemoveParent(p)
 		}
 	})
 	c := newClusterOpts(t, clusterOpts{nodes: 2, nodeYAML: fmt.Sprintf("cgroups: required\ncgroup_parent: %s/gpu01\n", parent)})

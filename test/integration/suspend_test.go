@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"syscall"
 	"testing"
 	"time"
 
@@ -29,11 +28,7 @@ func suspendCluster(t *testing.T) (*cluster, bool) {
 			rand.Read(b)
 			parent := "tide-it-susp-" + hex.EncodeToString(b)
 			if err := h.Prepare(parent); err == nil {
-				t.Cleanup(func() {
-					for _, d := range cgDirs(h, parent) {
-						_ = syscall.Rmdir(d)
-					}
-				})
+				t.Cleanup(func() { h.RemoveParent(parent) })
 				nodeYAML, frozen = fmt.Sprintf("cgroups: required\ncgroup_parent: %s\n", parent), true
 			}
 		}
