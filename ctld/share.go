@@ -1,6 +1,7 @@
 package ctld
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os/user"
@@ -276,17 +277,7 @@ func (s *Server) shareSnapshot(snap *sched.Snapshot) {
 		}
 	}
 	// Map order must not decide anything in the pure core.
-	slices.SortFunc(snap.Running, func(a, b sched.RunningJob) int { return cmpID(a.JobID, b.JobID) })
-}
-
-func cmpID(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
+	slices.SortFunc(snap.Running, func(a, b sched.RunningJob) int { return cmp.Compare(a.JobID, b.JobID) })
 }
 
 // queueList answers GET /api/v1/queues: every queue with its live use,
