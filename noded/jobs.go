@@ -44,6 +44,9 @@ type job struct {
 	// ops runs the job's slow runtime calls (freeze, thaw, container
 	// signals) in order, outside Daemon.mu (suspend.go).
 	ops serialOps
+	// held are signals that arrived before the job's process existed,
+	// delivered once it does (holdSignalLocked).
+	held []heldSignal
 }
 
 func (j *job) finished() bool { return j.status != nil }

@@ -77,6 +77,13 @@ func (p processRuntime) pidLocked(j *job) (int, bool) {
 func (p processRuntime) signalLocked(j *job, sig syscall.Signal, batchOnly bool) {
 	d := p.d
 	if _, alive := p.pidLocked(j); !alive {
+		if j.pid.PID == 0 && !j.finished() {
+			// Launched, but the supervisor has not started the script
+			// yet: hold the signal for it (a preemption's checkpoint
+			// signal right after the start must not be lost).
+			d.holdSignalLocked(j, sig, batchOnly)
+			return
+		}
 		d.log.Debug("job process not running, signal not sent", "job_id", j.ref.JobID, "signal", int(sig))
 		return
 	}
