@@ -58,6 +58,14 @@ type nameKey struct {
 	name string
 }
 
+// addLive notes a job that has not ended (see Server.live). Called
+// with mu held.
+func (s *Server) addLive(j *api.Job) {
+	if !j.State.Terminal() {
+		s.live[j.ID] = j
+	}
+}
+
 // index scans every job once. Called with mu held.
 func (s *Server) index() *jobIndex {
 	ix := &jobIndex{arrays: map[uint64][]*api.Job{}, activeTasks: map[uint64]int{},
@@ -95,7 +103,11 @@ func (s *Server) addPending(snap *sched.Snapshot) {
 	now := s.now()
 	var cands []*api.Job
 	ordered := false
-	for _, j := range s.jobs {
+	for id, j := range s.live {
+		if j.State.Terminal() || s.jobs[id] != j {
+			delete(s.live, id)
+			continue
+		}
 		// Held jobs carry their reason from the hold itself; leaving them
 		// out keeps passes cheap when thousands wait on a hold.
 		// Buffered submissions wait for their turn (buffer.go).
@@ -231,6 +243,7 @@ func (s *Server) splitTask(m *api.Job, t int) *api.Job {
 	m.ArrayPending = rest
 	task := &c
 	s.jobs[task.ID] = task
+	s.addLive(task)
 	s.markDirty(m)
 	s.markDirty(task)
 	return task

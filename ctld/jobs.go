@@ -129,6 +129,7 @@ func (s *Server) submit(ctx context.Context, c caller, req api.SubmitRequest) (a
 	j.Script, j.Environment = "", nil
 	s.strings.job(j)
 	s.jobs[j.ID] = j
+	s.addLive(j)
 	s.jobsVersion++
 	s.metrics.submitted()
 	if j.Reason == api.ReasonNone || j.Reason == api.ReasonDependency {

@@ -217,6 +217,7 @@ func (s *Server) requeue(j *api.Job, now time.Time, msg string) {
 	s.notePreempted(j, now, msg)
 	j.Preempting, j.Borrowing, j.Starving, j.ExpectedStart = nil, false, time.Time{}, time.Time{}
 	j.State, j.Reason, j.ReasonDetail = api.StatePending, reason, ""
+	s.addLive(j)
 	j.Restarts++
 	j.Alloc, j.Placement, j.Launched, j.CancelRequested, j.RequeueRequested, j.TimedOut = nil, "", false, false, false, false
 	j.StartTime, j.EndTime, j.EligibleTime = time.Time{}, time.Time{}, now

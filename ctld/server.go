@@ -37,6 +37,11 @@ type Server struct {
 
 	mu         sync.Mutex
 	jobs       map[uint64]*api.Job
+	// live holds every job that has not ended, and some that have since:
+	// addPending walks it instead of jobs, which keep finished jobs for
+	// MinJobAge (thousands on a busy cluster), and drops the ended ones
+	// as it goes. addLive puts a job in whenever it (re)enters PENDING.
+	live map[uint64]*api.Job
 	nodes      map[string]*nodeRec
 	partitions map[string]*api.Partition
 	nextID     uint64
@@ -97,7 +102,7 @@ func New(cl *Cluster, log *slog.Logger) (*Server, error) {
 func newServer(cl *Cluster, log *slog.Logger, st Store, key string, now func() time.Time) (*Server, error) {
 	s := &Server{
 		cl: cl, log: log, store: st, key: key, self: uint32(os.Getuid()), now: now,
-		jobs: map[uint64]*api.Job{}, nodes: map[string]*nodeRec{}, partitions: map[string]*api.Partition{},
+		jobs: map[uint64]*api.Job{}, live: map[uint64]*api.Job{}, nodes: map[string]*nodeRec{}, partitions: map[string]*api.Partition{},
 		dirty: map[uint64]bool{}, dirtyNodes: map[string]bool{}, lazy: map[uint64]bool{},
 		kick: make(chan struct{}, 1), users: newUserCache(), startTime: now(), schedule: sched.Schedule,
 	}
@@ -152,6 +157,7 @@ func (s *Server) recover(ctx context.Context) error {
 	for _, j := range jobs {
 		s.strings.job(j)
 		s.jobs[j.ID] = j
+		s.addLive(j)
 		if j.State.Active() {
 			running++
 			for _, a := range j.Alloc {

@@ -1,5 +1,7 @@
 // Command tide is Tide's multi-call CLI: sbatch, squeue, scancel, sinfo,
 // scontrol and sacct are links to it.
+//go:debug containermaxprocs=0
+//go:debug updatemaxprocs=0
 package main
 
 import (

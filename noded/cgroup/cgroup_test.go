@@ -675,3 +675,28 @@ func TestRemoveParent(t *testing.T) {
 		})
 	}
 }
+
+// An empty cgroup (every process ended with the job) is not frozen and
+// thawed: on v1 that round trip costs more than creating the cgroup.
+func TestKillAllEmptyLeavesFreezer(t *testing.T) {
+	root := fakeV1(t, []string{Memory, Freezer}, "tide")
+	c, err := detectFake(t, root).Create("tide", JobName(4), Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	state := filepath.Join(root, "freezer/tide/job_4/freezer.state")
+	if err := os.WriteFile(state, []byte("THAWED\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	old := time.Now().Add(-time.Hour)
+	if err := os.Chtimes(state, old, old); err != nil {
+		t.Fatal(err)
+	}
+	c.kill = func(pid int) error { t.Errorf("killed %d in an empty cgroup", pid); return nil }
+	if err := c.KillAll(time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(state); err != nil || !fi.ModTime().Equal(old) {
+		t.Errorf("freezer.state written by KillAll of an empty cgroup (%v)", err)
+	}
+}

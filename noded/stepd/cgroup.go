@@ -1,9 +1,12 @@
 package stepd
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
+	"sync"
 	"syscall"
 	"time"
 
@@ -57,10 +60,7 @@ func setupCgroup(plan *Plan, log *slog.Logger) (*cgroup.Cgroup, error) {
 	if root == "" {
 		root = cgroup.DefaultRoot
 	}
-	h, err := cgroup.Detect(root)
-	if err == nil {
-		err = h.Prepare(cp.Parent)
-	}
+	h, cached, err := preparedHierarchy(root, cp.Parent)
 	if err != nil {
 		if cp.Required {
 			return nil, fmt.Errorf("cgroups are required (cgroups: required) but unusable on node %s: %w", plan.Node, err)
@@ -69,6 +69,14 @@ func setupCgroup(plan *Plan, log *slog.Logger) (*cgroup.Cgroup, error) {
 		return nil, nil
 	}
 	cg, err := h.Create(cp.Parent, cp.Name, cp.Limits)
+	if cg == nil && cached && errors.Is(err, fs.ErrNotExist) {
+		// The parent went away since it was prepared (an operator, or a
+		// cluster that shares it and was torn down): prepare it again.
+		prepared.Delete(preparedKey(root, cp.Parent))
+		if h, _, err = preparedHierarchy(root, cp.Parent); err == nil {
+			cg, err = h.Create(cp.Parent, cp.Name, cp.Limits)
+		}
+	}
 	if err != nil {
 		if cp.Required {
 			if cg != nil {
@@ -83,6 +91,30 @@ func setupCgroup(plan *Plan, log *slog.Logger) (*cgroup.Cgroup, error) {
 		log.Warn("job cgroup lacks some limits", "cgroup", cg.Rel, "err", err)
 	}
 	return cg, nil
+}
+
+// prepared caches, per root and parent, the hierarchy whose parent a
+// shared supervisor has prepared: detecting and preparing it again for
+// every job would cost a dozen file system calls each time.
+var prepared sync.Map // preparedKey -> *cgroup.Hierarchy
+
+func preparedKey(root, parent string) string { return root + "\x00" + parent }
+
+// preparedHierarchy detects the hierarchy under root and prepares
+// parent in it, or returns the one prepared before (cached true).
+func preparedHierarchy(root, parent string) (h *cgroup.Hierarchy, cached bool, err error) {
+	key := preparedKey(root, parent)
+	if v, ok := prepared.Load(key); ok {
+		return v.(*cgroup.Hierarchy), true, nil
+	}
+	if h, err = cgroup.Detect(root); err == nil {
+		err = h.Prepare(parent)
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	prepared.Store(key, h)
+	return h, false, nil
 }
 
 // finishCgroup kills whatever is left in the job's cgroup once the job

@@ -209,3 +209,45 @@ func dirsOf(h *cgroup.Hierarchy, rel string) []string {
 	}
 	return out
 }
+
+// TestSetupCgroupPreparesAgain checks the cache of prepared parents: a
+// parent removed after it was prepared is prepared again rather than
+// failing the job's Create. Plain directories stand in for a v1 memory
+// hierarchy; the kernel's control files are written by the test, so a
+// parent that Prepare recreates lacks cgroup.procs and is refused by
+// Prepare, which shows that it ran.
+func TestSetupCgroupPreparesAgain(t *testing.T) {
+	log := slog.New(slog.DiscardHandler)
+	root := t.TempDir()
+	parent := filepath.Join(root, "memory", "tide")
+	makeParent := func() {
+		if err := os.MkdirAll(parent, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range []string{filepath.Dir(parent), parent} {
+			if err := os.WriteFile(filepath.Join(d, "cgroup.procs"), nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	makeParent()
+	setup := func(id uint64) (*cgroup.Cgroup, error) {
+		return setupCgroup(&Plan{Node: "n1", Cgroup: &CgroupPlan{Required: true, Root: root, Parent: "tide", Name: cgroup.JobName(id)}}, log)
+	}
+	for id := uint64(1); id <= 2; id++ {
+		if cg, err := setup(id); err != nil || cg == nil {
+			t.Fatalf("job %d: setupCgroup = %v, %v", id, cg, err)
+		}
+	}
+	if err := os.RemoveAll(parent); err != nil {
+		t.Fatal(err)
+	}
+	_, err := setup(3)
+	if err == nil || !strings.Contains(err.Error(), "tide/cgroup.procs") {
+		t.Fatalf("job 3 after the parent went away: %v, want Prepare's refusal of the recreated parent", err)
+	}
+	makeParent()
+	if cg, err := setup(4); err != nil || cg == nil {
+		t.Fatalf("job 4: setupCgroup = %v, %v", cg, err)
+	}
+}
