@@ -35,13 +35,13 @@ type Server struct {
 	self  uint32
 	now   func() time.Time
 
-	mu         sync.Mutex
-	jobs       map[uint64]*api.Job
+	mu   sync.Mutex
+	jobs map[uint64]*api.Job
 	// live holds every job that has not ended, and some that have since:
 	// addPending walks it instead of jobs, which keep finished jobs for
 	// MinJobAge (thousands on a busy cluster), and drops the ended ones
 	// as it goes. addLive puts a job in whenever it (re)enters PENDING.
-	live map[uint64]*api.Job
+	live       map[uint64]*api.Job
 	nodes      map[string]*nodeRec
 	partitions map[string]*api.Partition
 	nextID     uint64
