@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"strconv"
+	"sync"
 	"strings"
 	"time"
 
@@ -100,13 +101,20 @@ func writeErr(w http.ResponseWriter, err error) {
 	_ = json.NewEncoder(w).Encode(body)
 }
 
+// responseWriters recycles writeJSON's buffers: a fresh 64 KiB buffer
+// per answer was half of what a busy controller allocated (every submit
+// and every node sync answers), and so drove most of its collections.
+var responseWriters = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 64<<10) }}
+
 func writeJSON(w http.ResponseWriter, v any) {
 	w.Header().Set("Content-Type", "application/json")
-	bw := bufio.NewWriterSize(w, 64<<10)
-	if err := json.NewEncoder(bw).Encode(v); err != nil {
-		return
+	bw := responseWriters.Get().(*bufio.Writer)
+	bw.Reset(w)
+	if err := json.NewEncoder(bw).Encode(v); err == nil {
+		_ = bw.Flush()
 	}
-	_ = bw.Flush()
+	bw.Reset(nil) // the pool must not keep the response alive
+	responseWriters.Put(bw)
 }
 
 func decode(r *http.Request, v any) error {

@@ -1,12 +1,9 @@
 // Command tide is Tide's multi-call CLI: sbatch, squeue, scancel, sinfo,
 // scontrol and sacct are links to it.
-//go:debug containermaxprocs=0
-//go:debug updatemaxprocs=0
 package main
 
 import (
 	"os"
-	"runtime"
 	"runtime/debug"
 
 	"github.com/tide-hpc/tide/cli/cmdutil"
@@ -18,14 +15,12 @@ func main() {
 	// megabytes at most (squeue over 100,000 jobs: tens), and scripts run
 	// sbatch and squeue in loops: collecting garbage that the exit frees
 	// anyway costs more than it saves. The memory limit still makes the
-	// collector run if a command ever grows large; one P keeps the
-	// runtime from starting idle GC workers and threads.
+	// collector run if a command ever grows large. (GOMAXPROCS stays as
+	// it is: lowering it from main stops the world and starts a thread,
+	// which costs a short command more than the idle P it saves.)
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(-1)
 		debug.SetMemoryLimit(512 << 20)
-	}
-	if os.Getenv("GOMAXPROCS") == "" {
-		runtime.GOMAXPROCS(1)
 	}
 	os.Exit(root.Main(os.Args, cmdutil.New()))
 }
