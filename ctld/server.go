@@ -31,6 +31,9 @@ type Server struct {
 	cl    *Cluster
 	log   *slog.Logger
 	store Store
+	// submits commits submissions, several in one transaction when they
+	// arrive together (groupcommit.go).
+	submits groupCommit
 	key   string
 	self  uint32
 	now   func() time.Time
@@ -107,6 +110,7 @@ func newServer(cl *Cluster, log *slog.Logger, st Store, key string, now func() t
 		kick: make(chan struct{}, 1), users: newUserCache(), startTime: now(), schedule: sched.Schedule,
 	}
 	s.listCache.now = now
+	s.submits.write = st.Write
 	for i := range cl.Partitions {
 		p := cl.Partitions[i]
 		s.partitions[p.Name] = &p

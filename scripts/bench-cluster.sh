@@ -9,7 +9,10 @@
 # Environment: CTLD_PID (controller pid, for memory), NJOBS (1000),
 # PENDING (10000), START_N (20), LAT_N (20), WORK (scratch dir), TARGET
 # (tide or slurm; default: tide when sbatch --version names Tide),
-# CONTAINER_IMAGE (tide-test/bb, imported by up.sh).
+# CONTAINER_IMAGE (tide-test/bb, imported by up.sh), PARTS (which
+# measures to take, default "drain array start container pending"),
+# SUFFIX (appended to every row's key, e.g. _cgroups for a second pass
+# of some measures on another configuration).
 #
 # start_latency_container (submit -> first output line of a
 # --container-image job) is measured only on Tide, when a node has the
@@ -17,6 +20,9 @@
 # --container-image is another mechanism (OCI bundles), not compared.
 set -uo pipefail
 NJOBS=${NJOBS:-1000}
+PARTS=" ${PARTS:-drain array start container pending} "
+SUFFIX=${SUFFIX:-}
+part() { [[ $PARTS == *" $1 "* ]]; }
 PENDING=${PENDING:-10000}
 START_N=${START_N:-20}
 LAT_N=${LAT_N:-20}
@@ -30,7 +36,7 @@ sub() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.3f", a-b}'; }
 div() { awk -v a="$1" -v b="$2" 'BEGIN{ if (b == 0) print 0; else printf "%.2f", a/b}'; }
 # row key unit values... -> key unit median p99 n
 row() {
-  local key=$1 unit=$2; shift 2
+  local key=$1$SUFFIX unit=$2; shift 2
   printf '%s\n' "$@" | sort -g | awk -v k="$key" -v u="$unit" '{v[NR]=$1} END{
     if (NR == 0) { printf "%s\t%s\t-\t-\t0\n", k, u; exit }
     m = (NR % 2) ? v[(NR+1)/2] : (v[NR/2] + v[NR/2+1]) / 2
@@ -53,6 +59,7 @@ submit_par() { # total par args...
 rss_mib() { [ -n "${CTLD_PID:-}" ] && awk '$1=="VmRSS:" {printf "%.1f", $2/1024}' "/proc/$CTLD_PID/status"; }
 
 wait_empty
+if part drain; then
 # --- submission rate and drain: NJOBS runnable jobs from 1, 4, 16 clients
 for par in 1 4 16; do
   wait_empty; sleep 1
@@ -66,7 +73,9 @@ for par in 1 4 16; do
   row "submit_rate_$par" jobs/s "$(div "$ok" "$(sub "$t1" "$t0")")"
   row "drain_$par" s "$(sub "$t2" "$t0")"
 done
+fi
 
+if part array; then
 # --- one NJOBS-task array against NJOBS separate jobs (drain_1 above):
 # time to submit, and until every task has run
 wait_empty; sleep 1
@@ -78,7 +87,9 @@ t2=$EPOCHREALTIME
 log "array of $NJOBS: submitted in $(ms "$t1" "$t0") ms, drained at $(sub "$t2" "$t0") s"
 row array_submit ms "$(ms "$t1" "$t0")"
 row array_drain s "$(sub "$t2" "$t0")"
+fi
 
+if part start; then
 # --- submit -> start of one job on an idle cluster
 LAT=()
 for ((i = 1; i <= START_N; i++)); do
@@ -92,7 +103,9 @@ for ((i = 1; i <= START_N; i++)); do
 done
 log "submit->start: ${LAT[*]}"
 row start_latency ms "${LAT[@]}"
+fi
 
+if part container; then
 # --- submit -> first output line of a process job and a container job
 # (Tide only; see the header)
 if [ -z "${TARGET:-}" ]; then
@@ -133,7 +146,9 @@ if container_ready; then
   row first_line_process ms "${PROC[@]}"
   row start_latency_container ms "${CONT[@]}"
 fi
+fi
 
+if part pending; then
 # --- CLI latency and controller memory with PENDING held jobs
 wait_empty; sleep 1
 row rss_idle MiB "$(rss_mib)"
@@ -156,3 +171,4 @@ t0=$EPOCHREALTIME
 scancel --state=PENDING --user="$(id -un)"
 wait_empty
 row cancel_all_pending s "$(sub $EPOCHREALTIME "$t0")"
+fi

@@ -5,6 +5,11 @@
 set -uo pipefail
 GOB=$1 TIDE=$2 SLURM=${3:-}
 label() {
+  # A second pass's rows (bench-tide.sh) carry a suffix: the base row's
+  # label, marked.
+  case $1 in
+    *_cgroups) echo "$(label "${1%_cgroups}") [job cgroups]"; return;;
+  esac
   case $1 in
     submit_rate_1) echo "sbatch submissions, 1 client";;
     submit_rate_4) echo "sbatch submissions, 4 parallel clients";;
@@ -32,13 +37,14 @@ label() {
     *) echo "$1";;
   esac
 }
-printf '%-44s %-7s %12s %12s' "measure" "unit" "tide p50" "tide p99"
+printf '%-58s %-7s %12s %12s' "measure" "unit" "tide p50" "tide p99"
 [ -n "$SLURM" ] && printf ' %12s %12s %8s' "slurm p50" "slurm p99" "ratio"
 printf '\n'
 while IFS=$'\t' read -r key unit med p99 n; do
-  printf '%-44s %-7s %12s %12s' "$(label "$key")" "$unit" "$med" "$p99"
+  printf '%-58s %-7s %12s %12s' "$(label "$key")" "$unit" "$med" "$p99"
   if [ -n "$SLURM" ]; then
-    s=$(awk -F'\t' -v k="$key" '$1==k {print $3" "$4}' "$SLURM")
+    # Rows of the job-cgroups pass compare with the same Slurm row.
+    s=$(awk -F'\t' -v k="${key%_cgroups}" '$1==k {print $3" "$4}' "$SLURM")
     smed=${s%% *}; sp99=${s##* }
     ratio=$(awk -v t="$med" -v s="$smed" -v u="$unit" 'BEGIN{
       if (t == "-" || s == "" || s == "-" || t+0 == 0 || s+0 == 0) { print "-"; exit }

@@ -23,16 +23,5 @@ SCHED_PARAMS=${SCHED_PARAMS-batch_sched_delay=0} "$REF/setup.sh" >&2
 ) || true
 "$REF/setup.sh" stop >&2 || true
 
-echo "== Tide" >&2
-export TIDE_RUN=$ROOT/run/bench TIDE_PORT=${TIDE_BENCH_PORT:-6818}
-"$ROOT/scripts/down.sh" >/dev/null 2>&1 || true
-rm -rf "$TIDE_RUN"
-"$ROOT/scripts/up.sh" >&2
-trap '"$ROOT/scripts/down.sh" >/dev/null 2>&1 || true' EXIT
-(
-  # shellcheck disable=SC1091
-  . "$TIDE_RUN/env.sh"
-  export TARGET=tide
-  CTLD_PID=$(cat "$TIDE_RUN/tidectld.pid") WORK=$TIDE_RUN/work "$ROOT/scripts/bench-cluster.sh" > "$OUT/tide.tsv"
-)
+TIDE_RUN=$ROOT/run/bench TIDE_PORT=${TIDE_BENCH_PORT:-6818} "$ROOT/scripts/bench-tide.sh" > "$OUT/tide.tsv"
 "$ROOT/scripts/bench-table.sh" /dev/null "$OUT/tide.tsv" "$OUT/slurm.tsv"

@@ -14,18 +14,10 @@ go test -tags "$TAGS" -run '^$' -bench 'BenchmarkSchedule|BenchmarkWrite|Benchma
   ./ctld/sched/ ./accounting/ ./cli/squeue/ 2>&1 | tee "$OUT/go-bench.txt" | grep -E '^Benchmark' >&2 || true
 
 echo "== local cluster" >&2
-export TIDE_RUN=$ROOT/run/bench TIDE_PORT=${TIDE_BENCH_PORT:-6818}
-"$ROOT/scripts/down.sh" >/dev/null 2>&1 || true
-rm -rf "$TIDE_RUN"
-"$ROOT/scripts/up.sh" >&2
-trap '"$ROOT/scripts/down.sh" >/dev/null 2>&1 || true' EXIT
-# shellcheck disable=SC1091
-. "$TIDE_RUN/env.sh"
-CTLD_PID=$(cat "$TIDE_RUN/tidectld.pid") WORK=$TIDE_RUN/work "$ROOT/scripts/bench-cluster.sh" > "$OUT/tide.tsv"
+TIDE_RUN=$ROOT/run/bench TIDE_PORT=${TIDE_BENCH_PORT:-6818} "$ROOT/scripts/bench-tide.sh" > "$OUT/tide.tsv"
 
-"$ROOT/scripts/down.sh" >/dev/null 2>&1 || true
 echo "== submission storm against the submission buffer (scripts/bench-burst.sh)" >&2
-TIDE_RUN=$ROOT/run/bench-burst TIDE_PORT=$((TIDE_PORT + 1)) "$ROOT/scripts/bench-burst.sh" >> "$OUT/tide.tsv"
+TIDE_RUN=$ROOT/run/bench-burst TIDE_PORT=$((${TIDE_BENCH_PORT:-6818} + 1)) "$ROOT/scripts/bench-burst.sh" >> "$OUT/tide.tsv"
 
 "$ROOT/scripts/bench-table.sh" "$OUT/go-bench.txt" "$OUT/tide.tsv"
 
