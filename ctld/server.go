@@ -34,9 +34,9 @@ type Server struct {
 	// submits commits submissions, several in one transaction when they
 	// arrive together (groupcommit.go).
 	submits groupCommit
-	key   string
-	self  uint32
-	now   func() time.Time
+	key     string
+	self    uint32
+	now     func() time.Time
 
 	mu   sync.Mutex
 	jobs map[uint64]*api.Job
