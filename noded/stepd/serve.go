@@ -45,6 +45,9 @@ func ServePIDFile(sock string) string { return filepath.Join(filepath.Dir(sock),
 type server struct {
 	log  *slog.Logger
 	self ProcIdentity
+	// pidFile holds self (ServePIDFile); no other supervisor replaces
+	// it while this one answers on the socket.
+	pidFile string
 	// baseUmask is the umask the supervisor was started with: jobs that
 	// do not set one get it. The process's own umask is 0, because
 	// umask is per process and jobs start concurrently.
@@ -83,7 +86,7 @@ func Serve(sock string, idle time.Duration, log *slog.Logger) error {
 		ln.Close()
 		return err
 	}
-	s := &server{log: log, self: self, baseUmask: old, last: time.Now()}
+	s := &server{log: log, self: self, pidFile: pidFile, baseUmask: old, last: time.Now()}
 	log.Info("shared supervisor started", "socket", sock, "pid", self.PID)
 	done := make(chan struct{})
 	go s.idleWatch(ln.(*net.UnixListener), idle, done)
@@ -162,7 +165,7 @@ func (s *server) serveConn(c *net.UnixConn) {
 		return
 	}
 	dir := f[2]
-	if err := WriteJSONAtomic(filepath.Join(dir, FileStepdPID), s.self, 0o644); err != nil {
+	if err := s.nameSelf(dir); err != nil {
 		fmt.Fprintf(c, "err %v\n", err)
 		return
 	}
@@ -178,6 +181,19 @@ func (s *server) serveConn(c *net.UnixConn) {
 	}
 	// tided may have restarted meanwhile; then it polls for status.json.
 	_, _ = c.Write([]byte("done\n"))
+}
+
+// nameSelf records in job directory dir that this supervisor runs the
+// job (stepd.pid). The record is the same for every job, so it is a
+// hard link to the supervisor's own pid file where one can be made (one
+// system call instead of writing a file); a link is atomic like the
+// rename it saves.
+func (s *server) nameSelf(dir string) error {
+	p := filepath.Join(dir, FileStepdPID)
+	if s.pidFile != "" && os.Link(s.pidFile, p) == nil {
+		return nil
+	}
+	return WriteJSONAtomic(p, s.self, 0o644)
 }
 
 // checkPeer accepts only connections from the supervisor's own user.
