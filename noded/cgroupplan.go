@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/tide-hpc/tide/ctld/api"
@@ -130,11 +131,50 @@ func cgroupPlan(spec *api.LaunchSpec, node string, cfg Config) *stepd.CgroupPlan
 // (nvidiactl, nvidia-uvm) stay open: without a GPU node they give
 // nothing.
 func gpuFence(devDir string, gpus []int) *cgroup.DeviceFence {
+	f := &cgroup.DeviceFence{Policy: cgroup.DenyListed}
+	for _, n := range gpuDeviceNodes(devDir) {
+		if !slices.Contains(gpus, n.index) {
+			f.Devices = append(f.Devices, n.dev)
+		}
+	}
+	if len(f.Devices) == 0 {
+		return nil
+	}
+	return f
+}
+
+// gpuNode is one NVIDIA GPU device node: nvidia<index>.
+type gpuNode struct {
+	index int
+	dev   cgroup.Device
+}
+
+// gpuNodeCache keeps the GPU device nodes of a device directory for
+// gpuNodeTTL: every job launch asks, and reading /dev (and a stat per
+// GPU) for each of a thousand short jobs costs more than the answer is
+// worth; device nodes appear and go only with the driver.
+var gpuNodeCache struct {
+	sync.Mutex
+	dir   string
+	at    time.Time
+	nodes []gpuNode
+}
+
+const gpuNodeTTL = 2 * time.Second
+
+// gpuDeviceNodes lists devDir's GPU device nodes by index.
+func gpuDeviceNodes(devDir string) []gpuNode {
+	c := &gpuNodeCache
+	c.Lock()
+	defer c.Unlock()
+	if c.dir == devDir && time.Since(c.at) < gpuNodeTTL {
+		return c.nodes
+	}
 	ents, err := os.ReadDir(devDir)
 	if err != nil {
 		return nil
 	}
-	var idx []int
+	var nodes []gpuNode
 	for _, e := range ents {
 		n, ok := strings.CutPrefix(e.Name(), "nvidia")
 		if !ok || n == "" {
@@ -144,24 +184,15 @@ func gpuFence(devDir string, gpus []int) *cgroup.DeviceFence {
 		if err != nil || strconv.Itoa(i) != n {
 			continue
 		}
-		idx = append(idx, i)
-	}
-	sort.Ints(idx)
-	f := &cgroup.DeviceFence{Policy: cgroup.DenyListed}
-	for _, i := range idx {
-		if slices.Contains(gpus, i) {
-			continue
-		}
-		d, err := cgroup.DeviceOf(filepath.Join(devDir, "nvidia"+strconv.Itoa(i)))
+		d, err := cgroup.DeviceOf(filepath.Join(devDir, e.Name()))
 		if err != nil {
 			continue // not a device node (a test directory, a stale name)
 		}
-		f.Devices = append(f.Devices, d)
+		nodes = append(nodes, gpuNode{index: i, dev: d})
 	}
-	if len(f.Devices) == 0 {
-		return nil
-	}
-	return f
+	sort.Slice(nodes, func(a, b int) bool { return nodes[a].index < nodes[b].index })
+	c.dir, c.at, c.nodes = devDir, time.Now(), nodes
+	return nodes
 }
 
 // removeJobCgroup kills what is left in the cgroup of a job whose
