@@ -54,8 +54,10 @@ func JobName(jobID uint64) string { return "job_" + strconv.FormatUint(jobID, 10
 
 // Create makes the cgroup parent/name (Prepare the parent first) in the
 // hierarchies that l needs, then sets l. On v1 it always joins memory
-// (for the OOM count), freezer and pids, and cpu, cpuset and devices
-// only for a limit of theirs. The cgroup must not exist: one of the
+// (for the OOM count) and freezer (suspend, and a kill that a fork bomb
+// cannot outrun), and cpu, cpuset, pids and devices only for a limit of
+// theirs: every v1 hierarchy joined costs a mkdir, a pid written to its
+// cgroup.procs and an rmdir per job. The cgroup must not exist: one of the
 // same name is left alone and Create fails with ErrInUse, because it may
 // hold another job's processes (of a second cluster on this host that
 // shares the parent, or of a supervisor that died: Open and Remove clean
@@ -72,7 +74,7 @@ func (h *Hierarchy) Create(parent, name string, l Limits) (*Cgroup, error) {
 		return nil, fmt.Errorf("cgroup name %q must be one path element", name)
 	}
 	want := map[string]bool{
-		Memory: true, Freezer: true, Pids: true,
+		Memory: true, Freezer: true, Pids: l.Pids > 0,
 		CPU: l.CPUs > 0, Cpuset: l.Cpuset != "" || l.Mems != "", Devices: l.Devices != nil,
 	}
 	c := h.open(filepath.Join(parent, name), func(k string) bool { return want[k] })

@@ -245,13 +245,13 @@ func TestCreateV1(t *testing.T) {
 				"devices/tide/job_7/devices.allow": "a\n",
 				"devices/tide/job_7/devices.deny":  "c 195:1 rwm\n",
 			},
-			wantDirs: []string{"memory", "freezer", "pids", "devices"},
+			wantDirs: []string{"memory", "freezer", "devices"},
 		},
 		{
-			name:     "no limits joins memory, freezer and pids",
+			name:     "no limits joins memory and freezer",
 			ctrls:    all,
 			want:     map[string]string{"memory/tide/job_7/memory.limit_in_bytes": "9223372036854771712\n"},
-			wantDirs: []string{"memory", "freezer", "pids"},
+			wantDirs: []string{"memory", "freezer"},
 		},
 		{
 			name:     "missing controller",
