@@ -86,6 +86,15 @@ func checkpointAcked(j *job) bool {
 	return !fi.ModTime().Before(j.signalledAt.Add(-time.Second))
 }
 
+// mayHaveAcked reports whether an acknowledgement of j could count: it
+// was signalled, by this tided or (recovered) by the one before. A job
+// never signalled has nothing to acknowledge, and every sync reports
+// every running job, so the stat is spared for the thousands that never
+// are.
+func mayHaveAcked(j *job) bool {
+	return !j.signalledAt.IsZero() || j.recovered
+}
+
 // newCheckpointAcksLocked looks for acknowledgements of the jobs that
 // got a signal and have not acknowledged since (one stat each), so that
 // tided syncs at once instead of at its next heartbeat. It reports

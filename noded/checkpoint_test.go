@@ -6,6 +6,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -88,5 +89,39 @@ func TestDaemonCheckpointAck(t *testing.T) {
 	r = n.fake.waitReport(t, spec.JobRef, api.NodeJobFinished)
 	if r.CheckpointAck || !strings.HasPrefix(r.Exit.String(), "0:") {
 		t.Fatalf("finished report %+v", r)
+	}
+}
+
+// TestMayHaveAcked: an acknowledgement file counts only for a job that
+// was signalled (by this tided, or by the one before a restart); the
+// others are not even looked at.
+func TestMayHaveAcked(t *testing.T) {
+	tests := []struct {
+		name      string
+		signalled bool
+		recovered bool
+		want      bool
+	}{
+		{name: "never signalled", want: false},
+		{name: "signalled", signalled: true, want: true},
+		{name: "recovered after a restart", recovered: true, want: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			j := &job{dir: t.TempDir(), recovered: tt.recovered}
+			if tt.signalled {
+				j.signalledAt = time.Now()
+			}
+			ack := checkpointAckPath(j.dir)
+			if err := os.MkdirAll(filepath.Dir(ack), 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(ack, nil, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if got := mayHaveAcked(j) && checkpointAcked(j); got != tt.want {
+				t.Errorf("acknowledged = %v, want %v", got, tt.want)
+			}
+		})
 	}
 }

@@ -41,6 +41,9 @@ type job struct {
 	// then; ackWatch is set while tided watches for it (checkpoint.go).
 	signalledAt time.Time
 	ackWatch    bool
+	// recovered marks a job found in the state directory at start: it
+	// may have been signalled by the tided before this one.
+	recovered bool
 	// ops runs the job's slow runtime calls (freeze, thaw, container
 	// signals) in order, outside Daemon.mu (suspend.go).
 	ops serialOps
@@ -523,7 +526,7 @@ func (d *Daemon) reportsLocked() []api.NodeJobReport {
 			spec = &j.spec
 		}
 		r := report(j.ref, spec, j.status, j.marks)
-		r.CheckpointAck = r.State == api.NodeJobRunning && checkpointAcked(j)
+		r.CheckpointAck = r.State == api.NodeJobRunning && mayHaveAcked(j) && checkpointAcked(j)
 		out = append(out, r)
 	}
 	sort.Slice(out, func(a, b int) bool {
@@ -547,7 +550,7 @@ func (d *Daemon) recover() error {
 	}
 	var waits []reattached
 	for _, sj := range found {
-		j := &job{ref: sj.Ref, dir: sj.Dir, marks: sj.Markers, stepd: sj.Stepd}
+		j := &job{ref: sj.Ref, dir: sj.Dir, marks: sj.Markers, stepd: sj.Stepd, recovered: true}
 		if sj.Spec != nil {
 			j.spec, j.hasSpec = *sj.Spec, true
 		}
