@@ -7,6 +7,7 @@
 # of bench-vs-slurm come from identical loops.
 #
 # Environment: CTLD_PID (controller pid, for memory), NJOBS (1000),
+# DRAIN_N (3: runs of each drain),
 # PENDING (10000), START_N (20), LAT_N (20), WORK (scratch dir), TARGET
 # (tide or slurm; default: tide when sbatch --version names Tide),
 # CONTAINER_IMAGE (tide-test/bb, imported by up.sh), PARTS (which
@@ -20,6 +21,7 @@
 # --container-image is another mechanism (OCI bundles), not compared.
 set -uo pipefail
 NJOBS=${NJOBS:-1000}
+DRAIN_N=${DRAIN_N:-3}
 PARTS=" ${PARTS:-drain array start container pending} "
 SUFFIX=${SUFFIX:-}
 part() { [[ $PARTS == *" $1 "* ]]; }
@@ -61,17 +63,23 @@ rss_mib() { [ -n "${CTLD_PID:-}" ] && awk '$1=="VmRSS:" {printf "%.1f", $2/1024}
 wait_empty
 if part drain; then
 # --- submission rate and drain: NJOBS runnable jobs from 1, 4, 16 clients
+# (DRAIN_N runs each: the median is the figure; a 2-core VM's speed
+# drifts by a fifth within minutes)
 for par in 1 4 16; do
-  wait_empty; sleep 1
-  t0=$EPOCHREALTIME
-  if [ "$par" = 1 ]; then ok=$(submit_loop "$NJOBS" --wrap true -o /dev/null)
-  else ok=$(submit_par "$NJOBS" "$par" --wrap true -o /dev/null); fi
-  t1=$EPOCHREALTIME
-  wait_empty
-  t2=$EPOCHREALTIME
-  log "$par client(s): $ok/$NJOBS submitted in $(sub "$t1" "$t0") s, drained at $(sub "$t2" "$t0") s"
-  row "submit_rate_$par" jobs/s "$(div "$ok" "$(sub "$t1" "$t0")")"
-  row "drain_$par" s "$(sub "$t2" "$t0")"
+  R=() D=()
+  for ((rep = 0; rep < DRAIN_N; rep++)); do
+    wait_empty; sleep 1
+    t0=$EPOCHREALTIME
+    if [ "$par" = 1 ]; then ok=$(submit_loop "$NJOBS" --wrap true -o /dev/null)
+    else ok=$(submit_par "$NJOBS" "$par" --wrap true -o /dev/null); fi
+    t1=$EPOCHREALTIME
+    wait_empty
+    t2=$EPOCHREALTIME
+    log "$par client(s): $ok/$NJOBS submitted in $(sub "$t1" "$t0") s, drained at $(sub "$t2" "$t0") s"
+    R+=("$(div "$ok" "$(sub "$t1" "$t0")")") D+=("$(sub "$t2" "$t0")")
+  done
+  row "submit_rate_$par" jobs/s "${R[@]}"
+  row "drain_$par" s "${D[@]}"
 done
 fi
 
