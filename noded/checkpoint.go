@@ -77,8 +77,12 @@ func (d *Daemon) makeCheckpointDir(j *job) error {
 
 // checkpointAcked reports whether the running job j touched its
 // acknowledgement file after the last signal tided delivered to it (any
-// time, when tided has delivered none since it started). One stat.
+// time, for a job found after a restart: the tided before may have
+// signalled it). One stat, and none for a job never signalled.
 func checkpointAcked(j *job) bool {
+	if !mayHaveAcked(j) {
+		return false
+	}
 	fi, err := os.Stat(checkpointAckPath(j.dir))
 	if err != nil {
 		return false

@@ -526,7 +526,7 @@ func (d *Daemon) reportsLocked() []api.NodeJobReport {
 			spec = &j.spec
 		}
 		r := report(j.ref, spec, j.status, j.marks)
-		r.CheckpointAck = r.State == api.NodeJobRunning && mayHaveAcked(j) && checkpointAcked(j)
+		r.CheckpointAck = r.State == api.NodeJobRunning && checkpointAcked(j)
 		out = append(out, r)
 	}
 	sort.Slice(out, func(a, b int) bool {
