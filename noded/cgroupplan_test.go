@@ -274,21 +274,9 @@ func TestSupervisorCgroupAsUser(t *testing.T) {
 	if !strings.HasPrefix(got, "65534\n") || !strings.Contains(got, ":/"+rel+"\n") {
 		t.Errorf("output %q: want uid 65534 in cgroup %s", got, rel)
 	}
-	for _, d := range cgroupDirs(h, rel) {
+	for _, d := range h.Paths(rel) {
 		if _, err := os.Stat(d); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("job cgroup %s left behind (%v)", d, err)
 		}
 	}
-}
-
-// cgroupDirs lists rel in each hierarchy of h.
-func cgroupDirs(h *cgroup.Hierarchy, rel string) []string {
-	if h.Version == cgroup.V2 {
-		return []string{filepath.Join(h.Root, rel)}
-	}
-	var out []string
-	for _, c := range h.Controllers {
-		out = append(out, filepath.Join(h.Root, c, rel))
-	}
-	return out
 }

@@ -164,13 +164,23 @@ func (h *Hierarchy) RemoveParent(parent string) {
 		return
 	}
 	rmdir := h.rmdirFn()
+	for _, d := range h.Paths(parent) {
+		_ = rmdir(d)
+	}
+}
+
+// Paths lists where the cgroup rel (a path relative to the root) is, or
+// would be, in each hierarchy: one directory on v2, one per controller
+// on v1. It touches nothing.
+func (h *Hierarchy) Paths(rel string) []string {
 	if h.Version == V2 {
-		_ = rmdir(filepath.Join(h.Root, parent))
-		return
+		return []string{filepath.Join(h.Root, rel)}
 	}
+	out := make([]string, 0, len(h.Controllers))
 	for _, c := range h.Controllers {
-		_ = rmdir(filepath.Join(h.Root, c, parent))
+		out = append(out, filepath.Join(h.Root, c, rel))
 	}
+	return out
 }
 
 // Prepare creates the parent cgroup (a path relative to the hierarchy's

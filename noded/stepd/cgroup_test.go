@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/tide-hpc/tide/ctld/api"
@@ -145,11 +144,7 @@ func TestSupervisorCgroupReal(t *testing.T) {
 	if err := h.Prepare(parent); err != nil {
 		t.Skipf("cgroups not writable: %v", err)
 	}
-	t.Cleanup(func() {
-		for _, d := range append([]string{filepath.Join(h.Root, parent)}, dirsOf(h, parent)...) {
-			_ = syscall.Rmdir(d)
-		}
-	})
+	t.Cleanup(func() { h.RemoveParent(parent) })
 	dir := t.TempDir()
 	script := filepath.Join(dir, "script")
 	body := "#!/bin/sh\n" +
@@ -191,23 +186,11 @@ func TestSupervisorCgroupReal(t *testing.T) {
 	if st, err := ReadProcStat(escaped); err == nil && st.State != 'Z' {
 		t.Errorf("escaped process %d still runs (state %c)", escaped, st.State)
 	}
-	for _, d := range dirsOf(h, rel) {
+	for _, d := range h.Paths(rel) {
 		if _, err := os.Stat(d); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("job cgroup %s left behind (%v)", d, err)
 		}
 	}
-}
-
-// dirsOf lists rel in each hierarchy of h.
-func dirsOf(h *cgroup.Hierarchy, rel string) []string {
-	if h.Version == cgroup.V2 {
-		return []string{filepath.Join(h.Root, rel)}
-	}
-	var out []string
-	for _, c := range h.Controllers {
-		out = append(out, filepath.Join(h.Root, c, rel))
-	}
-	return out
 }
 
 // TestSetupCgroupPreparesAgain checks the cache of prepared parents: a
