@@ -187,7 +187,7 @@ func (p processRuntime) thawOpLocked(j *job) func(string) error {
 	if !alive {
 		return nil
 	}
-	dir := j.dir
+	dir, id := j.dir, j.pid
 	return func(how string) error {
 		if how == stepd.FreezeSignal {
 			return signalGroup(pid, syscall.SIGCONT)
@@ -195,6 +195,12 @@ func (p processRuntime) thawOpLocked(j *job) func(string) error {
 		cg, err := stepd.JobCgroup(dir, pid)
 		if err != nil {
 			if how == stepd.FreezeCgroup {
+				if errors.Is(err, stepd.ErrNoJobCgroup) && !id.Alive() {
+					// The job ended meanwhile (a kill thawed by another
+					// path, or its cgroup removed): its supervisor's end
+					// kills and removes what is left, nothing to thaw.
+					return nil
+				}
 				return err
 			}
 			return signalGroup(pid, syscall.SIGCONT)

@@ -341,7 +341,13 @@ func (c *Cgroup) freezer(freeze bool, timeout time.Duration) error {
 			value, done = "FROZEN", "FROZEN"
 		}
 	}
+	// A cgroup that went away (its job ended and its supervisor removed
+	// it, possibly while we wait) holds nothing frozen: a thaw is done.
+	gone := func(err error) bool { return !freeze && errors.Is(err, fs.ErrNotExist) }
 	if err := writeFile(file, value); err != nil {
+		if gone(err) {
+			return nil
+		}
 		return err
 	}
 	deadline := time.Now().Add(timeout)
@@ -356,6 +362,9 @@ func (c *Cgroup) freezer(freeze bool, timeout time.Duration) error {
 			got, err = readTrim(doneFile)
 		}
 		if err != nil {
+			if gone(err) {
+				return nil
+			}
 			return err
 		}
 		if got == done {

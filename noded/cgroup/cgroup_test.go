@@ -700,3 +700,32 @@ func TestKillAllEmptyLeavesFreezer(t *testing.T) {
 		t.Errorf("freezer.state written by KillAll of an empty cgroup (%v)", err)
 	}
 }
+
+// A cgroup removed under a thaw (the job ended and its supervisor
+// removed the cgroup) holds nothing frozen: Thaw succeeds, while Freeze
+// of it still fails.
+func TestThawRemovedCgroup(t *testing.T) {
+	for _, v2 := range []bool{false, true} {
+		var root string
+		if v2 {
+			root = fakeV2(t, "memory", "tide")
+		} else {
+			root = fakeV1(t, []string{Memory, Freezer}, "tide")
+		}
+		c, err := detectFake(t, root).Create("tide", JobName(5), Limits{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range c.Dirs() {
+			if err := os.RemoveAll(d); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := c.Thaw(time.Second); err != nil {
+			t.Errorf("v2=%v: Thaw of a removed cgroup = %v, want nil", v2, err)
+		}
+		if err := c.Freeze(time.Second); err == nil {
+			t.Errorf("v2=%v: Freeze of a removed cgroup succeeded", v2)
+		}
+	}
+}
