@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/tide-hpc/tide/ctld/api"
-	"github.com/tide-hpc/tide/internal/stepio"
+	"github.com/tide-hpc/tide/internal/stepcred"
 )
 
 // stepStore is what steps need from the store beyond Store; the SQLite
@@ -253,7 +253,7 @@ func (s *Server) createStep(ctx context.Context, c caller, id uint64, req api.St
 	g := &api.StepGrant{JobID: id, StepID: stepID, JobName: j.Name, UserID: j.UserID, GroupID: j.GroupID, User: j.User,
 		Partition: j.Partition, Cluster: s.cl.ClusterName, Expires: expires.UTC(), JobNodes: j.NodeNames(),
 		Nodes: lay.nodes, NTasks: lay.ntasks, Argv: req.Argv, Cwd: req.Cwd, Env: req.Env, Pty: req.Pty}
-	signed, err := stepio.Sign(s.key, g)
+	signed, err := stepcred.Sign(s.key, g)
 	if err != nil {
 		return api.StepResponse{}, err
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/tide-hpc/tide/ctld/api"
+	"github.com/tide-hpc/tide/internal/stepcred"
 	"github.com/tide-hpc/tide/internal/stepio"
 )
 
@@ -135,7 +136,7 @@ func TestCreateStep(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, idx, err := stepio.Verify("k", resp.Grant, "gpu02", h.clock.now())
+	g, idx, err := stepcred.Verify("k", resp.Grant, "gpu02", h.clock.now())
 	if err != nil || idx != 1 {
 		t.Fatalf("grant does not verify for gpu02: %v (index %d)", err, idx)
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/tide-hpc/tide/ctld/api"
 	"github.com/tide-hpc/tide/gres"
+	"github.com/tide-hpc/tide/internal/stepcred"
 	"github.com/tide-hpc/tide/internal/stepio"
 	"github.com/tide-hpc/tide/noded/cgroup"
 )
@@ -57,7 +58,7 @@ func oneNodeGrant(t *testing.T, addr string, gpus []int, argv ...string) api.Sig
 	g := &api.StepGrant{JobID: 42, StepID: 3, JobName: "t", UserID: uint32(os.Getuid()), GroupID: uint32(os.Getgid()),
 		User: "u", Expires: time.Now().Add(time.Hour), JobNodes: []string{"n1"}, NTasks: 1,
 		Nodes: []api.StepNode{sn}, Argv: argv, Cwd: t.TempDir(), Env: []string{"PATH=/usr/bin:/bin"}}
-	sg, err := stepio.Sign(stepKey, g)
+	sg, err := stepcred.Sign(stepKey, g)
 	if err != nil {
 		t.Fatal(err)
 	}

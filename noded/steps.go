@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/tide-hpc/tide/ctld/api"
+	"github.com/tide-hpc/tide/internal/stepcred"
 	"github.com/tide-hpc/tide/internal/stepio"
 )
 
@@ -213,7 +214,7 @@ func (s *stepServer) serve(c net.Conn) {
 		fail("bad hello: " + err.Error())
 		return
 	}
-	g, idx, err := stepio.Verify(s.key, hello.Grant, s.d.cfg.Name, time.Now())
+	g, idx, err := stepcred.Verify(s.key, hello.Grant, s.d.cfg.Name, time.Now())
 	if err != nil {
 		s.log.Warn("step refused", "remote", c.RemoteAddr().String(), "err", err)
 		fail(fmt.Sprintf("%s: %v", s.d.cfg.Name, err))

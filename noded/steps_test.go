@@ -17,6 +17,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/tide-hpc/tide/ctld/api"
+	"github.com/tide-hpc/tide/internal/stepcred"
 	"github.com/tide-hpc/tide/internal/stepio"
 )
 
@@ -53,7 +54,7 @@ func testGrant(t *testing.T, addr string, expires time.Time, argv ...string) api
 		User: "u", Expires: expires, JobNodes: []string{"n1", "n2"}, NTasks: 3,
 		Nodes: []api.StepNode{{Name: "n1", Addr: addr, Ranks: []int{0, 1}, CPUs: 4}, {Name: "n2", Addr: "127.0.0.1:9", Ranks: []int{2}, CPUs: 4}},
 		Argv:  argv, Cwd: t.TempDir(), Env: []string{"PATH=/usr/bin:/bin"}}
-	sg, err := stepio.Sign(stepKey, g)
+	sg, err := stepcred.Sign(stepKey, g)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +121,7 @@ func TestStepServerRefuses(t *testing.T) {
 	good := testGrant(t, s.advertised, time.Now().Add(time.Hour), "/bin/true")
 	tampered := good
 	tampered.Body = bytes.Replace(good.Body, []byte(`"/bin/true"`), []byte(`"/bin/echo"`), 1)
-	otherKey, _ := stepio.Sign("another-key-0123456789", mustDecode(t, good))
+	otherKey, _ := stepcred.Sign("another-key-0123456789", mustDecode(t, good))
 	tests := []struct {
 		name string
 		sg   api.SignedGrant

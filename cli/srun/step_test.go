@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/tide-hpc/tide/ctld/api"
+	"github.com/tide-hpc/tide/internal/stepcred"
 	"github.com/tide-hpc/tide/internal/stepio"
 )
 
@@ -82,7 +83,7 @@ func grantFor(t *testing.T, nodes ...*fakeNode) api.SignedGrant {
 	for i, n := range nodes {
 		g.Nodes = append(g.Nodes, api.StepNode{Name: "n" + string(rune('1'+i)), Addr: n.ln.Addr().String(), Ranks: []int{i}})
 	}
-	sg, err := stepio.Sign("k", g)
+	sg, err := stepcred.Sign("k", g)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,6 @@
 // Package stepio is the wire between srun and a node daemon for one job
-// step: step credentials (an HMAC-SHA256 over the controller's grant,
-// keyed with the cluster key) and the small framed protocol that carries
+// step: reading the controller's grant (its credential is made and
+// checked by internal/stepcred) and the small framed protocol that carries
 // the step's start, its tasks' standard streams, signals and exits over
 // one TCP connection per node.
 //
