@@ -8,6 +8,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/spf13/cobra"
 
@@ -112,7 +113,7 @@ func (o *Options) Run(ctx context.Context) error {
 		for _, q := range ql.QOS {
 			nameW = max(nameW, len(q.Name))
 		}
-		if err := render(w, o.format(fmt.Sprintf(QOSFormat, nameW)), qosFields, ql.QOS, !o.NoHeader); err != nil {
+		if err := render(w, o.format(fmt.Sprintf(QOSFormat, nameW)), qosFields(), ql.QOS, !o.NoHeader); err != nil {
 			return err
 		}
 		return flush(w)
@@ -130,7 +131,7 @@ func (o *Options) Run(ctx context.Context) error {
 		nameW = max(nameW, rows[i].depth+len(rows[i].q.Name))
 		parentW = max(parentW, len(rows[i].q.Parent))
 	}
-	if err := render(w, o.format(fmt.Sprintf(format, nameW, parentW)), queueFields, rows, !o.NoHeader); err != nil {
+	if err := render(w, o.format(fmt.Sprintf(format, nameW, parentW)), queueFields(), rows, !o.NoHeader); err != nil {
 		return err
 	}
 	return flush(w)
@@ -265,67 +266,74 @@ func secs[T any](f func(T) int64, zero string) func([]byte, T) []byte {
 	}
 }
 
-var queueFields = map[byte]field[queueRow]{
-	'n': {"NAME", func(dst []byte, r queueRow) []byte {
-		for range r.depth {
-			dst = append(dst, ' ')
-		}
-		return append(dst, r.q.Name...)
-	}},
-	'p': {"PARENT", func(dst []byte, r queueRow) []byte {
-		if r.q.Parent == "" {
-			return append(dst, '-')
-		}
-		return append(dst, r.q.Parent...)
-	}},
-	'g': {"GUARANTEED", num(func(r queueRow) int { return r.q.Guaranteed })},
-	'c': {"CAP", limit(func(r queueRow) int { return r.q.Cap })},
-	'u': {"USED", num(func(r queueRow) int { return r.q.UsedGPUs })},
-	'b': {"BORROWED", num(func(r queueRow) int { return r.q.BorrowedGPUs })},
-	'l': {"LENT", num(func(r queueRow) int { return r.q.LentGPUs })},
-	'R': {"RUNNING", num(func(r queueRow) int { return r.q.Running })},
-	'P': {"PENDING", num(func(r queueRow) int { return r.q.Pending })},
-	'B': {"BUFFERED", num(func(r queueRow) int { return r.q.Buffered })},
-	'L': {"LEND_LIMIT", unlimited(func(r queueRow) int { return r.q.LendLimit })},
-	'O': {"BORROW_LIMIT", unlimited(func(r queueRow) int { return r.q.BorrowLimit })},
-	'j': {"MAX_RUN/USR", limit(func(r queueRow) int { return r.q.MaxRunningPerUser })},
-	's': {"MAX_SUB/USR", limit(func(r queueRow) int { return r.q.MaxSubmitPerUser })},
-	'G': {"MAX_GPU/USR", limit(func(r queueRow) int { return r.q.MaxGPUsPerUser })},
-	'r': {"SUBMIT_RATE", func(dst []byte, r queueRow) []byte {
-		if r.q.SubmitRate <= 0 {
-			return append(dst, '-')
-		}
-		return strconv.AppendFloat(dst, r.q.SubmitRate, 'f', -1, 64)
-	}},
-	'm': {"MEMBERS", func(dst []byte, r queueRow) []byte {
-		var parts []string
-		parts = append(parts, r.q.Users...)
-		for _, g := range r.q.Groups {
-			parts = append(parts, "@"+g)
-		}
-		if len(parts) == 0 {
-			return append(dst, '-')
-		}
-		return append(dst, strings.Join(parts, ",")...)
-	}},
-}
+// queueFields and qosFields are the columns by letter, built on first
+// use: every CLI command is this binary, and sbatch should not build
+// them each time it starts.
+var queueFields = sync.OnceValue(func() map[byte]field[queueRow] {
+	return map[byte]field[queueRow]{
+		'n': {"NAME", func(dst []byte, r queueRow) []byte {
+			for range r.depth {
+				dst = append(dst, ' ')
+			}
+			return append(dst, r.q.Name...)
+		}},
+		'p': {"PARENT", func(dst []byte, r queueRow) []byte {
+			if r.q.Parent == "" {
+				return append(dst, '-')
+			}
+			return append(dst, r.q.Parent...)
+		}},
+		'g': {"GUARANTEED", num(func(r queueRow) int { return r.q.Guaranteed })},
+		'c': {"CAP", limit(func(r queueRow) int { return r.q.Cap })},
+		'u': {"USED", num(func(r queueRow) int { return r.q.UsedGPUs })},
+		'b': {"BORROWED", num(func(r queueRow) int { return r.q.BorrowedGPUs })},
+		'l': {"LENT", num(func(r queueRow) int { return r.q.LentGPUs })},
+		'R': {"RUNNING", num(func(r queueRow) int { return r.q.Running })},
+		'P': {"PENDING", num(func(r queueRow) int { return r.q.Pending })},
+		'B': {"BUFFERED", num(func(r queueRow) int { return r.q.Buffered })},
+		'L': {"LEND_LIMIT", unlimited(func(r queueRow) int { return r.q.LendLimit })},
+		'O': {"BORROW_LIMIT", unlimited(func(r queueRow) int { return r.q.BorrowLimit })},
+		'j': {"MAX_RUN/USR", limit(func(r queueRow) int { return r.q.MaxRunningPerUser })},
+		's': {"MAX_SUB/USR", limit(func(r queueRow) int { return r.q.MaxSubmitPerUser })},
+		'G': {"MAX_GPU/USR", limit(func(r queueRow) int { return r.q.MaxGPUsPerUser })},
+		'r': {"SUBMIT_RATE", func(dst []byte, r queueRow) []byte {
+			if r.q.SubmitRate <= 0 {
+				return append(dst, '-')
+			}
+			return strconv.AppendFloat(dst, r.q.SubmitRate, 'f', -1, 64)
+		}},
+		'm': {"MEMBERS", func(dst []byte, r queueRow) []byte {
+			var parts []string
+			parts = append(parts, r.q.Users...)
+			for _, g := range r.q.Groups {
+				parts = append(parts, "@"+g)
+			}
+			if len(parts) == 0 {
+				return append(dst, '-')
+			}
+			return append(dst, strings.Join(parts, ",")...)
+		}},
+	}
+})
 
-var qosFields = map[byte]field[api.QOSStatus]{
-	'n': {"NAME", func(dst []byte, q api.QOSStatus) []byte { return append(dst, q.Name...) }},
-	'a': {"MIN", num(func(q api.QOSStatus) int { return q.MinLevel })},
-	'z': {"MAX", num(func(q api.QOSStatus) int { return q.MaxLevel })},
-	'd': {"DEFAULT", num(func(q api.QOSStatus) int { return q.DefaultLevel })},
-	'M': {"PREEMPT", func(dst []byte, q api.QOSStatus) []byte {
-		if q.Mode == "" {
-			return append(dst, api.PreemptNever...)
-		}
-		return append(dst, q.Mode...)
-	}},
-	'x': {"GAP", limit(func(q api.QOSStatus) int { return q.PreemptGap })},
-	'g': {"GRACE", secs(func(q api.QOSStatus) int64 { return q.GraceTime }, "0:00")},
-	't': {"MAXTIME", secs(func(q api.QOSStatus) int64 { return q.MaxTime }, "UNLIMITED")},
-	'N': {"MINRUNTIME", secs(func(q api.QOSStatus) int64 { return q.MinRuntime }, "0:00")},
-}
+var qosFields = sync.OnceValue(func() map[byte]field[api.QOSStatus] {
+	return map[byte]field[api.QOSStatus]{
+		'n': {"NAME", func(dst []byte, q api.QOSStatus) []byte { return append(dst, q.Name...) }},
+		'a': {"MIN", num(func(q api.QOSStatus) int { return q.MinLevel })},
+		'z': {"MAX", num(func(q api.QOSStatus) int { return q.MaxLevel })},
+		'd': {"DEFAULT", num(func(q api.QOSStatus) int { return q.DefaultLevel })},
+		'M': {"PREEMPT", func(dst []byte, q api.QOSStatus) []byte {
+			if q.Mode == "" {
+				return append(dst, api.PreemptNever...)
+			}
+			return append(dst, q.Mode...)
+		}},
+		'x': {"GAP", limit(func(q api.QOSStatus) int { return q.PreemptGap })},
+		'g': {"GRACE", secs(func(q api.QOSStatus) int64 { return q.GraceTime }, "0:00")},
+		't': {"MAXTIME", secs(func(q api.QOSStatus) int64 { return q.MaxTime }, "UNLIMITED")},
+		'N': {"MINRUNTIME", secs(func(q api.QOSStatus) int64 { return q.MinRuntime }, "0:00")},
+	}
+})
 
 // render prints rows in format with fields.
 func render[T any](w io.Writer, format string, fields map[byte]field[T], rows []T, header bool) error {

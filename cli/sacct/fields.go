@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/tide-hpc/tide/cli/scontrol/jobfmt"
@@ -62,169 +63,173 @@ func jobOnly(f func(r *row) string) func(r *row) string {
 
 // fieldDefs lists Slurm 22.05's sacct fields in its order (which decides
 // what an abbreviation such as "start" or "node" selects), plus Restarts
-// and StdErr/StdIn/StdOut from later releases.
-var fieldDefs = []fieldDef{
-	{"Account", 10, kStr, func(r *row) string { return r.j.Account }},
-	{"AdminComment", 15, kStr, nil},
-	{"AllocCPUS", 10, kNum, func(r *row) string { return strconv.Itoa(r.cpus()) }},
-	{"AllocNodes", 10, kStr, func(r *row) string { return strconv.Itoa(r.allocNodes()) }},
-	{"AllocTRES", 10, kStr, func(r *row) string { return r.allocTRES() }},
-	{"AssocID", 7, kNum, nil},
-	{"AveCPU", 10, kStr, nil},
-	{"AveCPUFreq", 10, kStr, nil},
-	{"AveDiskRead", 14, kStr, nil},
-	{"AveDiskWrite", 14, kStr, nil},
-	{"AvePages", 10, kStr, nil},
-	{"AveRSS", 10, kStr, nil},
-	{"AveVMSize", 10, kStr, nil},
-	{"BlockID", 16, kStr, nil},
-	{"Cluster", 10, kStr, func(r *row) string { return r.clusterName() }},
-	{"Comment", 14, kStr, jobOnly(func(r *row) string { return r.j.Comment })},
-	{"Constraints", 19, kStr, jobOnly(func(r *row) string { return r.j.Constraint })},
-	{"ConsumedEnergy", 14, kStr, nil},
-	{"ConsumedEnergyRaw", 17, kNum, nil},
-	{"Container", 19, kStr, nil},
-	{"CPUTime", 10, kNum, func(r *row) string { return api.FormatElapsedLong(r.elapsed() * int64(r.cpus())) }},
-	{"CPUTimeRAW", 10, kNum, func(r *row) string { return strconv.FormatInt(r.elapsed()*int64(r.cpus()), 10) }},
-	{"DBIndex", -21, kNum, nil},
-	// The highest exit of the job's srun steps (0:0 without any).
-	{"DerivedExitCode", 15, kStr, jobOnly(func(r *row) string { return r.derived.String() })},
-	{"Elapsed", 10, kNum, func(r *row) string { return api.FormatElapsedLong(r.elapsed()) }},
-	{"ElapsedRaw", 10, kNum, func(r *row) string { return strconv.FormatInt(r.elapsed(), 10) }},
-	{"Eligible", 19, kDate, func(r *row) string {
-		if r.step {
-			return r.date(r.j.StartTime)
-		}
-		return r.date(r.j.EligibleTime)
-	}},
-	{"End", 19, kDate, func(r *row) string { return r.date(r.j.EndTime) }},
-	{"ExitCode", 8, kStr, func(r *row) string { return r.j.Exit.String() }},
-	{"Flags", 19, kStr, nil},
-	{"GID", 6, kNum, jobOnly(func(r *row) string { return strconv.FormatUint(uint64(r.j.GroupID), 10) })},
-	{"Group", 9, kStr, jobOnly(func(r *row) string { return jobfmt.NameOr(r.j.Group, r.j.GroupID) })},
-	{"JobID", -12, kStr, func(r *row) string { return r.jobID() }},
-	{"JobIDRaw", -12, kStr, func(r *row) string { return r.jobIDRaw() }},
-	{"JobName", 10, kStr, func(r *row) string {
-		if r.rec != nil {
-			return r.rec.Name
-		}
-		if r.step {
-			return "batch"
-		}
-		return r.j.Name
-	}},
-	{"Layout", 9, kStr, nil},
-	{"MaxDiskRead", 12, kStr, nil},
-	{"MaxDiskReadNode", 15, kStr, nil},
-	{"MaxDiskReadTask", 15, kNum, nil},
-	{"MaxDiskWrite", 12, kStr, nil},
-	{"MaxDiskWriteNode", 16, kStr, nil},
-	{"MaxDiskWriteTask", 16, kNum, nil},
-	{"MaxPages", 8, kStr, nil},
-	{"MaxPagesNode", 12, kStr, nil},
-	{"MaxPagesTask", 14, kNum, nil},
-	{"MaxRSS", 10, kStr, nil},
-	{"MaxRSSNode", 10, kStr, nil},
-	{"MaxRSSTask", 10, kNum, nil},
-	{"MaxVMSize", 10, kStr, nil},
-	{"MaxVMSizeNode", 14, kStr, nil},
-	{"MaxVMSizeTask", 14, kNum, nil},
-	{"McsLabel", 12, kStr, nil},
-	{"MinCPU", 10, kStr, nil},
-	{"MinCPUNode", 10, kStr, nil},
-	{"MinCPUTask", 10, kNum, nil},
-	{"NCPUS", 10, kNum, func(r *row) string { return strconv.Itoa(r.cpus()) }},
-	{"NNodes", 8, kNum, func(r *row) string { return strconv.Itoa(r.nnodes()) }},
-	{"NodeList", 15, kStr, func(r *row) string { return r.nodeList() }},
-	{"NTasks", 8, kNum, func(r *row) string {
-		if r.rec != nil {
-			return strconv.Itoa(r.rec.NTasks)
-		}
-		if r.step {
-			return "1"
-		}
-		return ""
-	}},
-	{"Partition", 10, kStr, jobOnly(func(r *row) string { return r.j.Partition })},
-	{"Priority", 10, kNum, jobOnly(func(r *row) string { return strconv.FormatUint(uint64(r.j.EffPriority), 10) })},
-	{"QOS", 10, kStr, jobOnly(func(r *row) string { return r.j.QOS })},
-	{"QOSRAW", 6, kNum, nil},
-	{"Reason", 22, kStr, jobOnly(func(r *row) string { return jobfmt.Reason(r.j) })},
-	{"ReqCPUFreq", 10, kStr, nil},
-	{"ReqCPUFreqGov", 13, kStr, nil},
-	{"ReqCPUFreqMax", 13, kStr, nil},
-	{"ReqCPUFreqMin", 13, kStr, nil},
-	{"ReqCPUS", 8, kNum, func(r *row) string {
-		if r.step {
-			return strconv.Itoa(r.cpus())
-		}
-		return strconv.Itoa(jobfmt.ReqCPUs(r.j))
-	}},
-	{"ReqMem", 10, kStr, jobOnly(func(r *row) string { return jobfmt.Mem(jobfmt.ReqMemMB(r.j)) })},
-	{"ReqNodes", 8, kStr, func(r *row) string {
-		if r.rec != nil {
-			return strconv.Itoa(len(r.rec.Nodes))
-		}
-		if r.step {
-			return "1"
-		}
-		return strconv.Itoa(r.j.ReqNodes())
-	}},
-	{"ReqTRES", 10, kStr, jobOnly(func(r *row) string { return reqTRES(r.j) })},
-	{"Reservation", 20, kStr, nil},
-	{"ReservationId", 8, kNum, nil},
-	{"Reserved", 10, kNum, nil},
-	{"Restarts", 8, kNum, jobOnly(func(r *row) string { return strconv.Itoa(r.j.Restarts) })},
-	{"ResvCPU", 10, kNum, nil},
-	{"ResvCPURAW", 10, kNum, nil},
-	{"Start", 19, kDate, func(r *row) string { return r.date(r.j.StartTime) }},
-	{"State", 10, kStr, func(r *row) string {
-		if r.step {
-			// The batch step ends with the job but nobody cancels it
-			// by name.
-			return string(r.j.State)
-		}
-		return stateString(r.j)
-	}},
-	{"StdErr", 20, kStr, jobOnly(func(r *row) string { _, e, _ := jobfmt.StdPaths(r.j); return e })},
-	{"StdIn", 20, kStr, jobOnly(func(r *row) string { _, _, i := jobfmt.StdPaths(r.j); return i })},
-	{"StdOut", 20, kStr, jobOnly(func(r *row) string { o, _, _ := jobfmt.StdPaths(r.j); return o })},
-	{"Submit", 19, kDate, func(r *row) string {
-		if r.step {
-			return r.date(r.j.StartTime)
-		}
-		return r.date(r.j.SubmitTime)
-	}},
-	{"SubmitLine", 20, kStr, nil},
-	{"Suspended", 10, kNum, func(r *row) string { return "00:00:00" }},
-	{"SystemComment", 15, kStr, nil},
-	{"SystemCPU", 10, kStr, nil},
-	{"Timelimit", 10, kStr, jobOnly(func(r *row) string { return jobfmt.Limit(r.j.TimeLimit) })},
-	{"TimelimitRaw", 10, kStr, jobOnly(func(r *row) string { return jobfmt.LimitMinutes(r.j.TimeLimit) })},
-	{"TotalCPU", 10, kStr, nil},
-	{"TRESUsageInAve", 14, kStr, nil},
-	{"TRESUsageInMax", 14, kStr, nil},
-	{"TRESUsageInMaxNode", 18, kStr, nil},
-	{"TRESUsageInMaxTask", 18, kStr, nil},
-	{"TRESUsageInMin", 14, kStr, nil},
-	{"TRESUsageInMinNode", 18, kStr, nil},
-	{"TRESUsageInMinTask", 18, kStr, nil},
-	{"TRESUsageInTot", 14, kStr, nil},
-	{"TRESUsageOutAve", 15, kStr, nil},
-	{"TRESUsageOutMax", 15, kStr, nil},
-	{"TRESUsageOutMaxNode", 19, kStr, nil},
-	{"TRESUsageOutMaxTask", 19, kStr, nil},
-	{"TRESUsageOutMin", 15, kStr, nil},
-	{"TRESUsageOutMinNode", 19, kStr, nil},
-	{"TRESUsageOutMinTask", 19, kStr, nil},
-	{"TRESUsageOutTot", 15, kStr, nil},
-	{"UID", 6, kNum, jobOnly(func(r *row) string { return strconv.FormatUint(uint64(r.j.UserID), 10) })},
-	{"User", 9, kStr, jobOnly(func(r *row) string { return jobfmt.NameOr(r.j.User, r.j.UserID) })},
-	{"UserCPU", 10, kStr, nil},
-	{"WCKey", 10, kStr, nil},
-	{"WCKeyID", 10, kNum, nil},
-	{"WorkDir", 20, kStr, jobOnly(func(r *row) string { return r.j.WorkDir })},
-}
+// and StdErr/StdIn/StdOut from later releases. It is built on first use:
+// every CLI command is this binary, and sbatch should not build sacct's
+// table each time it starts.
+var fieldDefs = sync.OnceValue(func() []fieldDef {
+	return []fieldDef{
+		{"Account", 10, kStr, func(r *row) string { return r.j.Account }},
+		{"AdminComment", 15, kStr, nil},
+		{"AllocCPUS", 10, kNum, func(r *row) string { return strconv.Itoa(r.cpus()) }},
+		{"AllocNodes", 10, kStr, func(r *row) string { return strconv.Itoa(r.allocNodes()) }},
+		{"AllocTRES", 10, kStr, func(r *row) string { return r.allocTRES() }},
+		{"AssocID", 7, kNum, nil},
+		{"AveCPU", 10, kStr, nil},
+		{"AveCPUFreq", 10, kStr, nil},
+		{"AveDiskRead", 14, kStr, nil},
+		{"AveDiskWrite", 14, kStr, nil},
+		{"AvePages", 10, kStr, nil},
+		{"AveRSS", 10, kStr, nil},
+		{"AveVMSize", 10, kStr, nil},
+		{"BlockID", 16, kStr, nil},
+		{"Cluster", 10, kStr, func(r *row) string { return r.clusterName() }},
+		{"Comment", 14, kStr, jobOnly(func(r *row) string { return r.j.Comment })},
+		{"Constraints", 19, kStr, jobOnly(func(r *row) string { return r.j.Constraint })},
+		{"ConsumedEnergy", 14, kStr, nil},
+		{"ConsumedEnergyRaw", 17, kNum, nil},
+		{"Container", 19, kStr, nil},
+		{"CPUTime", 10, kNum, func(r *row) string { return api.FormatElapsedLong(r.elapsed() * int64(r.cpus())) }},
+		{"CPUTimeRAW", 10, kNum, func(r *row) string { return strconv.FormatInt(r.elapsed()*int64(r.cpus()), 10) }},
+		{"DBIndex", -21, kNum, nil},
+		// The highest exit of the job's srun steps (0:0 without any).
+		{"DerivedExitCode", 15, kStr, jobOnly(func(r *row) string { return r.derived.String() })},
+		{"Elapsed", 10, kNum, func(r *row) string { return api.FormatElapsedLong(r.elapsed()) }},
+		{"ElapsedRaw", 10, kNum, func(r *row) string { return strconv.FormatInt(r.elapsed(), 10) }},
+		{"Eligible", 19, kDate, func(r *row) string {
+			if r.step {
+				return r.date(r.j.StartTime)
+			}
+			return r.date(r.j.EligibleTime)
+		}},
+		{"End", 19, kDate, func(r *row) string { return r.date(r.j.EndTime) }},
+		{"ExitCode", 8, kStr, func(r *row) string { return r.j.Exit.String() }},
+		{"Flags", 19, kStr, nil},
+		{"GID", 6, kNum, jobOnly(func(r *row) string { return strconv.FormatUint(uint64(r.j.GroupID), 10) })},
+		{"Group", 9, kStr, jobOnly(func(r *row) string { return jobfmt.NameOr(r.j.Group, r.j.GroupID) })},
+		{"JobID", -12, kStr, func(r *row) string { return r.jobID() }},
+		{"JobIDRaw", -12, kStr, func(r *row) string { return r.jobIDRaw() }},
+		{"JobName", 10, kStr, func(r *row) string {
+			if r.rec != nil {
+				return r.rec.Name
+			}
+			if r.step {
+				return "batch"
+			}
+			return r.j.Name
+		}},
+		{"Layout", 9, kStr, nil},
+		{"MaxDiskRead", 12, kStr, nil},
+		{"MaxDiskReadNode", 15, kStr, nil},
+		{"MaxDiskReadTask", 15, kNum, nil},
+		{"MaxDiskWrite", 12, kStr, nil},
+		{"MaxDiskWriteNode", 16, kStr, nil},
+		{"MaxDiskWriteTask", 16, kNum, nil},
+		{"MaxPages", 8, kStr, nil},
+		{"MaxPagesNode", 12, kStr, nil},
+		{"MaxPagesTask", 14, kNum, nil},
+		{"MaxRSS", 10, kStr, nil},
+		{"MaxRSSNode", 10, kStr, nil},
+		{"MaxRSSTask", 10, kNum, nil},
+		{"MaxVMSize", 10, kStr, nil},
+		{"MaxVMSizeNode", 14, kStr, nil},
+		{"MaxVMSizeTask", 14, kNum, nil},
+		{"McsLabel", 12, kStr, nil},
+		{"MinCPU", 10, kStr, nil},
+		{"MinCPUNode", 10, kStr, nil},
+		{"MinCPUTask", 10, kNum, nil},
+		{"NCPUS", 10, kNum, func(r *row) string { return strconv.Itoa(r.cpus()) }},
+		{"NNodes", 8, kNum, func(r *row) string { return strconv.Itoa(r.nnodes()) }},
+		{"NodeList", 15, kStr, func(r *row) string { return r.nodeList() }},
+		{"NTasks", 8, kNum, func(r *row) string {
+			if r.rec != nil {
+				return strconv.Itoa(r.rec.NTasks)
+			}
+			if r.step {
+				return "1"
+			}
+			return ""
+		}},
+		{"Partition", 10, kStr, jobOnly(func(r *row) string { return r.j.Partition })},
+		{"Priority", 10, kNum, jobOnly(func(r *row) string { return strconv.FormatUint(uint64(r.j.EffPriority), 10) })},
+		{"QOS", 10, kStr, jobOnly(func(r *row) string { return r.j.QOS })},
+		{"QOSRAW", 6, kNum, nil},
+		{"Reason", 22, kStr, jobOnly(func(r *row) string { return jobfmt.Reason(r.j) })},
+		{"ReqCPUFreq", 10, kStr, nil},
+		{"ReqCPUFreqGov", 13, kStr, nil},
+		{"ReqCPUFreqMax", 13, kStr, nil},
+		{"ReqCPUFreqMin", 13, kStr, nil},
+		{"ReqCPUS", 8, kNum, func(r *row) string {
+			if r.step {
+				return strconv.Itoa(r.cpus())
+			}
+			return strconv.Itoa(jobfmt.ReqCPUs(r.j))
+		}},
+		{"ReqMem", 10, kStr, jobOnly(func(r *row) string { return jobfmt.Mem(jobfmt.ReqMemMB(r.j)) })},
+		{"ReqNodes", 8, kStr, func(r *row) string {
+			if r.rec != nil {
+				return strconv.Itoa(len(r.rec.Nodes))
+			}
+			if r.step {
+				return "1"
+			}
+			return strconv.Itoa(r.j.ReqNodes())
+		}},
+		{"ReqTRES", 10, kStr, jobOnly(func(r *row) string { return reqTRES(r.j) })},
+		{"Reservation", 20, kStr, nil},
+		{"ReservationId", 8, kNum, nil},
+		{"Reserved", 10, kNum, nil},
+		{"Restarts", 8, kNum, jobOnly(func(r *row) string { return strconv.Itoa(r.j.Restarts) })},
+		{"ResvCPU", 10, kNum, nil},
+		{"ResvCPURAW", 10, kNum, nil},
+		{"Start", 19, kDate, func(r *row) string { return r.date(r.j.StartTime) }},
+		{"State", 10, kStr, func(r *row) string {
+			if r.step {
+				// The batch step ends with the job but nobody cancels it
+				// by name.
+				return string(r.j.State)
+			}
+			return stateString(r.j)
+		}},
+		{"StdErr", 20, kStr, jobOnly(func(r *row) string { _, e, _ := jobfmt.StdPaths(r.j); return e })},
+		{"StdIn", 20, kStr, jobOnly(func(r *row) string { _, _, i := jobfmt.StdPaths(r.j); return i })},
+		{"StdOut", 20, kStr, jobOnly(func(r *row) string { o, _, _ := jobfmt.StdPaths(r.j); return o })},
+		{"Submit", 19, kDate, func(r *row) string {
+			if r.step {
+				return r.date(r.j.StartTime)
+			}
+			return r.date(r.j.SubmitTime)
+		}},
+		{"SubmitLine", 20, kStr, nil},
+		{"Suspended", 10, kNum, func(r *row) string { return "00:00:00" }},
+		{"SystemComment", 15, kStr, nil},
+		{"SystemCPU", 10, kStr, nil},
+		{"Timelimit", 10, kStr, jobOnly(func(r *row) string { return jobfmt.Limit(r.j.TimeLimit) })},
+		{"TimelimitRaw", 10, kStr, jobOnly(func(r *row) string { return jobfmt.LimitMinutes(r.j.TimeLimit) })},
+		{"TotalCPU", 10, kStr, nil},
+		{"TRESUsageInAve", 14, kStr, nil},
+		{"TRESUsageInMax", 14, kStr, nil},
+		{"TRESUsageInMaxNode", 18, kStr, nil},
+		{"TRESUsageInMaxTask", 18, kStr, nil},
+		{"TRESUsageInMin", 14, kStr, nil},
+		{"TRESUsageInMinNode", 18, kStr, nil},
+		{"TRESUsageInMinTask", 18, kStr, nil},
+		{"TRESUsageInTot", 14, kStr, nil},
+		{"TRESUsageOutAve", 15, kStr, nil},
+		{"TRESUsageOutMax", 15, kStr, nil},
+		{"TRESUsageOutMaxNode", 19, kStr, nil},
+		{"TRESUsageOutMaxTask", 19, kStr, nil},
+		{"TRESUsageOutMin", 15, kStr, nil},
+		{"TRESUsageOutMinNode", 19, kStr, nil},
+		{"TRESUsageOutMinTask", 19, kStr, nil},
+		{"TRESUsageOutTot", 15, kStr, nil},
+		{"UID", 6, kNum, jobOnly(func(r *row) string { return strconv.FormatUint(uint64(r.j.UserID), 10) })},
+		{"User", 9, kStr, jobOnly(func(r *row) string { return jobfmt.NameOr(r.j.User, r.j.UserID) })},
+		{"UserCPU", 10, kStr, nil},
+		{"WCKey", 10, kStr, nil},
+		{"WCKeyID", 10, kNum, nil},
+		{"WorkDir", 20, kStr, jobOnly(func(r *row) string { return r.j.WorkDir })},
+	}
+})
 
 // Slurm's field lists (sacct.h).
 const (
@@ -261,8 +266,9 @@ func parseFormat(list string) ([]column, error) {
 		}
 		lname := strings.ToLower(name)
 		if lname != "" && strings.HasPrefix("all", lname) {
-			for i := range fieldDefs {
-				cols = append(cols, newColumn(&fieldDefs[i], width, hasWidth))
+			defs := fieldDefs()
+			for i := range defs {
+				cols = append(cols, newColumn(&defs[i], width, hasWidth))
 			}
 			continue
 		}
@@ -289,14 +295,15 @@ func lookupField(lname string) *fieldDef {
 	if lname == "" {
 		return nil
 	}
-	for i := range fieldDefs {
-		if strings.ToLower(fieldDefs[i].name) == lname {
-			return &fieldDefs[i]
+	defs := fieldDefs()
+	for i := range defs {
+		if strings.ToLower(defs[i].name) == lname {
+			return &defs[i]
 		}
 	}
-	for i := range fieldDefs {
-		if strings.HasPrefix(strings.ToLower(fieldDefs[i].name), lname) {
-			return &fieldDefs[i]
+	for i := range defs {
+		if strings.HasPrefix(strings.ToLower(defs[i].name), lname) {
+			return &defs[i]
 		}
 	}
 	return nil

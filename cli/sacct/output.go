@@ -351,14 +351,15 @@ func exitJSON(e api.ExitStatus) jsonExit {
 	return out
 }
 
-// signalNames are the short names Slurm prints ("TERM" for 15).
-var signalNames = map[int]string{1: "HUP", 2: "INT", 3: "QUIT", 4: "ILL", 5: "TRAP", 6: "ABRT",
+// signalNames are the short names Slurm prints ("TERM" for 15). An
+// array, not a map: it needs no building when the program starts.
+var signalNames = [...]string{1: "HUP", 2: "INT", 3: "QUIT", 4: "ILL", 5: "TRAP", 6: "ABRT",
 	7: "BUS", 8: "FPE", 9: "KILL", 10: "USR1", 11: "SEGV", 12: "USR2", 13: "PIPE", 14: "ALRM",
 	15: "TERM", 17: "CHLD", 18: "CONT", 19: "STOP", 20: "TSTP", 24: "XCPU", 25: "XFSZ"}
 
 func signalName(sig int) string {
-	if n, ok := signalNames[sig]; ok {
-		return n
+	if sig > 0 && sig < len(signalNames) && signalNames[sig] != "" {
+		return signalNames[sig]
 	}
 	return strconv.Itoa(sig)
 }

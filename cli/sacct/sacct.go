@@ -359,7 +359,7 @@ func needsCluster(cols []column) bool {
 // printHelpFormat lists the fields four to a line, as sacct -e does.
 func printHelpFormat(w io.Writer) error {
 	var b strings.Builder
-	for i, f := range fieldDefs {
+	for i, f := range fieldDefs() {
 		switch {
 		case i&3 != 0:
 			b.WriteByte(' ')

@@ -334,105 +334,111 @@ func appendHundredths(dst []byte, v int64) []byte {
 	return append(dst, '.', byte('0'+v%100/10), byte('0'+v%10))
 }
 
-// nodeFields lists sinfo's fields in letter order; -O-only fields follow.
-var nodeFields = []nodeField{
-	{letter: 'a', names: []string{"Available"}, header: "AVAIL", part: true, value: partStr(partAvail)},
-	{letter: 'A', names: []string{"NodeAI"}, header: "NODES(A/I)", value: func(_ *env, dst []byte, r *record) []byte {
-		a, i, _ := nodeStates(r)
-		return appendCounts(dst, a, i)
-	}},
-	{letter: 'b', names: []string{"features_act"}, header: "ACTIVE_FEATURES", key: features, value: perNode(features)},
-	{letter: 'B', names: []string{"MaxCPUsPerNode"}, header: "MAX_CPUS_PER_NODE", part: true, value: constant("UNLIMITED")},
-	{letter: 'c', names: []string{"CPUs"}, header: "CPUS", key: itoaKey(cpus), exactOnly: true, value: minMax(cpus, false)},
-	{letter: 'C', names: []string{"CPUsState"}, header: "CPUS(A/I/O/T)", value: cpuStates},
-	{letter: 'd', names: []string{"Disk"}, header: "TMP_DISK", value: constant("0")},
-	{letter: 'D', names: []string{"Nodes"}, header: "NODES", value: func(_ *env, dst []byte, r *record) []byte {
-		return strconv.AppendInt(dst, int64(len(r.nodes)), 10)
-	}},
-	{letter: 'e', names: []string{"FreeMem"}, header: "FREE_MEM", key: itoaKey(func(n *api.Node) int64 { return n.FreeMemMB }), exactOnly: true,
-		value: minMax(func(n *api.Node) int64 { return n.FreeMemMB }, true)},
-	{letter: 'E', names: []string{"Reason"}, header: "REASON", key: reasonKey, value: perNode(reasonKey)},
-	{letter: 'f', names: []string{"Features"}, header: "AVAIL_FEATURES", key: features, value: perNode(features)},
-	{letter: 'F', names: []string{"NodeAIOT"}, header: "NODES(A/I/O/T)", value: func(_ *env, dst []byte, r *record) []byte {
-		a, i, o := nodeStates(r)
-		return appendCounts(dst, a, i, o, len(r.nodes))
-	}},
-	{letter: 'g', names: []string{"Groups"}, header: "GROUPS", part: true, value: constant("all")},
-	{letter: 'G', names: []string{"Gres"}, header: "GRES", key: gresConf, value: perNode(gresConf)},
-	{letter: 'h', names: []string{"OverSubscribe"}, header: "OVERSUBSCRIBE", part: true, value: constant("NO")},
-	{letter: 'H', names: []string{"TimeStamp"}, header: "TIMESTAMP", key: reasonTime, value: perNode(reasonTime)},
-	{letter: 'l', names: []string{"Time"}, header: "TIMELIMIT", part: true, value: func(_ *env, dst []byte, r *record) []byte {
-		if r.part == nil {
-			return append(dst, "n/a"...)
-		}
-		return slurmfmt.AppendLimit(dst, r.part.MaxTime)
-	}},
-	{letter: 'L', names: []string{"DefaultTime"}, header: "DEFAULTTIME", part: true, value: partStr(defaultTime)},
-	{letter: 'm', names: []string{"Memory"}, header: "MEMORY", key: itoaKey(memory), exactOnly: true, value: minMax(memory, false)},
-	{letter: 'M', names: []string{"PreemptMode"}, header: "PREEMPT_MODE", part: true, value: constant("OFF")},
-	{letter: 'n', names: []string{"NodeHost"}, header: "HOSTNAMES", noCut: true, value: func(_ *env, dst []byte, r *record) []byte {
-		hs := make([]string, len(r.nodes))
-		for i, n := range r.nodes {
-			hs[i] = n.Hostname
-			if hs[i] == "" {
-				hs[i] = n.Name
-			}
-		}
-		return append(dst, hostlist.Compress(hs)...)
-	}},
-	{letter: 'N', names: []string{"NodeList"}, header: "NODELIST", noCut: true, headerNoCut: true, value: func(_ *env, dst []byte, r *record) []byte {
-		return append(dst, hostlist.Compress(nodeNames(r))...)
-	}},
-	{letter: 'o', names: []string{"NodeAddr"}, header: "NODE_ADDR", noCut: true, value: func(_ *env, dst []byte, r *record) []byte {
-		for i, n := range r.nodes {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			dst = append(dst, n.Addr...)
-		}
-		return dst
-	}},
-	{letter: 'O', names: []string{"CPUsLoad"}, header: "CPU_LOAD", key: func(_ *env, n *api.Node) string {
-		return string(appendHundredths(nil, cpuLoad(n)))
-	}, exactOnly: true, value: loadRange},
-	{letter: 'p', names: []string{"PriorityTier"}, header: "PRIO_TIER", part: true, value: func(_ *env, dst []byte, r *record) []byte {
-		if r.part == nil {
-			return append(dst, "n/a"...)
-		}
-		return strconv.AppendInt(dst, int64(max(r.part.Priority, 1)), 10)
-	}},
-	{letter: 'P', names: []string{"Partition"}, header: "PARTITION", part: true, value: partitionStar},
-	{letter: 'r', names: []string{"Root"}, header: "ROOT", part: true, value: constant("no")},
-	{letter: 'R', names: []string{"PartitionName"}, header: "PARTITION", part: true, value: partStr(partName)},
-	{letter: 's', names: []string{"Size"}, header: "JOB_SIZE", part: true, value: partStr(jobSize)},
-	{letter: 'S', names: []string{"AllocNodes"}, header: "ALLOCNODES", part: true, value: constant("all")},
-	{letter: 't', names: []string{"StateCompact"}, header: "STATE", key: func(_ *env, n *api.Node) string { return n.SinfoState() },
-		value: perNode(func(_ *env, n *api.Node) string { return n.SinfoState() })},
-	{letter: 'T', names: []string{"StateLong"}, header: "STATE", key: func(_ *env, n *api.Node) string { return longState(n) },
-		value: perNode(func(_ *env, n *api.Node) string { return longState(n) })},
-	{letter: 'u', names: []string{"User"}, header: "USER", key: reasonUser, value: perNode(reasonUser)},
-	{letter: 'U', names: []string{"UserLong"}, header: "USER", key: reasonUser, value: perNode(reasonUser)},
-	{letter: 'v', names: []string{"Version"}, header: "VERSION", key: func(_ *env, n *api.Node) string { return slurmfmt.OrNull(n.Version) },
-		value: perNode(func(_ *env, n *api.Node) string { return slurmfmt.OrNull(n.Version) })},
-	{letter: 'w', names: []string{"Weight"}, header: "WEIGHT", value: constant("1")},
-	{letter: 'X', names: []string{"Sockets"}, header: "SOCKETS", key: itoaKey(cpus), exactOnly: true, value: minMax(cpus, false)},
-	{letter: 'Y', names: []string{"Cores"}, header: "CORES", value: constant("1")},
-	{letter: 'Z', names: []string{"Threads"}, header: "THREADS", value: constant("1")},
-	{letter: 'z', names: []string{"SocketCoreThread"}, header: "S:C:T", key: itoaKey(cpus), exactOnly: true, value: func(e *env, dst []byte, r *record) []byte {
-		return append(minMax(cpus, false)(e, dst, r), ":1:1"...)
-	}},
+// nodeFields finds sinfo's fields by letter and name.
+var nodeFields = slurmfmt.NewIndex(nodeFieldList, func(f *nodeField) (byte, []string) { return f.letter, f.names })
 
-	{names: []string{"GresUsed"}, header: "GRES_USED", key: gresUsed, value: perNode(gresUsed)},
-	{names: []string{"AllocMem"}, header: "ALLOCMEM", key: itoaKey(func(n *api.Node) int64 { return n.AllocMemMB }), exactOnly: true,
-		value: minMax(func(n *api.Node) int64 { return n.AllocMemMB }, false)},
-	{names: []string{"StateComplete"}, header: "STATECOMPLETE", key: stateComplete, value: perNode(stateComplete)},
-	// GPUsState is Tide's GPU counterpart of CPUsState.
-	{names: []string{"GPUsState"}, header: "GPUS(A/I/T)", value: gpuStates},
-	// GPUsShared splits allocated GPUs into whole and shared by slices
-	// (Tide); GPUShared lists each shared GPU's slices and committed
-	// memory.
-	{names: []string{"GPUsShared"}, header: "GPUS(W/S/I/T)", value: gpuShares},
-	{names: []string{"GPUShared"}, header: "GPU_SHARED", key: gpuShared, value: perNode(gpuShared)},
+// nodeFieldList lists sinfo's fields in letter order; -O-only fields
+// follow.
+func nodeFieldList() []nodeField {
+	return []nodeField{
+		{letter: 'a', names: []string{"Available"}, header: "AVAIL", part: true, value: partStr(partAvail)},
+		{letter: 'A', names: []string{"NodeAI"}, header: "NODES(A/I)", value: func(_ *env, dst []byte, r *record) []byte {
+			a, i, _ := nodeStates(r)
+			return appendCounts(dst, a, i)
+		}},
+		{letter: 'b', names: []string{"features_act"}, header: "ACTIVE_FEATURES", key: features, value: perNode(features)},
+		{letter: 'B', names: []string{"MaxCPUsPerNode"}, header: "MAX_CPUS_PER_NODE", part: true, value: constant("UNLIMITED")},
+		{letter: 'c', names: []string{"CPUs"}, header: "CPUS", key: itoaKey(cpus), exactOnly: true, value: minMax(cpus, false)},
+		{letter: 'C', names: []string{"CPUsState"}, header: "CPUS(A/I/O/T)", value: cpuStates},
+		{letter: 'd', names: []string{"Disk"}, header: "TMP_DISK", value: constant("0")},
+		{letter: 'D', names: []string{"Nodes"}, header: "NODES", value: func(_ *env, dst []byte, r *record) []byte {
+			return strconv.AppendInt(dst, int64(len(r.nodes)), 10)
+		}},
+		{letter: 'e', names: []string{"FreeMem"}, header: "FREE_MEM", key: itoaKey(func(n *api.Node) int64 { return n.FreeMemMB }), exactOnly: true,
+			value: minMax(func(n *api.Node) int64 { return n.FreeMemMB }, true)},
+		{letter: 'E', names: []string{"Reason"}, header: "REASON", key: reasonKey, value: perNode(reasonKey)},
+		{letter: 'f', names: []string{"Features"}, header: "AVAIL_FEATURES", key: features, value: perNode(features)},
+		{letter: 'F', names: []string{"NodeAIOT"}, header: "NODES(A/I/O/T)", value: func(_ *env, dst []byte, r *record) []byte {
+			a, i, o := nodeStates(r)
+			return appendCounts(dst, a, i, o, len(r.nodes))
+		}},
+		{letter: 'g', names: []string{"Groups"}, header: "GROUPS", part: true, value: constant("all")},
+		{letter: 'G', names: []string{"Gres"}, header: "GRES", key: gresConf, value: perNode(gresConf)},
+		{letter: 'h', names: []string{"OverSubscribe"}, header: "OVERSUBSCRIBE", part: true, value: constant("NO")},
+		{letter: 'H', names: []string{"TimeStamp"}, header: "TIMESTAMP", key: reasonTime, value: perNode(reasonTime)},
+		{letter: 'l', names: []string{"Time"}, header: "TIMELIMIT", part: true, value: func(_ *env, dst []byte, r *record) []byte {
+			if r.part == nil {
+				return append(dst, "n/a"...)
+			}
+			return slurmfmt.AppendLimit(dst, r.part.MaxTime)
+		}},
+		{letter: 'L', names: []string{"DefaultTime"}, header: "DEFAULTTIME", part: true, value: partStr(defaultTime)},
+		{letter: 'm', names: []string{"Memory"}, header: "MEMORY", key: itoaKey(memory), exactOnly: true, value: minMax(memory, false)},
+		{letter: 'M', names: []string{"PreemptMode"}, header: "PREEMPT_MODE", part: true, value: constant("OFF")},
+		{letter: 'n', names: []string{"NodeHost"}, header: "HOSTNAMES", noCut: true, value: func(_ *env, dst []byte, r *record) []byte {
+			hs := make([]string, len(r.nodes))
+			for i, n := range r.nodes {
+				hs[i] = n.Hostname
+				if hs[i] == "" {
+					hs[i] = n.Name
+				}
+			}
+			return append(dst, hostlist.Compress(hs)...)
+		}},
+		{letter: 'N', names: []string{"NodeList"}, header: "NODELIST", noCut: true, headerNoCut: true, value: func(_ *env, dst []byte, r *record) []byte {
+			return append(dst, hostlist.Compress(nodeNames(r))...)
+		}},
+		{letter: 'o', names: []string{"NodeAddr"}, header: "NODE_ADDR", noCut: true, value: func(_ *env, dst []byte, r *record) []byte {
+			for i, n := range r.nodes {
+				if i > 0 {
+					dst = append(dst, ',')
+				}
+				dst = append(dst, n.Addr...)
+			}
+			return dst
+		}},
+		{letter: 'O', names: []string{"CPUsLoad"}, header: "CPU_LOAD", key: func(_ *env, n *api.Node) string {
+			return string(appendHundredths(nil, cpuLoad(n)))
+		}, exactOnly: true, value: loadRange},
+		{letter: 'p', names: []string{"PriorityTier"}, header: "PRIO_TIER", part: true, value: func(_ *env, dst []byte, r *record) []byte {
+			if r.part == nil {
+				return append(dst, "n/a"...)
+			}
+			return strconv.AppendInt(dst, int64(max(r.part.Priority, 1)), 10)
+		}},
+		{letter: 'P', names: []string{"Partition"}, header: "PARTITION", part: true, value: partitionStar},
+		{letter: 'r', names: []string{"Root"}, header: "ROOT", part: true, value: constant("no")},
+		{letter: 'R', names: []string{"PartitionName"}, header: "PARTITION", part: true, value: partStr(partName)},
+		{letter: 's', names: []string{"Size"}, header: "JOB_SIZE", part: true, value: partStr(jobSize)},
+		{letter: 'S', names: []string{"AllocNodes"}, header: "ALLOCNODES", part: true, value: constant("all")},
+		{letter: 't', names: []string{"StateCompact"}, header: "STATE", key: func(_ *env, n *api.Node) string { return n.SinfoState() },
+			value: perNode(func(_ *env, n *api.Node) string { return n.SinfoState() })},
+		{letter: 'T', names: []string{"StateLong"}, header: "STATE", key: func(_ *env, n *api.Node) string { return longState(n) },
+			value: perNode(func(_ *env, n *api.Node) string { return longState(n) })},
+		{letter: 'u', names: []string{"User"}, header: "USER", key: reasonUser, value: perNode(reasonUser)},
+		{letter: 'U', names: []string{"UserLong"}, header: "USER", key: reasonUser, value: perNode(reasonUser)},
+		{letter: 'v', names: []string{"Version"}, header: "VERSION", key: func(_ *env, n *api.Node) string { return slurmfmt.OrNull(n.Version) },
+			value: perNode(func(_ *env, n *api.Node) string { return slurmfmt.OrNull(n.Version) })},
+		{letter: 'w', names: []string{"Weight"}, header: "WEIGHT", value: constant("1")},
+		{letter: 'X', names: []string{"Sockets"}, header: "SOCKETS", key: itoaKey(cpus), exactOnly: true, value: minMax(cpus, false)},
+		{letter: 'Y', names: []string{"Cores"}, header: "CORES", value: constant("1")},
+		{letter: 'Z', names: []string{"Threads"}, header: "THREADS", value: constant("1")},
+		{letter: 'z', names: []string{"SocketCoreThread"}, header: "S:C:T", key: itoaKey(cpus), exactOnly: true, value: func(e *env, dst []byte, r *record) []byte {
+			return append(minMax(cpus, false)(e, dst, r), ":1:1"...)
+		}},
+
+		{names: []string{"GresUsed"}, header: "GRES_USED", key: gresUsed, value: perNode(gresUsed)},
+		{names: []string{"AllocMem"}, header: "ALLOCMEM", key: itoaKey(func(n *api.Node) int64 { return n.AllocMemMB }), exactOnly: true,
+			value: minMax(func(n *api.Node) int64 { return n.AllocMemMB }, false)},
+		{names: []string{"StateComplete"}, header: "STATECOMPLETE", key: stateComplete, value: perNode(stateComplete)},
+		// GPUsState is Tide's GPU counterpart of CPUsState.
+		{names: []string{"GPUsState"}, header: "GPUS(A/I/T)", value: gpuStates},
+		// GPUsShared splits allocated GPUs into whole and shared by slices
+		// (Tide); GPUShared lists each shared GPU's slices and committed
+		// memory.
+		{names: []string{"GPUsShared"}, header: "GPUS(W/S/I/T)", value: gpuShares},
+		{names: []string{"GPUShared"}, header: "GPU_SHARED", key: gpuShared, value: perNode(gpuShared)},
+	}
 }
 
 // gpuShares sums whole-allocated, shared, idle and total GPUs over a
@@ -506,33 +512,7 @@ func gpuStates(_ *env, dst []byte, r *record) []byte {
 	return appendCounts(dst, a, i, t)
 }
 
-var (
-	letterIndex [128]int
-	nameIndex   = map[string]int{}
-)
-
-func init() {
-	for i, f := range nodeFields {
-		if f.letter != 0 {
-			letterIndex[f.letter] = i + 1
-		}
-		for _, n := range f.names {
-			nameIndex[strings.ToLower(n)] = i
-		}
-	}
-}
-
 // lookupField finds a field by -o letter (long=false) or -O name.
 func lookupField(name string, long bool) (*nodeField, bool) {
-	if long {
-		i, ok := nameIndex[strings.ToLower(name)]
-		if !ok {
-			return nil, false
-		}
-		return &nodeFields[i], true
-	}
-	if len(name) != 1 || name[0] >= 128 || letterIndex[name[0]] == 0 {
-		return nil, false
-	}
-	return &nodeFields[letterIndex[name[0]]-1], true
+	return nodeFields.Lookup(name, long)
 }

@@ -75,110 +75,98 @@ func appendArrayJobID(_ *env, dst []byte, j *api.Job) []byte {
 	return strconv.AppendUint(dst, j.ID, 10)
 }
 
-// jobFields lists every field, in Slurm's letter order; long-only fields
-// follow.
-var jobFields = []jobField{
-	{letter: 'a', names: []string{"Account"}, header: "ACCOUNT", value: str(func(j *api.Job) string { return slurmfmt.OrNull(j.Account) })},
-	{letter: 'A', names: []string{"JobId"}, header: "JOBID", value: appendID},
-	{letter: 'b', names: []string{"tres-per-node", "Gres"}, header: "TRES_PER_NODE", value: tresPerNode},
-	{letter: 'B', names: []string{"BatchHost"}, header: "EXEC_HOST", value: str(batchHost)},
-	{letter: 'c', names: []string{"MinCPUs"}, header: "MIN_CPUS", value: num(minCPUsPerNode)},
-	{letter: 'C', names: []string{"NumCPUs"}, header: "CPUS", value: num(func(j *api.Job) int64 { return int64(numCPUs(j)) })},
-	{letter: 'd', names: []string{"MinTmpDisk"}, header: "MIN_TMP_DISK", value: constant("0")},
-	{letter: 'D', names: []string{"NumNodes"}, header: "NODES", value: num(func(j *api.Job) int64 { return int64(numNodes(j)) })},
-	{letter: 'e', names: []string{"EndTime"}, header: "END_TIME", value: endTime},
-	{letter: 'E', names: []string{"Dependency"}, header: "DEPENDENCY", value: str(func(j *api.Job) string { return slurmfmt.OrNull(j.Dependency) })},
-	{letter: 'f', names: []string{"Feature"}, header: "FEATURES", value: str(func(j *api.Job) string { return slurmfmt.OrNull(j.Constraint) })},
-	{letter: 'F', names: []string{"ArrayJobId"}, header: "ARRAY_JOB_ID", value: appendArrayJobID},
-	{letter: 'g', names: []string{"GroupName"}, header: "GROUP", value: groupName},
-	{letter: 'G', names: []string{"GroupId"}, header: "GROUP", value: num(func(j *api.Job) int64 { return int64(j.GroupID) })},
-	{letter: 'h', names: []string{"OverSubscribe", "Shared"}, header: "OVER_SUBSCRIBE", value: str(overSubscribe)},
-	{letter: 'H', names: []string{"Sockets"}, header: "SOCKETS_PER_NODE", value: constant("*")},
-	{letter: 'i', names: []string{"JobArrayId"}, header: "JOBID", value: appendArrayID},
-	{letter: 'I', names: []string{"Cores"}, header: "CORES_PER_SOCKET", value: constant("*")},
-	{letter: 'j', names: []string{"Name"}, header: "NAME", value: str(func(j *api.Job) string { return j.Name })},
-	{letter: 'J', names: []string{"Threads"}, header: "THREADS_PER_CORE", value: constant("*")},
-	{letter: 'k', names: []string{"Comment"}, header: "COMMENT", value: str(func(j *api.Job) string { return slurmfmt.OrNull(j.Comment) })},
-	{letter: 'K', names: []string{"ArrayTaskId"}, header: "ARRAY_TASK_ID", value: str(func(j *api.Job) string { return j.ArrayTaskString() })},
-	{letter: 'l', names: []string{"TimeLimit"}, header: "TIME_LIMIT", noCut: true, value: timeLimit},
-	{letter: 'L', names: []string{"TimeLeft"}, header: "TIME_LEFT", noCut: true, value: timeLeft},
-	{letter: 'm', names: []string{"MinMemory"}, header: "MIN_MEMORY", value: minMemory},
-	{letter: 'M', names: []string{"TimeUsed"}, header: "TIME", noCut: true, value: func(e *env, dst []byte, j *api.Job) []byte {
-		return slurmfmt.AppendSecs(dst, e.used(j))
-	}},
-	{letter: 'n', names: []string{"ReqNodes"}, header: "REQ_NODES", noCut: true, value: str(func(j *api.Job) string { return hostlist.Compress(j.NodeList) })},
-	{letter: 'N', names: []string{"NodeList"}, header: "NODELIST", noCut: true, headerNoCut: true, value: appendNodes},
-	{letter: 'o', names: []string{"Command"}, header: "COMMAND", value: constant(slurmfmt.Null)},
-	{letter: 'O', names: []string{"Contiguous"}, header: "CONTIGUOUS", value: constant("0")},
-	{letter: 'p', names: []string{"Priority"}, header: "PRIORITY", value: priorityFloat},
-	{letter: 'P', names: []string{"Partition"}, header: "PARTITION", value: str(func(j *api.Job) string { return j.Partition })},
-	{letter: 'q', names: []string{"QOS"}, header: "QOS", value: str(func(j *api.Job) string { return slurmfmt.OrNull(j.QOS) })},
-	{letter: 'Q', names: []string{"PriorityLong"}, header: "PRIORITY", value: num(func(j *api.Job) int64 { return int64(j.EffPriority) })},
-	{letter: 'r', names: []string{"Reason"}, header: "REASON", value: str(reason)},
-	{letter: 'R', names: []string{"ReasonList"}, header: "NODELIST(REASON)", noCut: true, headerNoCut: true, value: reasonList},
-	{letter: 'S', names: []string{"StartTime"}, header: "START_TIME", value: stamp(startTime)},
-	{letter: 't', names: []string{"StateCompact"}, header: "ST", value: str(func(j *api.Job) string { return j.State.Short() })},
-	{letter: 'T', names: []string{"State"}, header: "STATE", value: str(func(j *api.Job) string { return string(j.State) })},
-	{letter: 'u', names: []string{"UserName"}, header: "USER", value: userName},
-	{letter: 'U', names: []string{"UserId"}, header: "UID", value: num(func(j *api.Job) int64 { return int64(j.UserID) })},
-	{letter: 'v', names: []string{"Reservation"}, header: "RESERVATION", value: constant(slurmfmt.Null)},
-	{letter: 'V', names: []string{"SubmitTime"}, header: "SUBMIT_TIME", value: stamp(func(_ *env, j *api.Job) time.Time { return j.SubmitTime })},
-	{letter: 'w', names: []string{"WCKey"}, header: "WCKEY", value: constant(slurmfmt.Null)},
-	{letter: 'W', names: []string{"Licenses"}, header: "LICENSES", value: constant(slurmfmt.Null)},
-	{letter: 'x', names: []string{"ExcNodes"}, header: "EXC_NODES", noCut: true, value: str(func(j *api.Job) string { return hostlist.Compress(j.Exclude) })},
-	{letter: 'X', names: []string{"CoreSpec"}, header: "CORE_SPEC", value: constant("N/A")},
-	{letter: 'y', names: []string{"Nice"}, header: "NICE", value: num(func(j *api.Job) int64 { return int64(j.Nice) })},
-	{letter: 'Y', names: []string{"SchedNodes"}, header: "SCHEDNODES", noCut: true, headerNoCut: true, value: constant(slurmfmt.Null)},
-	{letter: 'z', names: []string{"SCT"}, header: "S:C:T", value: constant("*:*:*")},
-	{letter: 'Z', names: []string{"WorkDir"}, header: "WORK_DIR", value: str(func(j *api.Job) string { return j.WorkDir })},
+// jobFields finds squeue's fields by letter and name.
+var jobFields = slurmfmt.NewIndex(jobFieldList, func(f *jobField) (byte, []string) { return f.letter, f.names })
 
-	{names: []string{"NumTasks"}, header: "TASKS", value: num(func(j *api.Job) int64 { return int64(numTasks(j)) })},
-	{names: []string{"tres-per-job"}, header: "TRES_PER_JOB", value: tresPerJob},
-	{names: []string{"tres-per-task"}, header: "TRES_PER_TASK", value: tresPerTask},
-	{names: []string{"tres-alloc", "Tres"}, header: "TRES_ALLOC", value: func(_ *env, dst []byte, j *api.Job) []byte { return appendTRESAlloc(dst, j) }},
-	{names: []string{"cpus-per-tres"}, header: "CPUS_PER_TRES", value: perGPU(func(j *api.Job) int64 { return int64(j.CPUsPerGPU) })},
-	{names: []string{"mem-per-tres"}, header: "MEM_PER_TRES", value: perGPU(func(j *api.Job) int64 { return j.MemPerGPUMB })},
-	{names: []string{"EligibleTime"}, header: "ELIGIBLE_TIME", value: stamp(func(_ *env, j *api.Job) time.Time { return j.EligibleTime })},
-	{names: []string{"AccrueTime"}, header: "ACCRUE_TIME", value: stamp(func(_ *env, j *api.Job) time.Time { return j.EligibleTime })},
-	{names: []string{"LastSchedEval"}, header: "LAST_SCHED_EVAL", value: stamp(func(_ *env, j *api.Job) time.Time { return j.LastSchedEval })},
-	{names: []string{"PendingTime"}, header: "PENDING_TIME", value: pendingTime},
-	{names: []string{"Deadline"}, header: "DEADLINE", value: constant("N/A")},
-	{names: []string{"MinTime"}, header: "TIME_MIN", value: func(_ *env, dst []byte, j *api.Job) []byte { return slurmfmt.AppendSecs(dst, j.TimeMin) }},
-	{names: []string{"StdOut"}, header: "STDOUT", value: str(stdoutPath)},
-	{names: []string{"StdErr"}, header: "STDERR", value: str(stderrPath)},
-	{names: []string{"StdIn"}, header: "STDIN", value: str(stdinPath)},
-	{names: []string{"exit_code"}, header: "EXIT_CODE", value: num(rawExit)},
-	{names: []string{"DerivedEC"}, header: "DERIVED_EC", value: num(rawExit)},
-	{names: []string{"RestartCnt"}, header: "RESTART_COUNT", value: num(func(j *api.Job) int64 { return int64(j.Restarts) })},
-	{names: []string{"Requeue"}, header: "REQUEUE", value: num(func(j *api.Job) int64 { return b2i(requeue(j)) })},
-	{names: []string{"BatchFlag"}, header: "BATCH_FLAG", value: constant("1")},
-	{names: []string{"Cluster"}, header: "CLUSTER", value: str(func(j *api.Job) string { return slurmfmt.OrNull(j.Cluster) })},
-	{names: []string{"Reboot"}, header: "REBOOT", value: constant("0")},
-	{names: []string{"CPUsPerTask", "cpus-per-task"}, header: "CPUS_PER_TASK", value: naIfZero(func(j *api.Job) int64 { return int64(j.CPUsPerTask) })},
-	{names: []string{"NTPerNode"}, header: "NTASKS_PER_NODE", value: naIfZero(func(j *api.Job) int64 { return int64(j.TasksPerNode) })},
-	{names: []string{"MaxNodes"}, header: "MAX_NODES", value: num(func(j *api.Job) int64 {
-		if j.MaxNodes > 0 {
-			return int64(j.MaxNodes)
-		}
-		return int64(numNodes(j))
-	})},
-	{names: []string{"MaxCPUs"}, header: "MAX_CPUS", value: num(func(j *api.Job) int64 { return int64(numCPUs(j)) })},
-}
+// jobFieldList lists every field, in Slurm's letter order; long-only
+// fields follow.
+func jobFieldList() []jobField {
+	return []jobField{
+		{letter: 'a', names: []string{"Account"}, header: "ACCOUNT", value: str(func(j *api.Job) string { return slurmfmt.OrNull(j.Account) })},
+		{letter: 'A', names: []string{"JobId"}, header: "JOBID", value: appendID},
+		{letter: 'b', names: []string{"tres-per-node", "Gres"}, header: "TRES_PER_NODE", value: tresPerNode},
+		{letter: 'B', names: []string{"BatchHost"}, header: "EXEC_HOST", value: str(batchHost)},
+		{letter: 'c', names: []string{"MinCPUs"}, header: "MIN_CPUS", value: num(minCPUsPerNode)},
+		{letter: 'C', names: []string{"NumCPUs"}, header: "CPUS", value: num(func(j *api.Job) int64 { return int64(numCPUs(j)) })},
+		{letter: 'd', names: []string{"MinTmpDisk"}, header: "MIN_TMP_DISK", value: constant("0")},
+		{letter: 'D', names: []string{"NumNodes"}, header: "NODES", value: num(func(j *api.Job) int64 { return int64(numNodes(j)) })},
+		{letter: 'e', names: []string{"EndTime"}, header: "END_TIME", value: endTime},
+		{letter: 'E', names: []string{"Dependency"}, header: "DEPENDENCY", value: str(func(j *api.Job) string { return slurmfmt.OrNull(j.Dependency) })},
+		{letter: 'f', names: []string{"Feature"}, header: "FEATURES", value: str(func(j *api.Job) string { return slurmfmt.OrNull(j.Constraint) })},
+		{letter: 'F', names: []string{"ArrayJobId"}, header: "ARRAY_JOB_ID", value: appendArrayJobID},
+		{letter: 'g', names: []string{"GroupName"}, header: "GROUP", value: groupName},
+		{letter: 'G', names: []string{"GroupId"}, header: "GROUP", value: num(func(j *api.Job) int64 { return int64(j.GroupID) })},
+		{letter: 'h', names: []string{"OverSubscribe", "Shared"}, header: "OVER_SUBSCRIBE", value: str(overSubscribe)},
+		{letter: 'H', names: []string{"Sockets"}, header: "SOCKETS_PER_NODE", value: constant("*")},
+		{letter: 'i', names: []string{"JobArrayId"}, header: "JOBID", value: appendArrayID},
+		{letter: 'I', names: []string{"Cores"}, header: "CORES_PER_SOCKET", value: constant("*")},
+		{letter: 'j', names: []string{"Name"}, header: "NAME", value: str(func(j *api.Job) string { return j.Name })},
+		{letter: 'J', names: []string{"Threads"}, header: "THREADS_PER_CORE", value: constant("*")},
+		{letter: 'k', names: []string{"Comment"}, header: "COMMENT", value: str(func(j *api.Job) string { return slurmfmt.OrNull(j.Comment) })},
+		{letter: 'K', names: []string{"ArrayTaskId"}, header: "ARRAY_TASK_ID", value: str(func(j *api.Job) string { return j.ArrayTaskString() })},
+		{letter: 'l', names: []string{"TimeLimit"}, header: "TIME_LIMIT", noCut: true, value: timeLimit},
+		{letter: 'L', names: []string{"TimeLeft"}, header: "TIME_LEFT", noCut: true, value: timeLeft},
+		{letter: 'm', names: []string{"MinMemory"}, header: "MIN_MEMORY", value: minMemory},
+		{letter: 'M', names: []string{"TimeUsed"}, header: "TIME", noCut: true, value: func(e *env, dst []byte, j *api.Job) []byte {
+			return slurmfmt.AppendSecs(dst, e.used(j))
+		}},
+		{letter: 'n', names: []string{"ReqNodes"}, header: "REQ_NODES", noCut: true, value: str(func(j *api.Job) string { return hostlist.Compress(j.NodeList) })},
+		{letter: 'N', names: []string{"NodeList"}, header: "NODELIST", noCut: true, headerNoCut: true, value: appendNodes},
+		{letter: 'o', names: []string{"Command"}, header: "COMMAND", value: constant(slurmfmt.Null)},
+		{letter: 'O', names: []string{"Contiguous"}, header: "CONTIGUOUS", value: constant("0")},
+		{letter: 'p', names: []string{"Priority"}, header: "PRIORITY", value: priorityFloat},
+		{letter: 'P', names: []string{"Partition"}, header: "PARTITION", value: str(func(j *api.Job) string { return j.Partition })},
+		{letter: 'q', names: []string{"QOS"}, header: "QOS", value: str(func(j *api.Job) string { return slurmfmt.OrNull(j.QOS) })},
+		{letter: 'Q', names: []string{"PriorityLong"}, header: "PRIORITY", value: num(func(j *api.Job) int64 { return int64(j.EffPriority) })},
+		{letter: 'r', names: []string{"Reason"}, header: "REASON", value: str(reason)},
+		{letter: 'R', names: []string{"ReasonList"}, header: "NODELIST(REASON)", noCut: true, headerNoCut: true, value: reasonList},
+		{letter: 'S', names: []string{"StartTime"}, header: "START_TIME", value: stamp(startTime)},
+		{letter: 't', names: []string{"StateCompact"}, header: "ST", value: str(func(j *api.Job) string { return j.State.Short() })},
+		{letter: 'T', names: []string{"State"}, header: "STATE", value: str(func(j *api.Job) string { return string(j.State) })},
+		{letter: 'u', names: []string{"UserName"}, header: "USER", value: userName},
+		{letter: 'U', names: []string{"UserId"}, header: "UID", value: num(func(j *api.Job) int64 { return int64(j.UserID) })},
+		{letter: 'v', names: []string{"Reservation"}, header: "RESERVATION", value: constant(slurmfmt.Null)},
+		{letter: 'V', names: []string{"SubmitTime"}, header: "SUBMIT_TIME", value: stamp(func(_ *env, j *api.Job) time.Time { return j.SubmitTime })},
+		{letter: 'w', names: []string{"WCKey"}, header: "WCKEY", value: constant(slurmfmt.Null)},
+		{letter: 'W', names: []string{"Licenses"}, header: "LICENSES", value: constant(slurmfmt.Null)},
+		{letter: 'x', names: []string{"ExcNodes"}, header: "EXC_NODES", noCut: true, value: str(func(j *api.Job) string { return hostlist.Compress(j.Exclude) })},
+		{letter: 'X', names: []string{"CoreSpec"}, header: "CORE_SPEC", value: constant("N/A")},
+		{letter: 'y', names: []string{"Nice"}, header: "NICE", value: num(func(j *api.Job) int64 { return int64(j.Nice) })},
+		{letter: 'Y', names: []string{"SchedNodes"}, header: "SCHEDNODES", noCut: true, headerNoCut: true, value: constant(slurmfmt.Null)},
+		{letter: 'z', names: []string{"SCT"}, header: "S:C:T", value: constant("*:*:*")},
+		{letter: 'Z', names: []string{"WorkDir"}, header: "WORK_DIR", value: str(func(j *api.Job) string { return j.WorkDir })},
 
-// fieldIndex maps letters and lower-cased names to jobFields entries.
-var (
-	letterIndex [128]int
-	nameIndex   = map[string]int{}
-)
-
-func init() {
-	for i, f := range jobFields {
-		if f.letter != 0 {
-			letterIndex[f.letter] = i + 1
-		}
-		for _, n := range f.names {
-			nameIndex[strings.ToLower(n)] = i
-		}
+		{names: []string{"NumTasks"}, header: "TASKS", value: num(func(j *api.Job) int64 { return int64(numTasks(j)) })},
+		{names: []string{"tres-per-job"}, header: "TRES_PER_JOB", value: tresPerJob},
+		{names: []string{"tres-per-task"}, header: "TRES_PER_TASK", value: tresPerTask},
+		{names: []string{"tres-alloc", "Tres"}, header: "TRES_ALLOC", value: func(_ *env, dst []byte, j *api.Job) []byte { return appendTRESAlloc(dst, j) }},
+		{names: []string{"cpus-per-tres"}, header: "CPUS_PER_TRES", value: perGPU(func(j *api.Job) int64 { return int64(j.CPUsPerGPU) })},
+		{names: []string{"mem-per-tres"}, header: "MEM_PER_TRES", value: perGPU(func(j *api.Job) int64 { return j.MemPerGPUMB })},
+		{names: []string{"EligibleTime"}, header: "ELIGIBLE_TIME", value: stamp(func(_ *env, j *api.Job) time.Time { return j.EligibleTime })},
+		{names: []string{"AccrueTime"}, header: "ACCRUE_TIME", value: stamp(func(_ *env, j *api.Job) time.Time { return j.EligibleTime })},
+		{names: []string{"LastSchedEval"}, header: "LAST_SCHED_EVAL", value: stamp(func(_ *env, j *api.Job) time.Time { return j.LastSchedEval })},
+		{names: []string{"PendingTime"}, header: "PENDING_TIME", value: pendingTime},
+		{names: []string{"Deadline"}, header: "DEADLINE", value: constant("N/A")},
+		{names: []string{"MinTime"}, header: "TIME_MIN", value: func(_ *env, dst []byte, j *api.Job) []byte { return slurmfmt.AppendSecs(dst, j.TimeMin) }},
+		{names: []string{"StdOut"}, header: "STDOUT", value: str(stdoutPath)},
+		{names: []string{"StdErr"}, header: "STDERR", value: str(stderrPath)},
+		{names: []string{"StdIn"}, header: "STDIN", value: str(stdinPath)},
+		{names: []string{"exit_code"}, header: "EXIT_CODE", value: num(rawExit)},
+		{names: []string{"DerivedEC"}, header: "DERIVED_EC", value: num(rawExit)},
+		{names: []string{"RestartCnt"}, header: "RESTART_COUNT", value: num(func(j *api.Job) int64 { return int64(j.Restarts) })},
+		{names: []string{"Requeue"}, header: "REQUEUE", value: num(func(j *api.Job) int64 { return b2i(requeue(j)) })},
+		{names: []string{"BatchFlag"}, header: "BATCH_FLAG", value: constant("1")},
+		{names: []string{"Cluster"}, header: "CLUSTER", value: str(func(j *api.Job) string { return slurmfmt.OrNull(j.Cluster) })},
+		{names: []string{"Reboot"}, header: "REBOOT", value: constant("0")},
+		{names: []string{"CPUsPerTask", "cpus-per-task"}, header: "CPUS_PER_TASK", value: naIfZero(func(j *api.Job) int64 { return int64(j.CPUsPerTask) })},
+		{names: []string{"NTPerNode"}, header: "NTASKS_PER_NODE", value: naIfZero(func(j *api.Job) int64 { return int64(j.TasksPerNode) })},
+		{names: []string{"MaxNodes"}, header: "MAX_NODES", value: num(func(j *api.Job) int64 {
+			if j.MaxNodes > 0 {
+				return int64(j.MaxNodes)
+			}
+			return int64(numNodes(j))
+		})},
+		{names: []string{"MaxCPUs"}, header: "MAX_CPUS", value: num(func(j *api.Job) int64 { return int64(numCPUs(j)) })},
 	}
 }
 
@@ -198,18 +186,10 @@ func compileFormat(format string, long bool, e *env) (*slurmfmt.Table[*api.Job],
 		return nil, err
 	}
 	return slurmfmt.Compile(f, "job", func(name string) (slurmfmt.Field[*api.Job], bool) {
-		idx := -1
-		if long {
-			if i, ok := nameIndex[strings.ToLower(name)]; ok {
-				idx = i
-			}
-		} else if len(name) == 1 && name[0] < 128 && letterIndex[name[0]] > 0 {
-			idx = letterIndex[name[0]] - 1
-		}
-		if idx < 0 {
+		jf, ok := jobFields.Lookup(name, long)
+		if !ok {
 			return slurmfmt.Field[*api.Job]{}, false
 		}
-		jf := &jobFields[idx]
 		return slurmfmt.Field[*api.Job]{
 			Header:      jf.header,
 			NoCut:       jf.noCut,
@@ -222,7 +202,7 @@ func compileFormat(format string, long bool, e *env) (*slurmfmt.Table[*api.Job],
 func allFormat() slurmfmt.Format {
 	var f slurmfmt.Format
 	for _, c := range "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ" {
-		if letterIndex[c] > 0 {
+		if _, ok := jobFields.ByLetter(string(c)); ok {
 			f.Specs = append(f.Specs, slurmfmt.Spec{Name: string(c), Suffix: "|"})
 		}
 	}

@@ -127,7 +127,7 @@ func TestGetoptSbatchTable(t *testing.T) {
 			if err != nil {
 				got = err.Error()
 			} else if len(ms) == 1 {
-				got = table[ms[0].Index].Long
+				got = table()[ms[0].Index].Long
 			}
 			if got != tt.want {
 				t.Errorf("got %q, want %q", got, tt.want)

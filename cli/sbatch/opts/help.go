@@ -20,7 +20,7 @@ func Help(w io.Writer) {
 	fmt.Fprintln(w, "Usage: sbatch [OPTIONS...] script [args...]")
 	for g := range groupTitles {
 		fmt.Fprintf(w, "\n%s\n", groupTitles[g])
-		for _, o := range table {
+		for _, o := range table() {
 			if o.hidden || o.group != group(g) {
 				continue
 			}
@@ -92,7 +92,7 @@ func Usage(w io.Writer) {
 		}
 		line += item + " "
 	}
-	for _, o := range table {
+	for _, o := range table() {
 		if o.hidden {
 			continue
 		}

@@ -158,7 +158,7 @@ func (st *state) warnIgnored(name string) {
 
 // apply runs option i's handler and records the value for -v.
 func (st *state) apply(i int, v string, has bool) error {
-	o := table[i]
+	o := table()[i]
 	if o.early {
 		return nil
 	}
@@ -186,7 +186,7 @@ func Parse(in Input) (*Request, error) {
 	g := newTableGetopt()
 	cli, operands, gerr := parseArgs(g, in.Args)
 	for _, m := range cli {
-		switch table[m.Index].Long {
+		switch table()[m.Index].Long {
 		case "help":
 			return &Request{Action: ActionHelp}, nil
 		case "usage":
@@ -200,7 +200,7 @@ func Parse(in Input) (*Request, error) {
 	}
 	st := &state{in: &in, gpu: map[string]gpuReq{}, warned: map[string]bool{}, defined: map[string]string{}}
 	for _, m := range cli {
-		if table[m.Index].Long == "wrap" {
+		if table()[m.Index].Long == "wrap" {
 			st.wrap, st.hasWrap = m.Value, true
 		}
 	}
@@ -218,7 +218,7 @@ func Parse(in Input) (*Request, error) {
 		return nil, err
 	}
 	st.layer = layerEnv
-	for i, o := range table {
+	for i, o := range table() {
 		for _, k := range o.env {
 			v := in.Getenv(k)
 			if v == "" {
@@ -456,8 +456,8 @@ func (st *state) request() *Request {
 	r.Spec = st.spec
 	r.Warnings = st.warnings
 	seen := map[string]bool{}
-	for _, ti := range byName {
-		id := table[ti].id()
+	for _, ti := range byName() {
+		id := table()[ti].id()
 		if v, ok := st.defined[id]; ok && !seen[id] {
 			seen[id] = true
 			r.Defined = append(r.Defined, [2]string{id, v})

@@ -3,6 +3,7 @@ package opts
 import (
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/tide-hpc/tide/ctld/api"
 )
@@ -110,8 +111,9 @@ func ignore(name string, check func(string, bool) error) setFunc {
 
 // table is the complete option table of Slurm 22.05 sbatch. Options
 // whose handler is ignore(...) are accepted and validated but have no
-// effect yet.
-var table = buildTable()
+// effect yet. It is built on first use: every CLI command is this
+// binary, and squeue should not build sbatch's table each time it starts.
+var table = sync.OnceValue(buildTable)
 
 func buildTable() []option {
 	t := []option{
@@ -254,20 +256,21 @@ func buildTable() []option {
 // byName lists table indices alphabetically by long name, the order of
 // Slurm's own option table: getopt_long lists ambiguous candidates in
 // that order, and sbatch -v lists defined options in it.
-var byName = func() []int {
-	idx := make([]int, len(table))
+var byName = sync.OnceValue(func() []int {
+	idx := make([]int, len(table()))
 	for i := range idx {
 		idx[i] = i
 	}
-	sort.SliceStable(idx, func(a, b int) bool { return table[idx[a]].Long < table[idx[b]].Long })
+	t := table()
+	sort.SliceStable(idx, func(a, b int) bool { return t[idx[a]].Long < t[idx[b]].Long })
 	return idx
-}()
+})
 
 // newTableGetopt returns a getopt parser over the table in Slurm's order.
 func newTableGetopt() *Getopt {
-	sp := make([]Spec, len(byName))
-	for i, ti := range byName {
-		sp[i] = table[ti].Spec
+	sp := make([]Spec, len(byName()))
+	for i, ti := range byName() {
+		sp[i] = table()[ti].Spec
 	}
 	return NewGetopt(sp)
 }
@@ -277,7 +280,7 @@ func newTableGetopt() *Getopt {
 func parseArgs(g *Getopt, args []string) ([]Match, []string, error) {
 	ms, rest, err := g.Parse(args)
 	for i := range ms {
-		ms[i].Index = byName[ms[i].Index]
+		ms[i].Index = byName()[ms[i].Index]
 	}
 	return ms, rest, err
 }
