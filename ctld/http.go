@@ -2,7 +2,6 @@ package ctld
 
 import (
 	"bufio"
-	"bytes"
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
@@ -11,7 +10,6 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -161,31 +159,33 @@ func (s *Server) handleList(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	if !wantsGob(r) {
+	if !wantsBinary(r) {
 		writeList(w, r, s.listJobs(f))
 		return
 	}
 	body, now := s.listCache.get(r.URL.RawQuery, s.listVersion(), func() []byte {
-		var buf bytes.Buffer
-		_ = listing.WriteJobsGob(&buf, s.listJobs(f).Jobs)
-		return buf.Bytes()
+		b, _ := listing.AppendJobs(nil, s.listJobs(f).Jobs)
+		return b
 	})
-	w.Header().Set("Content-Type", listing.MediaGob)
+	w.Header().Set("Content-Type", listing.MediaJobs())
 	w.Header().Set(listing.NowHeader, now.Format(time.RFC3339Nano))
 	_, _ = w.Write(body)
 }
 
-func wantsGob(r *http.Request) bool {
-	return strings.Contains(r.Header.Get("Accept"), listing.MediaGob)
+// wantsBinary reports whether the client asks for binary listings of
+// this controller's api.Job (listing.MediaJobs); a client built with
+// another api.Job gets JSON.
+func wantsBinary(r *http.Request) bool {
+	return listing.AcceptsJobs(r.Header.Get("Accept"))
 }
 
-// writeList sends a job listing as JSON, or as gob when the client asks
-// for listing.MediaGob.
+// writeList sends a job listing as JSON, or in binary when the client
+// asks for listing.MediaJobs.
 func writeList(w http.ResponseWriter, r *http.Request, l api.JobList) {
-	if wantsGob(r) {
-		w.Header().Set("Content-Type", listing.MediaGob)
+	if wantsBinary(r) {
+		w.Header().Set("Content-Type", listing.MediaJobs())
 		w.Header().Set(listing.NowHeader, l.Now.Format(time.RFC3339Nano))
-		_ = listing.WriteJobsGob(w, l.Jobs)
+		_ = listing.WriteJobs(w, l.Jobs)
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")

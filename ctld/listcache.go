@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// listCache keeps the last encoded gob listings per query. squeue is run
+// listCache keeps the last encoded binary listings per query. squeue is run
 // in loops (watch, scripts polling for their jobs) far more often than
 // jobs change; an unchanged listing of 10,000 jobs is then sent without
 // copying and encoding it again. The controller's clock travels in a

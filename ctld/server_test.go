@@ -394,19 +394,22 @@ func TestNodeMissingAfterRestart(t *testing.T) {
 	}
 }
 
-func TestGobListingCache(t *testing.T) {
+func TestBinaryListingCache(t *testing.T) {
 	h := newHarness(t)
 	h.register("gpu01")
 	list := func(query string) []api.Job {
 		t.Helper()
 		req := httptest.NewRequest("GET", "/api/v1/jobs?"+query, nil)
-		req.Header.Set("Accept", listing.MediaGob)
+		req.Header.Set("Accept", listing.MediaJobs())
 		rec := httptest.NewRecorder()
 		h.s.localHandler().ServeHTTP(rec, req)
 		if rec.Code != 200 || rec.Header().Get(listing.NowHeader) == "" {
 			t.Fatalf("status %d headers %v", rec.Code, rec.Header())
 		}
-		jobs, err := listing.ReadJobsGob(rec.Body)
+		if ct := rec.Header().Get("Content-Type"); ct != listing.MediaJobs() {
+			t.Fatalf("Content-Type %q", ct)
+		}
+		jobs, err := listing.ReadJobs(rec.Body)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -431,6 +434,17 @@ func TestGobListingCache(t *testing.T) {
 	}
 	if got := list("id=" + strconv.FormatUint(b, 10)); len(got) != 1 || got[0].ID != b {
 		t.Fatalf("filtered listing %+v", got)
+	}
+	// A client built with another api.Job (another fingerprint) gets JSON.
+	req := httptest.NewRequest("GET", "/api/v1/jobs", nil)
+	req.Header.Set("Accept", "application/x-tide-jobs; schema=0000000000000000")
+	rec := httptest.NewRecorder()
+	h.s.localHandler().ServeHTTP(rec, req)
+	if ct := rec.Header().Get("Content-Type"); rec.Code != 200 || ct != "application/json" {
+		t.Fatalf("other schema: status %d Content-Type %q", rec.Code, ct)
+	}
+	if l, err := listing.ReadJobList(rec.Body); err != nil || len(l.Jobs) != 2 {
+		t.Fatalf("other schema: %d jobs, %v", len(l.Jobs), err)
 	}
 }
 

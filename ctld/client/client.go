@@ -79,11 +79,24 @@ const (
 	methodPost = "POST"
 )
 
+// jsonAppender is a request with a hand-written encoder: in a
+// short-lived CLI process encoding/json's first use of a large type
+// (building its reflection caches) costs more than the whole encoding.
+type jsonAppender interface {
+	AppendJSON([]byte) ([]byte, error)
+}
+
 func (c *Client) do(ctx context.Context, method, path string, q url.Values, in, out any) error {
 	var body []byte
 	hdr := make([][2]string, 0, 3)
 	if in != nil {
-		b, err := json.Marshal(in)
+		var b []byte
+		var err error
+		if a, ok := in.(jsonAppender); ok {
+			b, err = a.AppendJSON(nil)
+		} else {
+			b, err = json.Marshal(in)
+		}
 		if err != nil {
 			return fmt.Errorf("encode request: %w", err)
 		}
@@ -98,8 +111,12 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, in, 
 		hdr = append(hdr, [2]string{KeyHeader, c.key})
 	}
 	lr, isList := out.(*listReader)
+	media := ""
 	if isList {
-		hdr = append(hdr, [2]string{"Accept", listing.MediaGob})
+		// "" when this build's api.Job has no binary codec: JSON then.
+		if media = listing.MediaJobs(); media != "" {
+			hdr = append(hdr, [2]string{"Accept", media})
+		}
 	}
 	// Reads and the node protocol (whose reports are resent until
 	// acknowledged) may be repeated on a fresh connection.
@@ -130,8 +147,10 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, in, 
 	if out == nil {
 		return nil
 	}
-	if isList && resp.Header("Content-Type") == listing.MediaGob {
-		jobs, err := listing.ReadJobsGob(resp)
+	// The controller answers in binary only when its api.Job is ours
+	// (same schema fingerprint), else in JSON, read below.
+	if isList && media != "" && resp.Header("Content-Type") == media {
+		jobs, err := listing.ReadJobs(resp)
 		if err != nil {
 			return fmt.Errorf("decode answer of %s %s: %w", method, path, err)
 		}
@@ -166,7 +185,8 @@ func (c *Client) Jobs(ctx context.Context, f api.JobFilter) (api.JobList, error)
 	return c.list(ctx, "/api/v1/jobs", f)
 }
 
-// list fetches a job listing, asking for gob (see listing.MediaGob).
+// list fetches a job listing, asking for the binary form (see
+// listing.MediaJobs).
 func (c *Client) list(ctx context.Context, path string, f api.JobFilter) (api.JobList, error) {
 	var l api.JobList
 	err := c.do(ctx, methodGet, path, f.Values(), nil, &listReader{l: &l})

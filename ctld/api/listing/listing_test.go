@@ -29,22 +29,22 @@ func TestJobListRoundTrip(t *testing.T) {
 		t.Errorf("json (-want +got):\n%s", diff)
 	}
 	buf.Reset()
-	if err := WriteJobsGob(&buf, l.Jobs); err != nil {
+	if err := WriteJobs(&buf, l.Jobs); err != nil {
 		t.Fatal(err)
 	}
-	jobs, err := ReadJobsGob(&buf)
+	jobs, err := ReadJobs(&buf)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff(l.Jobs, jobs); diff != "" {
-		t.Errorf("gob (-want +got):\n%s", diff)
+		t.Errorf("binary (-want +got):\n%s", diff)
 	}
 	var empty bytes.Buffer
 	WriteJobList(&empty, api.JobList{Now: now})
 	if got := empty.String(); got != `{"jobs":[],"now":"2026-11-29T12:00:00Z"}`+"\n" {
 		t.Errorf("empty listing %q", got)
 	}
-	if _, err := ReadJobsGob(bytes.NewReader([]byte("garbage"))); err == nil {
+	if _, err := ReadJobs(bytes.NewReader([]byte("garbage"))); err == nil {
 		t.Error("garbage decoded")
 	}
 }
