@@ -96,7 +96,7 @@ func (c *Client) submitRetrying(ctx context.Context, req api.SubmitRequest) (api
 	told := false
 	for {
 		var r api.SubmitResponse
-		err := c.do(ctx, methodPost, "/api/v1/jobs", nil, req, &r)
+		err := c.do(ctx, methodPost, "/api/v1/jobs", nil, &req, &r)
 		var te *ThrottledError
 		if !errors.As(err, &te) {
 			return r, err
