@@ -93,7 +93,7 @@ type Daemon struct {
 	// dropped remembers acknowledged and forgotten incarnations for a
 	// while, so that a launch the controller repeats (its answer crossed
 	// our report) does not run a job twice.
-	dropped map[api.JobRef]time.Time
+	dropped dropLog
 	stopped bool
 	// syncCancel aborts the in-flight long poll; woken records that
 	// wake did so.
@@ -131,7 +131,7 @@ func Setup(ctx context.Context, cfg Config, opts Options) (*Daemon, error) {
 		jobsDir: filepath.Join(cfg.StateDir, "jobs"),
 		asRoot:  os.Geteuid() == 0,
 		jobs:    make(map[api.JobRef]*job),
-		dropped: make(map[api.JobRef]time.Time),
+		dropped: newDropLog(),
 		wakeCh:  make(chan struct{}, 1),
 	}
 	d.memMB, _ = ParseMemory(cfg.Memory)

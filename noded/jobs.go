@@ -78,8 +78,7 @@ func (d *Daemon) applyLaunches(specs []api.LaunchSpec) bool {
 		spec := specs[i]
 		d.mu.Lock()
 		_, known := d.jobs[spec.JobRef]
-		_, dropped := d.dropped[spec.JobRef]
-		known = known || dropped
+		known = known || d.dropped.has(spec.JobRef)
 		var j *job
 		if !known && !d.stopped {
 			if spec.StartTime.IsZero() {
@@ -304,15 +303,7 @@ func (d *Daemon) dropLocked(j *job) {
 		d.log.Error("cannot remove job directory", "job_id", j.ref.JobID, "err", err)
 	}
 	delete(d.jobs, j.ref)
-	now := time.Now()
-	if len(d.dropped) >= 1024 {
-		for ref, t := range d.dropped {
-			if now.Sub(t) > droppedMemory {
-				delete(d.dropped, ref)
-			}
-		}
-	}
-	d.dropped[j.ref] = now
+	d.dropped.add(j.ref, time.Now(), droppedMemory)
 }
 
 // armLocked sets the job's timers from its spec and markers: the time
