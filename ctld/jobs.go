@@ -125,7 +125,11 @@ func (s *Server) submit(ctx context.Context, c caller, req api.SubmitRequest) (a
 		s.log.Error("submission not stored", "err", werr)
 		return api.SubmitResponse{}, api.Errorf(api.ErrUnavailable, "Batch job submission failed: could not store the job: %v", werr)
 	}
-	// The script and environment stay in the spool only.
+	// The script and environment stay in the spool only, and in
+	// recentSpool until the job's launch.
+	if j.ArrayPending == nil {
+		s.spool.put(j.ID, j.Script, j.Environment)
+	}
 	j.Script, j.Environment = "", nil
 	s.strings.job(j)
 	s.jobs[j.ID] = j

@@ -44,6 +44,7 @@ func (s *Server) reconcile(n *nodeRec, reports []api.NodeJobReport) api.NodeSync
 		}
 		if !j.Launched {
 			j.Launched = true
+			s.spool.drop(j.ID)
 			s.markLazy(j, api.Event{JobID: j.ID, Time: s.now(), Kind: api.EventLaunch, State: j.State,
 				Message: "batch script started on " + n.Name})
 		}
@@ -104,9 +105,12 @@ func ref(j *api.Job) api.JobRef { return api.JobRef{JobID: j.ID, Restart: j.Rest
 
 // launchSpec builds what the batch host needs to start j.
 func (s *Server) launchSpec(j *api.Job) (api.LaunchSpec, error) {
-	script, env, err := s.store.Spool(context.Background(), j.ID)
-	if err != nil {
-		return api.LaunchSpec{}, fmt.Errorf("read spool of job %d: %w", j.ID, err)
+	script, env, ok := s.spool.get(j.ID)
+	if !ok {
+		var err error
+		if script, env, err = s.store.Spool(context.Background(), j.ID); err != nil {
+			return api.LaunchSpec{}, fmt.Errorf("read spool of job %d: %w", j.ID, err)
+		}
 	}
 	spec := api.LaunchSpec{
 		JobRef: ref(j), Name: j.Name, UserID: j.UserID, GroupID: j.GroupID, User: j.User,
@@ -177,6 +181,7 @@ func (s *Server) finish(j *api.Job, rep api.NodeJobReport) {
 // endJob moves an active job to a final state and frees its resources.
 func (s *Server) endJob(j *api.Job, state api.JobState, reason api.ReasonCode, exit api.ExitStatus, end time.Time, msg string) {
 	s.releaseJob(j)
+	s.spool.drop(j.ID)
 	j.State, j.Reason, j.ReasonDetail, j.Exit, j.EndTime = state, reason, "", exit, end
 	if j.StartTime.IsZero() {
 		j.StartTime = end

@@ -58,6 +58,9 @@ type Server struct {
 	lazyEvents []api.Event
 
 	strings interner
+	// spool holds recent submissions' scripts and environments until
+	// their launch (spoolcache.go).
+	spool *recentSpool
 	// jobsVersion changes with every change listings show (markDirty,
 	// a new job, a forgotten one); listCache keys on it.
 	jobsVersion uint64
@@ -105,7 +108,7 @@ func New(cl *Cluster, log *slog.Logger) (*Server, error) {
 func newServer(cl *Cluster, log *slog.Logger, st Store, key string, now func() time.Time) (*Server, error) {
 	s := &Server{
 		cl: cl, log: log, store: st, key: key, self: uint32(os.Getuid()), now: now,
-		jobs: map[uint64]*api.Job{}, live: map[uint64]*api.Job{}, nodes: map[string]*nodeRec{}, partitions: map[string]*api.Partition{},
+		jobs: map[uint64]*api.Job{}, live: map[uint64]*api.Job{}, spool: newRecentSpool(recentSpoolBytes), nodes: map[string]*nodeRec{}, partitions: map[string]*api.Partition{},
 		dirty: map[uint64]bool{}, dirtyNodes: map[string]bool{}, lazy: map[uint64]bool{},
 		kick: make(chan struct{}, 1), users: newUserCache(), startTime: now(), schedule: sched.Schedule,
 	}
