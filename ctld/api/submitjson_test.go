@@ -305,3 +305,35 @@ func BenchmarkSubmitJSON(b *testing.B) {
 		}
 	})
 }
+
+// TestSubmitResponseDecodeJSON: the hand-read common answer and every
+// other answer decode as encoding/json decodes them.
+func TestSubmitResponseDecodeJSON(t *testing.T) {
+	for _, in := range []string{
+		`{"job_id":19278}` + "\n",
+		`{"job_id":0}`,
+		`{"job_id":18446744073709551615}`,
+		`{"job_id":18446744073709551616}`, // overflows: an error, as encoding/json says
+		`{"job_id":012}`,                  // not JSON
+		`{"job_id":-1}`,
+		`{"job_id":1.5}`,
+		`{"job_id":7,"warnings":["sbatch: --mail-type has no effect yet"]}`,
+		`{"job_id":7,"test_start":"2026-11-30T10:00:00Z","test_nodes":"gpu01","test_cpus":4,"test_partition":"gpu"}`,
+		` {"job_id": 7} `,
+		`{"job_id":}`,
+		`{"job_id":7`,
+		`null`,
+		``,
+	} {
+		var got, want SubmitResponse
+		gotErr := got.DecodeJSON([]byte(in))
+		wantErr := json.Unmarshal([]byte(in), &want)
+		if (gotErr == nil) != (wantErr == nil) {
+			t.Errorf("%q: error %v, encoding/json says %v", in, gotErr, wantErr)
+			continue
+		}
+		if gotErr == nil && !reflect.DeepEqual(got, want) {
+			t.Errorf("%q: got %+v, want %+v", in, got, want)
+		}
+	}
+}

@@ -86,6 +86,12 @@ type jsonAppender interface {
 	AppendJSON([]byte) ([]byte, error)
 }
 
+// jsonDecoder is an answer with a hand-written decoder, for the same
+// reason.
+type jsonDecoder interface {
+	DecodeJSON([]byte) error
+}
+
 func (c *Client) do(ctx context.Context, method, path string, q url.Values, in, out any) error {
 	var body []byte
 	hdr := make([][2]string, 0, 3)
@@ -163,6 +169,16 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, in, 
 	}
 	if isList {
 		out = lr.l
+	}
+	if d, ok := out.(jsonDecoder); ok {
+		data, err := io.ReadAll(resp)
+		if err == nil {
+			err = d.DecodeJSON(data)
+		}
+		if err != nil {
+			return fmt.Errorf("decode answer of %s %s: %w", method, path, err)
+		}
+		return nil
 	}
 	if err := json.NewDecoder(resp).Decode(out); err != nil {
 		return fmt.Errorf("decode answer of %s %s: %w", method, path, err)

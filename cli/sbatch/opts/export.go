@@ -3,26 +3,50 @@ package opts
 import "strings"
 
 // envSet is an environment that keeps first-insertion order, so that the
-// captured environment reads like the caller's.
+// captured environment reads like the caller's. It holds whole "K=V"
+// entries: the caller's own strings pass through without being split and
+// joined again (sbatch runs in loops; this is on every submission).
 type envSet struct {
-	keys []string
-	vals map[string]string
+	entries []string       // "K=V", in first-insertion order
+	index   map[string]int // K → its entry
 }
 
-func (e *envSet) set(k, v string) {
-	if _, ok := e.vals[k]; !ok {
-		e.keys = append(e.keys, k)
-	}
-	e.vals[k] = v
+func newEnvSet(size int) *envSet {
+	return &envSet{entries: make([]string, 0, size), index: make(map[string]int, size)}
 }
 
-func (e *envSet) list() []string {
-	out := make([]string, 0, len(e.keys))
-	for _, k := range e.keys {
-		out = append(out, k+"="+e.vals[k])
+// setEntry sets kv ("K=V") under key k.
+func (e *envSet) setEntry(k, kv string) {
+	if i, ok := e.index[k]; ok {
+		e.entries[i] = kv
+		return
 	}
-	return out
+	e.index[k] = len(e.entries)
+	e.entries = append(e.entries, kv)
 }
+
+func (e *envSet) set(k, v string) { e.setEntry(k, k+"="+v) }
+
+// entry returns K's "K=V" entry.
+func (e *envSet) entry(k string) (string, bool) {
+	i, ok := e.index[k]
+	if !ok {
+		return "", false
+	}
+	return e.entries[i], true
+}
+
+// copyTo sets every entry of e in out.
+func (e *envSet) copyTo(out *envSet, keep func(kv string) bool) {
+	for _, kv := range e.entries {
+		if keep == nil || keep(kv) {
+			k, _, _ := strings.Cut(kv, "=")
+			out.setEntry(k, kv)
+		}
+	}
+}
+
+func (e *envSet) list() []string { return e.entries }
 
 // exportEnv builds the job's environment from --export and the caller's
 // environment, as sbatch does:
@@ -35,19 +59,15 @@ func (e *envSet) list() []string {
 //
 // A value may be quoted to hold commas (NAME="a,b").
 func exportEnv(spec string, environ []string) ([]string, error) {
-	caller := &envSet{vals: map[string]string{}}
+	caller := newEnvSet(len(environ))
 	for _, kv := range environ {
-		if k, v, ok := strings.Cut(kv, "="); ok && k != "" {
-			caller.set(k, v)
+		if k, _, ok := strings.Cut(kv, "="); ok && k != "" {
+			caller.setEntry(k, kv)
 		}
 	}
-	out := &envSet{vals: map[string]string{}}
+	out := newEnvSet(0)
 	addSlurm := func() {
-		for _, k := range caller.keys {
-			if strings.HasPrefix(k, "SLURM_") {
-				out.set(k, caller.vals[k])
-			}
-		}
+		caller.copyTo(out, func(kv string) bool { return strings.HasPrefix(kv, "SLURM_") })
 	}
 	s := strings.TrimSpace(spec)
 	switch {
@@ -64,9 +84,7 @@ func exportEnv(spec string, environ []string) ([]string, error) {
 	for _, item := range items {
 		switch {
 		case strings.EqualFold(item, "ALL"):
-			for _, k := range caller.keys {
-				out.set(k, caller.vals[k])
-			}
+			caller.copyTo(out, nil)
 			continue
 		case strings.EqualFold(item, "NONE"):
 			return nil, errorf("Invalid --export specification: NONE cannot be combined with variables")
@@ -77,8 +95,8 @@ func exportEnv(spec string, environ []string) ([]string, error) {
 		}
 		if hasVal {
 			out.set(k, unquote(v))
-		} else if cv, ok := caller.vals[k]; ok {
-			out.set(k, cv)
+		} else if kv, ok := caller.entry(k); ok {
+			out.setEntry(k, kv)
 		}
 	}
 	addSlurm()

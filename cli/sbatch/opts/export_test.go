@@ -43,3 +43,26 @@ func TestExportEnv(t *testing.T) {
 		})
 	}
 }
+
+// A variable set twice in the caller's environment keeps its first
+// place and its last value, and entries that are not NAME=value are
+// dropped, as the controller would refuse them.
+func TestExportEnvDuplicates(t *testing.T) {
+	caller := []string{"A=1", "NOEQUALS", "=x", "A=2", "SLURM_X=1", "B=3", "SLURM_X=2"}
+	for _, tt := range []struct {
+		spec string
+		want []string
+	}{
+		{"", []string{"A=2", "SLURM_X=2", "B=3"}},
+		{"NONE", []string{"SLURM_X=2"}},
+		{"B,A", []string{"B=3", "A=2", "SLURM_X=2"}},
+	} {
+		got, err := exportEnv(tt.spec, caller)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(tt.want, got); diff != "" {
+			t.Errorf("--export=%q (-want +got):\n%s", tt.spec, diff)
+		}
+	}
+}

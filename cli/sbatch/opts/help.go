@@ -8,7 +8,7 @@ import (
 
 // noEffect names the options Tide accepts without acting on them yet;
 // ignore() fills it while the table is built, and --help marks them.
-var noEffect = map[string]bool{}
+var noEffect = make(map[string]bool, 64)
 
 const (
 	helpIndent = 30

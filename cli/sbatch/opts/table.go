@@ -1,7 +1,7 @@
 package opts
 
 import (
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 
@@ -262,7 +262,7 @@ var byName = sync.OnceValue(func() []int {
 		idx[i] = i
 	}
 	t := table()
-	sort.SliceStable(idx, func(a, b int) bool { return t[idx[a]].Long < t[idx[b]].Long })
+	slices.SortStableFunc(idx, func(a, b int) int { return strings.Compare(t[a].Long, t[b].Long) })
 	return idx
 })
 
