@@ -8,36 +8,12 @@ import (
 	"github.com/tide-hpc/tide/ctld/api"
 	"github.com/tide-hpc/tide/gres"
 	"github.com/tide-hpc/tide/hostlist"
+	"github.com/tide-hpc/tide/internal/envlist"
 )
 
 // defaultPath is given to jobs whose captured environment has no PATH
 // (sbatch --export=NONE), so that scripts still find sleep and friends.
 const defaultPath = "/usr/local/bin:/usr/bin:/bin"
-
-// envList is an environment that keeps its first-seen order, so that the
-// job sees its submit environment first and tided's variables after it.
-type envList struct {
-	keys []string
-	vals map[string]string
-}
-
-func (e *envList) set(k, v string) {
-	if e.vals == nil {
-		e.vals = make(map[string]string)
-	}
-	if _, ok := e.vals[k]; !ok {
-		e.keys = append(e.keys, k)
-	}
-	e.vals[k] = v
-}
-
-func (e *envList) list() []string {
-	out := make([]string, len(e.keys))
-	for i, k := range e.keys {
-		out[i] = k + "=" + e.vals[k]
-	}
-	return out
-}
 
 // nodeAlloc returns node's part of the allocation; the batch script runs
 // on the first node, so that one stands in when node is not listed.
@@ -65,16 +41,9 @@ func nodeAlloc(spec *api.LaunchSpec, node string) api.NodeAlloc {
 // SLURM_CPUS_PER_TASK only when the launch carries them, and the GPU
 // variables only when this node gives the job GPUs. BuildEnv is pure.
 func BuildEnv(spec *api.LaunchSpec, node string) []string {
-	var e envList
-	for _, kv := range spec.Env {
-		k, v, ok := strings.Cut(kv, "=")
-		if !ok || k == "" {
-			continue
-		}
-		e.set(k, v)
-	}
-	if _, ok := e.vals["PATH"]; !ok {
-		e.set("PATH", defaultPath)
+	e := envlist.FromEntries(spec.Env)
+	if !e.Has("PATH") {
+		e.Set("PATH", defaultPath)
 	}
 
 	mine := nodeAlloc(spec, node)
@@ -92,8 +61,8 @@ func BuildEnv(spec *api.LaunchSpec, node string) []string {
 	nodelist := hostlist.Compress(nodes)
 	id := strconv.FormatUint(spec.JobID, 10)
 
-	var ours envList
-	set := ours.set
+	ours := envlist.New(64)
+	set := ours.Set
 	set("SLURM_JOB_ID", id)
 	set("SLURM_JOBID", id)
 	if a := spec.Array; a != nil {
@@ -158,15 +127,19 @@ func BuildEnv(spec *api.LaunchSpec, node string) []string {
 			setSliceEnv(set, mine)
 		}
 	}
-	for _, k := range ours.keys {
-		e.set(k, ours.vals[k])
-	}
-	for _, k := range ours.keys {
+	mergeWithTwins(e, ours)
+	return e.Entries()
+}
+
+// mergeWithTwins sets ours's variables in e, then the TIDE_* twin of
+// each SLURM_* one.
+func mergeWithTwins(e, ours *envlist.List) {
+	ours.Each(func(k, _, kv string) { e.SetEntry(k, kv) })
+	ours.Each(func(k, v, _ string) {
 		if t, ok := tideTwin(k); ok {
-			e.set(t, ours.vals[k])
+			e.Set(t, v)
 		}
-	}
-	return e.list()
+	})
 }
 
 // setSliceEnv sets the limits of a job's GPU slices, for the CUDA MPS
@@ -227,14 +200,14 @@ func setMPSEnv(set func(k, v string), gpus []int, dirs map[int]mpsDirs) {
 // withMPSEnv is env with setMPSEnv's variables for a process that sees
 // the sliced GPUs gpus; it is pure.
 func withMPSEnv(env []string, gpus []int, dirs map[int]mpsDirs) []string {
-	var e envList
+	e := envlist.New(len(env) + 2)
 	for _, kv := range env {
-		if k, v, _ := strings.Cut(kv, "="); k != envMPSPipe && k != envMPSLog {
-			e.set(k, v)
+		if k, _, _ := strings.Cut(kv, "="); k != envMPSPipe && k != envMPSLog {
+			e.SetEntry(k, kv)
 		}
 	}
-	setMPSEnv(e.set, gpus, dirs)
-	return e.list()
+	setMPSEnv(e.Set, gpus, dirs)
+	return e.Entries()
 }
 
 // tideTwin names the TIDE_* twin of a SLURM_* variable.

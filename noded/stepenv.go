@@ -14,6 +14,7 @@ import (
 	"github.com/tide-hpc/tide/ctld/api"
 	"github.com/tide-hpc/tide/gres"
 	"github.com/tide-hpc/tide/hostlist"
+	"github.com/tide-hpc/tide/internal/envlist"
 )
 
 // resolveExe finds a step's executable the way srun documents it: a
@@ -85,16 +86,9 @@ const MasterPortBase = 29500
 // variables (with their TIDE_* twins), the task's GPUs and PyTorch's
 // rendezvous variables. It is pure.
 func stepEnv(g *api.StepGrant, node, k int) []string {
-	var e envList
-	for _, kv := range g.Env {
-		key, v, ok := strings.Cut(kv, "=")
-		if !ok || key == "" {
-			continue
-		}
-		e.set(key, v)
-	}
-	if _, ok := e.vals["PATH"]; !ok {
-		e.set("PATH", defaultPath)
+	e := envlist.FromEntries(g.Env)
+	if !e.Has("PATH") {
+		e.Set("PATH", defaultPath)
 	}
 	sn := g.Nodes[node]
 	rank := sn.Ranks[k]
@@ -125,8 +119,8 @@ func stepEnv(g *api.StepGrant, node, k int) []string {
 	for i, r := range sn.Ranks {
 		gtids[i] = itoa(r)
 	}
-	var ours envList
-	set := ours.set
+	ours := envlist.New(64)
+	set := ours.Set
 	set("SLURM_JOB_ID", jobID)
 	set("SLURM_JOBID", jobID)
 	set("SLURM_JOB_NAME", g.JobName)
@@ -175,35 +169,28 @@ func stepEnv(g *api.StepGrant, node, k int) []string {
 		gpuKeys = []string{"NVIDIA_VISIBLE_DEVICES"} // UUIDs of the batch host's GPUs only
 	}
 	// PyTorch's rendezvous: torchrun-free launches read these.
-	if _, ok := e.vals["MASTER_ADDR"]; !ok {
+	if !e.Has("MASTER_ADDR") {
 		set("MASTER_ADDR", hostOf(g.Nodes[0].Addr, g.Nodes[0].Name))
 	}
-	if _, ok := e.vals["MASTER_PORT"]; !ok {
+	if !e.Has("MASTER_PORT") {
 		set("MASTER_PORT", itoa(MasterPortBase+int(g.JobID%1000)))
 	}
 	set("WORLD_SIZE", itoa(g.NTasks))
 	set("RANK", itoa(rank))
 	set("LOCAL_RANK", itoa(k))
 	set("LOCAL_WORLD_SIZE", itoa(len(sn.Ranks)))
-	for _, key := range ours.keys {
-		e.set(key, ours.vals[key])
-	}
-	for _, key := range ours.keys {
-		if t, ok := tideTwin(key); ok {
-			e.set(t, ours.vals[key])
-		}
-	}
+	mergeWithTwins(e, ours)
 	drop := map[string]bool{}
 	for _, key := range gpuKeys {
-		if _, ok := ours.vals[key]; !ok {
+		if !ours.Has(key) {
 			drop[key] = true
 			if t, ok := tideTwin(key); ok {
 				drop[t] = true
 			}
 		}
 	}
-	out := e.list()[:0:0]
-	for _, kv := range e.list() {
+	out := e.Entries()[:0:0]
+	for _, kv := range e.Entries() {
 		key, _, _ := strings.Cut(kv, "=")
 		if !drop[key] {
 			out = append(out, kv)
@@ -250,18 +237,18 @@ func stepSliceEnv(env []string, slice *api.NodeAlloc, gpus []int, dirs map[int]m
 			drop[k] = true
 		}
 	}
-	var e envList
+	e := envlist.New(len(env))
 	for _, kv := range env {
-		k, v, _ := strings.Cut(kv, "=")
+		k, _, _ := strings.Cut(kv, "=")
 		if !drop[k] {
-			e.set(k, v)
+			e.SetEntry(k, kv)
 		}
 	}
 	if slice != nil && slice.Sliced() && len(gpus) > 0 {
 		a := *slice
 		a.GPUs = gpus
-		setSliceEnv(e.set, a)
-		setMPSEnv(e.set, gpus, dirs)
+		setSliceEnv(e.Set, a)
+		setMPSEnv(e.Set, gpus, dirs)
 	}
-	return e.list()
+	return e.Entries()
 }

@@ -1,52 +1,10 @@
 package opts
 
-import "strings"
+import (
+	"strings"
 
-// envSet is an environment that keeps first-insertion order, so that the
-// captured environment reads like the caller's. It holds whole "K=V"
-// entries: the caller's own strings pass through without being split and
-// joined again (sbatch runs in loops; this is on every submission).
-type envSet struct {
-	entries []string       // "K=V", in first-insertion order
-	index   map[string]int // K → its entry
-}
-
-func newEnvSet(size int) *envSet {
-	return &envSet{entries: make([]string, 0, size), index: make(map[string]int, size)}
-}
-
-// setEntry sets kv ("K=V") under key k.
-func (e *envSet) setEntry(k, kv string) {
-	if i, ok := e.index[k]; ok {
-		e.entries[i] = kv
-		return
-	}
-	e.index[k] = len(e.entries)
-	e.entries = append(e.entries, kv)
-}
-
-func (e *envSet) set(k, v string) { e.setEntry(k, k+"="+v) }
-
-// entry returns K's "K=V" entry.
-func (e *envSet) entry(k string) (string, bool) {
-	i, ok := e.index[k]
-	if !ok {
-		return "", false
-	}
-	return e.entries[i], true
-}
-
-// copyTo sets every entry of e in out.
-func (e *envSet) copyTo(out *envSet, keep func(kv string) bool) {
-	for _, kv := range e.entries {
-		if keep == nil || keep(kv) {
-			k, _, _ := strings.Cut(kv, "=")
-			out.setEntry(k, kv)
-		}
-	}
-}
-
-func (e *envSet) list() []string { return e.entries }
+	"github.com/tide-hpc/tide/internal/envlist"
+)
 
 // exportEnv builds the job's environment from --export and the caller's
 // environment, as sbatch does:
@@ -59,23 +17,22 @@ func (e *envSet) list() []string { return e.entries }
 //
 // A value may be quoted to hold commas (NAME="a,b").
 func exportEnv(spec string, environ []string) ([]string, error) {
-	caller := newEnvSet(len(environ))
-	for _, kv := range environ {
-		if k, _, ok := strings.Cut(kv, "="); ok && k != "" {
-			caller.setEntry(k, kv)
-		}
-	}
-	out := newEnvSet(0)
+	caller := envlist.FromEntries(environ)
+	out := envlist.New(0)
 	addSlurm := func() {
-		caller.copyTo(out, func(kv string) bool { return strings.HasPrefix(kv, "SLURM_") })
+		caller.Each(func(k, _, kv string) {
+			if strings.HasPrefix(k, "SLURM_") {
+				out.SetEntry(k, kv)
+			}
+		})
 	}
 	s := strings.TrimSpace(spec)
 	switch {
 	case s == "" || strings.EqualFold(s, "ALL"):
-		return caller.list(), nil
+		return caller.Entries(), nil
 	case strings.EqualFold(s, "NONE"):
 		addSlurm()
-		return out.list(), nil
+		return out.Entries(), nil
 	}
 	items, err := splitQuoted(s)
 	if err != nil {
@@ -84,7 +41,7 @@ func exportEnv(spec string, environ []string) ([]string, error) {
 	for _, item := range items {
 		switch {
 		case strings.EqualFold(item, "ALL"):
-			caller.copyTo(out, nil)
+			caller.Each(func(k, _, kv string) { out.SetEntry(k, kv) })
 			continue
 		case strings.EqualFold(item, "NONE"):
 			return nil, errorf("Invalid --export specification: NONE cannot be combined with variables")
@@ -94,13 +51,13 @@ func exportEnv(spec string, environ []string) ([]string, error) {
 			return nil, errorf("Invalid --export specification: %q is not a variable name", k)
 		}
 		if hasVal {
-			out.set(k, unquote(v))
-		} else if kv, ok := caller.entry(k); ok {
-			out.setEntry(k, kv)
+			out.Set(k, unquote(v))
+		} else if kv, ok := caller.Entry(k); ok {
+			out.SetEntry(k, kv)
 		}
 	}
 	addSlurm()
-	return out.list(), nil
+	return out.Entries(), nil
 }
 
 // splitQuoted splits a comma list, keeping commas inside quotes.
