@@ -32,6 +32,7 @@ var (
 	writeJSONAtomic = stepd.WriteJSONAtomic
 	writeJSONNew    = stepd.WriteJSONNew
 	readJSON        = stepd.ReadJSON
+	openFile        = stepd.OpenFile
 	readIdentity    = stepd.ReadIdentity
 	readMarkers     = stepd.ReadMarkers
 	exists          = stepd.Exists

@@ -195,7 +195,7 @@ func (d *Daemon) writeJobDir(j *job) error {
 func (d *Daemon) writeScript(path string, j *job) error {
 	syscall.ForkLock.RLock()
 	defer syscall.ForkLock.RUnlock()
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o700)
+	f, err := openFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o700)
 	if err != nil {
 		return err
 	}
@@ -299,7 +299,7 @@ const droppedMemory = 10 * time.Minute
 
 // dropLocked deletes a finished job's directory and forgets it.
 func (d *Daemon) dropLocked(j *job) {
-	if err := os.RemoveAll(j.dir); err != nil {
+	if err := removeJobDir(j.dir); err != nil {
 		d.log.Error("cannot remove job directory", "job_id", j.ref.JobID, "err", err)
 	}
 	delete(d.jobs, j.ref)
@@ -592,7 +592,7 @@ func (d *Daemon) recover() error {
 			j.status = &st
 		}
 		if j.finished() && j.marks.Forgotten {
-			if err := os.RemoveAll(j.dir); err != nil {
+			if err := removeJobDir(j.dir); err != nil {
 				log.Error("cannot remove job directory", "err", err)
 			}
 			continue

@@ -101,7 +101,7 @@ type Markers struct {
 // WriteFileAtomic writes data to a temporary file next to path and
 // renames it into place, so readers see either the old or the new file.
 func WriteFileAtomic(path string, data []byte, perm fs.FileMode) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	tmp, err := createTemp(filepath.Dir(path), filepath.Base(path))
 	if err != nil {
 		return err
 	}
@@ -146,7 +146,7 @@ func WriteJSONNew(path string, v any, perm fs.FileMode) error {
 	if err != nil {
 		return fmt.Errorf("encode %s: %w", filepath.Base(path), err)
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, perm)
+	f, err := OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, perm)
 	if err == nil {
 		_, err = f.Write(append(data, '\n'))
 		if cerr := f.Close(); err == nil {
@@ -160,7 +160,7 @@ func WriteJSONNew(path string, v any, perm fs.FileMode) error {
 }
 
 func ReadJSON(path string, v any) error {
-	data, err := os.ReadFile(path)
+	data, err := ReadFile(path)
 	if err != nil {
 		return err
 	}

@@ -20,7 +20,7 @@ type ProcStat struct {
 // ReadProcStat parses /proc/<pid>/stat. The command name may contain
 // spaces and parentheses, so fields are counted from the last ')'.
 func ReadProcStat(pid int) (ProcStat, error) {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	data, err := ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
 		return ProcStat{}, err
 	}

@@ -204,7 +204,7 @@ func checkExecutable(path string) error {
 	if err := syscall.Access(path, 0x1 /* X_OK */); err != nil {
 		return err
 	}
-	f, err := os.Open(path)
+	f, err := OpenFile(path, os.O_RDONLY, 0)
 	if err != nil {
 		return unwrapPath(err)
 	}
@@ -342,7 +342,7 @@ func openJobFiles(plan *Plan, shared bool) (*jobFiles, error) {
 	case plan.Umask >= 0:
 		syscall.Umask(plan.Umask)
 	}
-	in, err := os.Open(plan.Stdin)
+	in, err := OpenFile(plan.Stdin, os.O_RDONLY, 0)
 	if err != nil {
 		return nil, fmt.Errorf("could not open stdin file %s: %w", plan.Stdin, unwrapPath(err))
 	}
@@ -350,14 +350,14 @@ func openJobFiles(plan *Plan, shared bool) (*jobFiles, error) {
 	if plan.Append {
 		flags = os.O_WRONLY | os.O_CREATE | os.O_APPEND
 	}
-	out, err := os.OpenFile(plan.Stdout, flags, perm)
+	out, err := OpenFile(plan.Stdout, flags, perm)
 	if err != nil {
 		in.Close()
 		return nil, fmt.Errorf("could not open stdout file %s: %w", plan.Stdout, unwrapPath(err))
 	}
 	errf := out
 	if plan.Stderr != "" {
-		if errf, err = os.OpenFile(plan.Stderr, flags, perm); err != nil {
+		if errf, err = OpenFile(plan.Stderr, flags, perm); err != nil {
 			in.Close()
 			out.Close()
 			return nil, fmt.Errorf("could not open stderr file %s: %w", plan.Stderr, unwrapPath(err))
