@@ -663,3 +663,16 @@ func TestConcurrentWritersAndReaders(t *testing.T) {
 		t.Errorf("LastJobID = %d, %v; want %d", last, err, writers*batches)
 	}
 }
+
+// The writer connection checkpoints the WAL only after
+// walCheckpointPages pages, not SQLite's default 1,000.
+func TestWriterCheckpointInterval(t *testing.T) {
+	s := openTest(t)
+	var pages int
+	if err := s.w.QueryRowContext(context.Background(), `PRAGMA wal_autocheckpoint`).Scan(&pages); err != nil {
+		t.Fatal(err)
+	}
+	if pages != walCheckpointPages {
+		t.Errorf("wal_autocheckpoint = %d, want %d", pages, walCheckpointPages)
+	}
+}
