@@ -3,6 +3,7 @@ package ctld
 import (
 	"context"
 	"sync"
+	"time"
 
 	"github.com/tide-hpc/tide/accounting"
 )
@@ -17,12 +18,67 @@ import (
 // batch, hands the lead to the first writer that queued meanwhile, and
 // returns. A merged batch that fails is retried batch by batch, so that
 // one bad submission never fails the others.
+//
+// A commit takes about as long as the next submission of a busy client
+// takes to arrive, so rounds rarely found company: a drain of short jobs
+// from 16 clients committed three submissions in four alone. So
+// submissions announce themselves when their request arrives (arrive),
+// and a leader that knows of some on their way (decoding, validating)
+// waits up to gatherWait for them to queue before it commits. A lone
+// client never waits: nobody else is arriving.
 type groupCommit struct {
 	write func(context.Context, *accounting.Batch) error
 
 	mu      sync.Mutex
 	queue   []*commitReq
 	leading bool
+	// arriving counts arrivals that have neither queued nor left;
+	// gathered is closed when it drops to zero while a leader waits.
+	arriving int
+	gathered chan struct{}
+	// wait overrides gatherWait (tests).
+	wait time.Duration
+}
+
+// gatherWait bounds a leader's wait for arriving submissions.
+const gatherWait = time.Millisecond
+
+// arrival is a submission on its way to Write.
+type arrival struct {
+	g    *groupCommit
+	done bool
+}
+
+// arrive announces a submission that will reach Write or leave.
+func (g *groupCommit) arrive() *arrival {
+	g.mu.Lock()
+	g.arriving++
+	g.mu.Unlock()
+	return &arrival{g: g}
+}
+
+// leave withdraws a (nil allowed) and is a no-op once it queued or
+// left; call it on every way out of the submission.
+func (a *arrival) leave() {
+	if a == nil {
+		return
+	}
+	a.g.mu.Lock()
+	a.leaveLocked()
+	a.g.mu.Unlock()
+}
+
+func (a *arrival) leaveLocked() {
+	if a.done {
+		return
+	}
+	a.done = true
+	g := a.g
+	g.arriving--
+	if g.arriving == 0 && g.gathered != nil {
+		close(g.gathered)
+		g.gathered = nil
+	}
 }
 
 type commitReq struct {
@@ -32,12 +88,15 @@ type commitReq struct {
 }
 
 // Write commits b, possibly together with batches written concurrently,
-// and returns once it is stored or failed. The commit is not abandoned
-// when ctx ends (other submissions share it); ctx's values still reach
-// the store.
-func (g *groupCommit) Write(ctx context.Context, b *accounting.Batch) error {
+// and returns once it is stored or failed. a is b's arrival (nil when it
+// announced none). The commit is not abandoned when ctx ends (other
+// submissions share it); ctx's values still reach the store.
+func (g *groupCommit) Write(ctx context.Context, b *accounting.Batch, a *arrival) error {
 	r := &commitReq{b: b, done: make(chan error, 1), lead: make(chan struct{})}
 	g.mu.Lock()
+	if a != nil {
+		a.leaveLocked()
+	}
 	g.queue = append(g.queue, r)
 	if g.leading {
 		g.mu.Unlock()
@@ -51,6 +110,25 @@ func (g *groupCommit) Write(ctx context.Context, b *accounting.Batch) error {
 		g.leading = true
 	}
 	// Leading: r is still queued (only the leader empties the queue).
+	if g.arriving > 0 {
+		gathered := make(chan struct{})
+		g.gathered = gathered
+		g.mu.Unlock()
+		wait := gatherWait
+		if g.wait > 0 {
+			wait = g.wait
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-gathered:
+		case <-t.C:
+		}
+		t.Stop()
+		g.mu.Lock()
+		if g.gathered == gathered {
+			g.gathered = nil
+		}
+	}
 	reqs := g.queue
 	g.queue = nil
 	g.mu.Unlock()
@@ -98,4 +176,18 @@ func mergeBatches(reqs []*commitReq) *accounting.Batch {
 		m.MaxJobID = max(m.MaxJobID, b.MaxJobID)
 	}
 	return m
+}
+
+// arrivalKey carries a submission's arrival from its HTTP handler to
+// submit, through the request's context.
+type arrivalKey struct{}
+
+func withArrival(ctx context.Context, a *arrival) context.Context {
+	return context.WithValue(ctx, arrivalKey{}, a)
+}
+
+// arrivalOf is ctx's arrival, nil when it has none.
+func arrivalOf(ctx context.Context) *arrival {
+	a, _ := ctx.Value(arrivalKey{}).(*arrival)
+	return a
 }

@@ -69,7 +69,7 @@ func TestGroupCommit(t *testing.T) {
 			var wg sync.WaitGroup
 			submit := func(id uint64) {
 				defer wg.Done()
-				errs[id] = g.Write(context.Background(), &accounting.Batch{NewJobs: []*api.Job{{ID: id}}, MaxJobID: id})
+				errs[id] = g.Write(context.Background(), &accounting.Batch{NewJobs: []*api.Job{{ID: id}}, MaxJobID: id}, nil)
 			}
 			wg.Add(1)
 			go submit(1)
@@ -139,7 +139,7 @@ func TestGroupCommitStorm(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := g.Write(context.Background(), &accounting.Batch{NewJobs: []*api.Job{{ID: id}}}); err != nil {
+			if err := g.Write(context.Background(), &accounting.Batch{NewJobs: []*api.Job{{ID: id}}}, nil); err != nil {
 				t.Error(err)
 			}
 		}()
@@ -154,4 +154,64 @@ func TestGroupCommitStorm(t *testing.T) {
 		}
 	}
 	t.Logf("%d jobs in %d commits", n, writes)
+}
+
+// A leader that knows of arriving submissions waits for them and
+// commits them with its own batch; one that leaves without writing
+// releases the wait.
+func TestGroupCommitGathersArrivals(t *testing.T) {
+	g := &groupCommit{wait: time.Hour} // the test, not a timer, ends the wait
+	var mu sync.Mutex
+	var batches [][]uint64
+	g.write = func(_ context.Context, b *accounting.Batch) error {
+		var ids []uint64
+		for _, j := range b.NewJobs {
+			ids = append(ids, j.ID)
+		}
+		mu.Lock()
+		batches = append(batches, ids)
+		mu.Unlock()
+		return nil
+	}
+	batch := func(id uint64) *accounting.Batch { return &accounting.Batch{NewJobs: []*api.Job{{ID: id}}} }
+	a1, a2 := g.arrive(), g.arrive()
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		if err := g.Write(context.Background(), batch(1), nil); err != nil {
+			t.Error(err)
+		}
+	})
+	// Wait until the leader waits for the two arrivals.
+	for {
+		g.mu.Lock()
+		waiting := g.gathered != nil
+		g.mu.Unlock()
+		if waiting {
+			break
+		}
+		time.Sleep(100 * time.Microsecond)
+	}
+	wg.Go(func() {
+		if err := g.Write(context.Background(), batch(2), a1); err != nil {
+			t.Error(err)
+		}
+	})
+	for g.queuedLen() < 2 {
+		time.Sleep(100 * time.Microsecond)
+	}
+	a2.leave() // a refused submission: the leader stops waiting
+	a2.leave() // and leaving twice counts once
+	wg.Wait()
+	if want := [][]uint64{{1, 2}}; !slices.EqualFunc(batches, want, slices.Equal) {
+		t.Errorf("batches %v, want %v", batches, want)
+	}
+	if g.arriving != 0 {
+		t.Errorf("arriving = %d after all left", g.arriving)
+	}
+}
+
+func (g *groupCommit) queuedLen() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return len(g.queue)
 }

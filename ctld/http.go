@@ -133,12 +133,16 @@ func pathID(r *http.Request) (uint64, error) {
 }
 
 func (s *Server) handleSubmit(w http.ResponseWriter, r *http.Request) {
+	// Announced before decoding, so that a commit in progress can wait
+	// for this submission to join the next one (groupCommit).
+	a := s.submits.arrive()
+	defer a.leave()
 	var req api.SubmitRequest
 	if err := decode(r, &req); err != nil {
 		writeErr(w, err)
 		return
 	}
-	resp, err := s.submit(r.Context(), s.callerOf(r), req)
+	resp, err := s.submit(withArrival(r.Context(), a), s.callerOf(r), req)
 	if err != nil {
 		var tm *tooManyRequests
 		if errors.As(err, &tm) {

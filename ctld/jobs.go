@@ -113,7 +113,7 @@ func (s *Server) submit(ctx context.Context, c caller, req api.SubmitRequest) (a
 	// syncs never wait behind a storm of submissions' commits (the id
 	// is answered only once it is stored).
 	b := &accounting.Batch{NewJobs: []*api.Job{j}, MaxJobID: j.ID, Events: []api.Event{ev}, Audit: []api.AuditRecord{au}}
-	werr := s.submits.Write(ctx, b)
+	werr := s.submits.Write(ctx, b, arrivalOf(ctx))
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
