@@ -126,7 +126,7 @@ func fullJob(id uint64) *api.Job {
 		CancelledBy:      ptr(uint32(0)), // root: a non-nil pointer to zero must survive
 		Cluster:          "tide",
 		ArrayJobID:       id, ArrayTaskID: 3, ArrayPending: api.TaskSet{{First: 4, Last: 9, Step: 1}}, ArrayThrottle: 2,
-		Share: api.Share{Level: 7, Starving: t0.Add(time.Hour), Borrowing: true, Preemptions: 2,
+		Share: api.Share{Level: 7, Starving: t0.Add(time.Hour), StartedStarving: true, Borrowing: true, Preemptions: 2,
 			Preempting: &api.Preempting{By: id + 1, Reclaim: true, Mode: api.PreemptRequeue, Since: t0,
 				Deadline: t0.Add(time.Minute), Acked: true, Why: "reclaim"},
 			PrevNodes: []string{"gpu01"}, LastCheckpoint: t0.Add(2 * time.Hour), ExpectedStart: t0.Add(3 * time.Hour)},

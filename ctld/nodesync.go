@@ -220,7 +220,7 @@ func (s *Server) requeue(j *api.Job, now time.Time, msg string) {
 	}
 	s.releaseJob(j)
 	s.notePreempted(j, now, msg)
-	j.Preempting, j.Borrowing, j.Starving, j.ExpectedStart = nil, false, time.Time{}, time.Time{}
+	j.Preempting, j.Borrowing, j.Starving, j.StartedStarving, j.ExpectedStart = nil, false, time.Time{}, false, time.Time{}
 	j.State, j.Reason, j.ReasonDetail = api.StatePending, reason, ""
 	s.addLive(j)
 	j.Restarts++

@@ -265,7 +265,7 @@ func (s *Server) shareSnapshot(snap *sched.Snapshot) {
 			}
 			rj := sched.RunningJob{JobID: j.ID, Partition: j.Partition, Queue: j.Account, QOS: j.QOS, User: j.User,
 				Level: j.Level, Start: j.StartTime, LastCheckpoint: j.LastCheckpoint, Alloc: j.Alloc,
-				Borrowing: j.Borrowing, NoRequeue: j.Requeue != nil && !*j.Requeue}
+				Borrowing: j.Borrowing, Starved: j.StartedStarving, NoRequeue: j.Requeue != nil && !*j.Requeue}
 			if j.Preempting != nil || j.State == api.StateCompleting {
 				// A job on its way out is never chosen again.
 				rj.Preempting = true
@@ -392,6 +392,7 @@ func (s *Server) checkpoint(_ context.Context, c caller, id uint64) error {
 // backfilled one gets an event naming the reservations it passed.
 // Called with mu held.
 func (s *Server) shareStarted(j *api.Job, st sched.Start, snap *sched.Snapshot, plan *sched.Plan) {
+	j.StartedStarving = !j.Starving.IsZero()
 	j.Starving, j.ExpectedStart = time.Time{}, time.Time{}
 	if st.Borrowed > 0 {
 		j.Borrowing = true

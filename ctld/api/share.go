@@ -46,6 +46,11 @@ type Share struct {
 	// while it is not starving); each further threshold raises its aged
 	// level by one.
 	Starving time.Time `json:"starving,omitzero"`
+	// StartedStarving is set on a running job that started while
+	// Starving: priority preemption passes it over, or the stream of
+	// higher-level jobs that aging lifted it past would take back at once
+	// what it waited for (reclaim of borrowed GPUs still applies).
+	StartedStarving bool `json:"started_starving,omitempty"`
 	// Borrowing is set on a running job that started on GPUs its queue
 	// borrowed beyond its guaranteed share; reclaim takes those first.
 	Borrowing bool `json:"borrowing,omitempty"`

@@ -232,7 +232,7 @@ func (p *pass) candidates(r *Request, e *entry, need int, sameQueue bool) []vict
 		switch {
 		case reclaim && v.borrower && !sh.related(rq, e.queue):
 			v.reclaim = true
-		case rq == e.queue && v.level <= e.level-q.gap():
+		case rq == e.queue && v.level <= e.level-q.gap() && !rj.Starved:
 		default:
 			continue
 		}

@@ -235,6 +235,28 @@ func TestPreemption(t *testing.T) {
 			want: []string{"1 preempted for 10 requeue", "10 Preempting: job 1 checkpointing"},
 		},
 		{
+			name: "a job that started starving is not preempted by priority",
+			snap: shareCluster(1).Queues(st.Queue("q", 8, 0)).
+				Run(srun(1, "q", "batch", 1, "gpu01", gpuRange(0, 7)...).Starved().Obj()).
+				Jobs(sjob(10, "q", "batch", 8).Level(8).Obj()).Obj(),
+			want: []string{"10 QuotaExceeded: queue q 8/8 GPUs guaranteed, 8 to borrow, 0 lendable"},
+		},
+		{
+			name: "the same job started without starving is",
+			snap: shareCluster(1).Queues(st.Queue("q", 8, 0)).
+				Run(srun(1, "q", "batch", 1, "gpu01", gpuRange(0, 7)...).Obj()).
+				Jobs(sjob(10, "q", "batch", 8).Level(8).Obj()).Obj(),
+			want: []string{"1 preempted for 10 requeue", "10 Preempting: job 1 checkpointing"},
+		},
+		{
+			name: "a job that started starving on borrowed GPUs is still reclaimed",
+			snap: shareCluster(2).Queues(st.Queue("fps", 8, 0), st.Queue("moba", 8, 0)).
+				Run(srun(1, "moba", "batch", 1, "gpu01", gpuRange(0, 7)...).Obj(),
+					srun(2, "moba", "batch", 1, "gpu02", gpuRange(0, 7)...).Borrowing().Starved().Obj()).
+				Jobs(sjob(10, "fps", "batch", 8).Level(5).Obj()).Obj(),
+			want: []string{"2 preempted for 10 requeue reclaim", "10 WaitingForReclaim: from queue moba: job 2 checkpointing"},
+		},
+		{
 			name: "training needs a job two levels higher",
 			snap: shareCluster(1).Queues(st.Queue("q", 16, 0)).
 				Run(srun(1, "q", "training", 5, "gpu01", gpuRange(0, 7)...).Obj()).

@@ -216,6 +216,9 @@ type RunningJob struct {
 	// none): the run time a preemption loses is counted from it.
 	LastCheckpoint time.Time
 	Alloc          []api.NodeAlloc
+	// Starved: the job started while Starving; no same-queue job
+	// preempts it by priority (api.Share.StartedStarving).
+	Starved bool
 	// Borrowing: the job runs on GPUs its queue borrowed (Start.Borrowed
 	// was > 0). With queues, jobs outside any queue count as borrowing
 	// too for reclaim: they own no share.

@@ -404,6 +404,9 @@ func (w *RunWrapper) Checkpoint(t time.Time) *RunWrapper { w.r.LastCheckpoint = 
 // Borrowing marks it as running on borrowed GPUs.
 func (w *RunWrapper) Borrowing() *RunWrapper { w.r.Borrowing = true; return w }
 
+// Starved marks the job as started while Starving.
+func (w *RunWrapper) Starved() *RunWrapper { w.r.Starved = true; return w }
+
 // PreemptingFor marks it as a victim leaving for pending job id.
 func (w *RunWrapper) PreemptingFor(id uint64) *RunWrapper {
 	w.r.Preempting, w.r.PreemptFor = true, id
