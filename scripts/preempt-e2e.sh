@@ -88,6 +88,10 @@ a1=$(submit -A qa --qos training -N1 --gpus-per-node=8 -t 10:00 -o a-%j.out trai
 wait_for 20 "a1 to run" running "$a1"
 a2=$(submit -A qa --qos training -N1 --gpus-per-node=8 -t 10:00 -o a-%j.out train.sh) || fail "submit a2"
 wait_for 20 "a2 to run on borrowed GPUs" running "$a2"
+# RUNNING is the controller's word; the checkpoint this scenario checks
+# needs the script itself running (a job reclaimed before its launch is
+# requeued without one).
+wait_for 20 "a2's script to start" grep -q "start restart=0" "a-$a2.out"
 scontrol show job "$a2" | grep -q 'Borrowing=YES' || { SHOW=$a2; fail "job $a2 does not show Borrowing=YES"; }
 log "qa runs $a1 and $a2 (borrowing from qb)"
 b1=$(submit -A qb --qos training -N1 --gpus-per-node=8 -t 1:00 -o b-%j.out --wrap 'sleep 4') || fail "submit b1"
@@ -126,6 +130,12 @@ fi
 
 if [[ $PARTS == *3* ]]; then
 log "3. a starving job runs"
+# The stream fills both nodes before the two-node job comes, so that it
+# waits from the start (on an idle cluster it would just run).
+for k in 1 2; do
+  s0=$(submit -A qc --qos batch -N1 --gpus-per-node=8 -t 1:00 -o /dev/null --wrap 'sleep 3') || fail "submit stream job"
+  wait_for 20 "stream job $s0 to run" running "$s0"
+done
 low=$(submit -A qc --qos batch --priority 1 -N2 --gpus-per-node=8 -t 1:00 -o low-%j.out --wrap 'echo low ran') || fail "submit low"
 # A stream of higher-level jobs that would pass it forever without aging.
 starving_seen=
