@@ -52,6 +52,3 @@ func (l *dropLog) add(ref api.JobRef, now time.Time, memory time.Duration) {
 	l.at[ref] = now
 	l.order = append(l.order, dropEntry{ref: ref, at: now})
 }
-
-// len is the number of remembered incarnations.
-func (l *dropLog) len() int { return len(l.at) }

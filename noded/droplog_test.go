@@ -25,8 +25,8 @@ func TestDropLog(t *testing.T) {
 			t.Errorf("has(%d) = %v, want %v (last drop at %v)", tt.id, got, tt.want, last)
 		}
 	}
-	if l.len() != 601 {
-		t.Errorf("remembers %d, want 601", l.len())
+	if len(l.at) != 601 {
+		t.Errorf("remembers %d, want 601", len(l.at))
 	}
 	if len(l.order)-l.head != 601 || cap(l.order) > 4*601 {
 		t.Errorf("queue holds %d live of len %d cap %d: not compacted", len(l.order)-l.head, len(l.order), cap(l.order))
