@@ -6,6 +6,7 @@ import (
 	"errors"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -137,5 +138,77 @@ func TestMigrateAddsArrayColumn(t *testing.T) {
 	var arr int64
 	if err := s.r.QueryRow(`SELECT array_job_id FROM jobs WHERE id = 5`).Scan(&arr); err != nil || arr != 0 {
 		t.Fatalf("array_job_id = %d, %v", arr, err)
+	}
+}
+
+// TestMigratePlainRowids opens a database written by schema 3, whose
+// events and audit numbered rows with AUTOINCREMENT, and checks that
+// their rows and ids survive and that new rows follow them.
+func TestMigratePlainRowids(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "v3.db")
+	db, err := sql.Open("sqlite3", dsn(path, false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms, err := loadMigrations(migrationFS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stmts := []string{ms[0].sql, ms[1].sql, ms[2].sql,
+		`CREATE TABLE schema_version (version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL)`,
+		`INSERT INTO schema_version VALUES (1, 0), (2, 0), (3, 0)`,
+		`INSERT INTO events (id, job_id, time, kind, state, reason, message, actor) VALUES
+			(4, 5, 1, 'submit', 'PENDING', '', '', 'alice'), (9, 5, 2, 'start', 'RUNNING', '', '', 'tidectld')`,
+		`INSERT INTO audit (id, time, uid, "user", action, target, detail) VALUES (3, 1, 1000, 'alice', 'submit', 'job 5', '')`}
+	for _, q := range stmts {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	db.Close()
+	s, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	if err := s.Write(ctx, &Batch{
+		Events: []api.Event{{JobID: 5, Time: time.Unix(0, 3), Kind: api.EventEnd, State: api.StateCompleted}},
+		Audit:  []api.AuditRecord{{Time: time.Unix(0, 2), UID: 1000, User: "alice", Action: "cancel", Target: "job 5"}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var ids []int64
+	rows, err := s.r.Query(`SELECT id FROM events WHERE job_id = 5 ORDER BY id`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	rows.Close()
+	if len(ids) != 3 || ids[0] != 4 || ids[1] != 9 || ids[2] <= 9 {
+		t.Errorf("event ids after the migration = %v, want 4 9 and a larger one", ids)
+	}
+	var audit, seq int
+	if err := s.r.QueryRow(`SELECT count(*) FROM audit WHERE id > 3`).Scan(&audit); err != nil || audit != 1 {
+		t.Errorf("new audit rows after id 3 = %d, %v", audit, err)
+	}
+	if err := s.r.QueryRow(`SELECT count(*) FROM sqlite_master WHERE name = 'sqlite_sequence'`).Scan(&seq); err != nil {
+		t.Fatal(err)
+	}
+	if seq != 0 {
+		var left int
+		if err := s.r.QueryRow(`SELECT count(*) FROM sqlite_sequence`).Scan(&left); err != nil || left != 0 {
+			t.Errorf("sqlite_sequence rows left = %d, %v", left, err)
+		}
+	}
+	evs, err := s.Events(ctx, 5)
+	if err != nil || len(evs) != 3 || evs[2].Kind != api.EventEnd {
+		t.Errorf("Events(5) = %+v, %v", evs, err)
 	}
 }

@@ -54,6 +54,7 @@ type Store struct {
 type writeStmts struct {
 	insertJob   *sql.Stmt
 	upsertJob   *sql.Stmt
+	upsertLive  *sql.Stmt
 	insertSpool *sql.Stmt
 	insertEvent *sql.Stmt
 	insertAudit *sql.Stmt
@@ -67,14 +68,21 @@ const jobColumns = `id, "user", uid, name, "partition", account, state,
 const (
 	sqlInsertJob = `INSERT INTO jobs (` + jobColumns + `)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
-	sqlUpsertJob = sqlInsertJob + `
+	// A job's owner, submit time and array are fixed when it is first
+	// stored, so an update leaves their columns alone: SQLite rewrites
+	// the index entries of every column an UPDATE sets, changed or not,
+	// and the three indexes on them were a quarter of the pages each
+	// start and end of a job wrote.
+	sqlUpsertJob = sqlUpsertLiveJob + `, end_time = excluded.end_time`
+	// sqlUpsertLiveJob is the update of a job that never ended (no end
+	// time, never requeued), whose end_time column is still 0: its start
+	// need not touch the end time index.
+	sqlUpsertLiveJob = sqlInsertJob + `
 		ON CONFLICT (id) DO UPDATE SET
-			"user" = excluded."user", uid = excluded.uid, name = excluded.name,
-			"partition" = excluded."partition", account = excluded.account,
-			state = excluded.state, submit_time = excluded.submit_time,
+			name = excluded.name, "partition" = excluded."partition",
+			account = excluded.account, state = excluded.state,
 			eligible_time = excluded.eligible_time, start_time = excluded.start_time,
-			end_time = excluded.end_time, record = excluded.record,
-			array_job_id = excluded.array_job_id`
+			record = excluded.record`
 	sqlInsertSpool = `INSERT INTO spool (job_id, script, env) VALUES (?, ?, ?)`
 	sqlInsertEvent = `INSERT INTO events (job_id, time, kind, state, reason, message, actor)
 		VALUES (?, ?, ?, ?, ?, ?, ?)`
@@ -170,6 +178,7 @@ func (s *Store) prepare(ctx context.Context) error {
 	}{
 		{&s.st.insertJob, sqlInsertJob},
 		{&s.st.upsertJob, sqlUpsertJob},
+		{&s.st.upsertLive, sqlUpsertLiveJob},
 		{&s.st.insertSpool, sqlInsertSpool},
 		{&s.st.insertEvent, sqlInsertEvent},
 		{&s.st.insertAudit, sqlInsertAudit},
@@ -199,7 +208,7 @@ func (s *Store) Path() string { return s.path }
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		var errs []error
-		for _, st := range []*sql.Stmt{s.st.insertJob, s.st.upsertJob, s.st.insertSpool,
+		for _, st := range []*sql.Stmt{s.st.insertJob, s.st.upsertJob, s.st.upsertLive, s.st.insertSpool,
 			s.st.insertEvent, s.st.insertAudit, s.st.upsertNode, s.st.bumpMaxID} {
 			if st != nil {
 				errs = append(errs, st.Close())

@@ -393,6 +393,93 @@ func TestPurgeJobsKeepsHighWaterMark(t *testing.T) {
 	}
 }
 
+// TestMarkComesWithItsJob checks that a submission's high-water mark is
+// not written beside the job that holds it (the jobs table already says
+// so), and that a purge of that job still keeps its id from reuse.
+func TestMarkComesWithItsJob(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t)
+	mustWrite(t, s, &Batch{NewJobs: []*api.Job{makeJob(7).ended(api.StateCompleted, at(10)).obj()}, MaxJobID: 7})
+	var n int
+	if err := s.r.QueryRow(`SELECT count(*) FROM meta WHERE key = ?`, metaMaxJobID).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("meta rows for the mark = %d, %v; want none", n, err)
+	}
+	if last, err := s.LastJobID(ctx); err != nil || last != 7 {
+		t.Fatalf("LastJobID = %d, %v; want 7", last, err)
+	}
+	// A mark above every job in the batch is still written.
+	mustWrite(t, s, &Batch{NewJobs: []*api.Job{makeJob(8).obj()}, MaxJobID: 9})
+	if last, err := s.LastJobID(ctx); err != nil || last != 9 {
+		t.Fatalf("LastJobID = %d, %v; want 9", last, err)
+	}
+	s2 := openTest(t)
+	mustWrite(t, s2, &Batch{NewJobs: []*api.Job{makeJob(7).ended(api.StateCompleted, at(10)).obj()}, MaxJobID: 7})
+	if n, err := s2.PurgeJobs(ctx, at(30)); err != nil || n != 1 {
+		t.Fatalf("PurgeJobs = %d, %v", n, err)
+	}
+	if last, err := s2.LastJobID(ctx); err != nil || last != 7 {
+		t.Errorf("LastJobID after the purge = %d, %v; want 7", last, err)
+	}
+}
+
+// TestUpdateKeepsFixedColumns checks that an update leaves the columns
+// fixed at the first insert (owner, submit time, array) and their
+// indexes alone, while the rest follows the record.
+func TestUpdateKeepsFixedColumns(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t)
+	mustWrite(t, s, &Batch{NewJobs: []*api.Job{makeJob(1).obj()}})
+	upd := makeJob(1).ended(api.StateCompleted, at(9)).obj()
+	upd.Name, upd.Account = "renamed", "other"
+	mustWrite(t, s, &Batch{Jobs: []*api.Job{upd}})
+	var user, name, account, state string
+	var submit, end int64
+	if err := s.r.QueryRow(`SELECT "user", name, account, state, submit_time, end_time FROM jobs WHERE id = 1`).
+		Scan(&user, &name, &account, &state, &submit, &end); err != nil {
+		t.Fatal(err)
+	}
+	j := makeJob(1).obj()
+	if user != j.User || submit != nanos(j.SubmitTime) {
+		t.Errorf("fixed columns changed: user %q submit %d", user, submit)
+	}
+	if name != "renamed" || account != "other" || state != string(api.StateCompleted) || end != nanos(at(9)) {
+		t.Errorf("updated columns = %q %q %q %d", name, account, state, end)
+	}
+	got, err := s.QueryJobs(ctx, api.JobFilter{Users: []string{j.User}})
+	if err != nil || len(got) != 1 || got[0].State != api.StateCompleted {
+		t.Errorf("query by user after the update = %+v, %v", got, err)
+	}
+}
+
+// TestRequeueClearsEndTime checks the end_time column through a job's
+// start (which leaves it alone), end and requeue (which clears it).
+func TestRequeueClearsEndTime(t *testing.T) {
+	s := openTest(t)
+	end := func() int64 {
+		t.Helper()
+		var e int64
+		if err := s.r.QueryRow(`SELECT end_time FROM jobs WHERE id = 1`).Scan(&e); err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	mustWrite(t, s, &Batch{NewJobs: []*api.Job{makeJob(1).obj()}})
+	mustWrite(t, s, &Batch{Jobs: []*api.Job{makeJob(1).running(at(5)).obj()}})
+	if e := end(); e != 0 {
+		t.Fatalf("end_time after the start = %d", e)
+	}
+	mustWrite(t, s, &Batch{Jobs: []*api.Job{makeJob(1).ended(api.StateFailed, at(9)).obj()}})
+	if e := end(); e != nanos(at(9)) {
+		t.Fatalf("end_time after the end = %d", e)
+	}
+	requeued := makeJob(1).obj()
+	requeued.Restarts = 1
+	mustWrite(t, s, &Batch{Jobs: []*api.Job{requeued}})
+	if e := end(); e != 0 {
+		t.Errorf("end_time after the requeue = %d, want 0", e)
+	}
+}
+
 func TestPurgeSpool(t *testing.T) {
 	ctx := context.Background()
 	s := openTest(t)

@@ -20,7 +20,9 @@ type Batch struct {
 	// table. A duplicate id fails the whole batch.
 	NewJobs []*api.Job
 	// Jobs upsert each job's current record (state change, start, end,
-	// hold, update…). They never touch the spool.
+	// hold, update…). They never touch the spool. A job already stored
+	// keeps the user, uid, submit time and array id it was first stored
+	// with: those never change.
 	Jobs []*api.Job
 	// Events are appended to the trail.
 	Events []api.Event
@@ -82,9 +84,21 @@ func (s *Store) write(ctx context.Context, b *Batch) error {
 		}
 	}
 	if len(b.Jobs) > 0 {
-		up := stmt(s.st.upsertJob)
+		var up, live *sql.Stmt
 		for _, j := range b.Jobs {
-			if err := execJob(ctx, up, j); err != nil {
+			st := up
+			// A job without an end time that was never requeued has
+			// never had one stored either (requeue clears it).
+			if j != nil && j.EndTime.IsZero() && j.Restarts == 0 {
+				if live == nil {
+					live = stmt(s.st.upsertLive)
+				}
+				st = live
+			} else if up == nil {
+				up = stmt(s.st.upsertJob)
+				st = up
+			}
+			if err := execJob(ctx, st, j); err != nil {
 				return err
 			}
 		}
@@ -129,7 +143,10 @@ func (s *Store) write(ctx context.Context, b *Batch) error {
 			}
 		}
 	}
-	if b.MaxJobID > 0 {
+	// The mark only matters once the job holding the largest id is
+	// purged (PurgeJobs raises it then): a batch that inserts that job
+	// need not write it too, which spares every submission a page.
+	if b.MaxJobID > 0 && !insertsUpTo(b.NewJobs, b.MaxJobID) {
 		id, err := sqlID(b.MaxJobID)
 		if err != nil {
 			return fmt.Errorf("high-water mark: %w", err)
@@ -145,6 +162,16 @@ func (s *Store) write(ctx context.Context, b *Batch) error {
 		return fmt.Errorf("commit: %w", err)
 	}
 	return nil
+}
+
+// insertsUpTo reports whether jobs holds a job with an id of at least id.
+func insertsUpTo(jobs []*api.Job, id uint64) bool {
+	for _, j := range jobs {
+		if j != nil && j.ID >= id {
+			return true
+		}
+	}
+	return false
 }
 
 // execJob runs the insert or upsert statement st for j.

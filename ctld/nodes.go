@@ -22,6 +22,10 @@ type nodeRec struct {
 	// is responding.
 	inflight int
 	wake     chan struct{}
+	// supersede is closed when the node's next sync arrives: the node
+	// sends one when something changed locally, and the held one is then
+	// answered empty (nil when no sync is held).
+	supersede chan struct{}
 	// signals and limits are one-shot commands waiting for the next sync.
 	signals []api.SignalCommand
 	limits  []api.LimitUpdate
@@ -246,6 +250,10 @@ func (s *Server) sync(ctx context.Context, r api.NodeSyncRequest) (api.NodeSyncR
 		s.mu.Unlock()
 		return api.NodeSyncResponse{Unregistered: true}, nil
 	}
+	if n.supersede != nil {
+		close(n.supersede)
+		n.supersede = nil
+	}
 	n.LastSeen = s.now()
 	n.CPULoad, n.FreeMemMB = r.CPULoad, r.FreeMemMB
 	if r.GPUStatus != nil {
@@ -266,25 +274,42 @@ func (s *Server) sync(ctx context.Context, r api.NodeSyncRequest) (api.NodeSyncR
 	}
 	wait := time.Duration(min(r.WaitMS, 60000)) * time.Millisecond
 	wake := n.wake
+	if n.supersede == nil {
+		n.supersede = make(chan struct{})
+	}
+	superseded := n.supersede
 	n.inflight++
 	s.mu.Unlock()
 
 	t := time.NewTimer(wait)
+	quit := false
 	select {
 	case <-wake:
 	case <-t.C:
+	case <-superseded:
+		quit = true
 	case <-ctx.Done():
+		quit = true
 	}
 	t.Stop()
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	n.inflight--
+	if n.inflight == 0 && n.supersede == superseded {
+		n.supersede = nil
+	}
 	n.LastSeen = s.now()
 	if !n.registered {
 		return api.NodeSyncResponse{Unregistered: true}, nil
 	}
 	var resp2 api.NodeSyncResponse
+	if quit {
+		// The node's newer sync takes the commands (or, its connection
+		// gone, nobody reads them): one-shot signals must not be spent
+		// on this answer.
+		return resp2, nil
+	}
 	s.commands(n, &resp2)
 	return resp2, nil
 }

@@ -765,3 +765,70 @@ func TestGPUMemReclaim(t *testing.T) {
 		t.Errorf("lo1 was touched: %v", tr)
 	}
 }
+
+// TestSupersededSyncKeepsCommands checks the sync protocol's hand-over:
+// a node's new sync answers the one it has held (empty), and one-shot
+// commands go to the new one, also when the held one's caller is gone.
+func TestSupersededSyncKeepsCommands(t *testing.T) {
+	h := newHarness(t)
+	h.register("gpu01")
+	id := h.submit(api.JobSpec{})
+	h.s.schedulePass()
+	h.sync("gpu01")
+	h.sync("gpu01", running(id, 0))
+	held := func(ctx context.Context) <-chan api.NodeSyncResponse {
+		out := make(chan api.NodeSyncResponse, 1)
+		go func() {
+			resp, err := h.s.sync(ctx, api.NodeSyncRequest{Name: "gpu01", Jobs: []api.NodeJobReport{running(id, 0)}, WaitMS: 60000})
+			if err != nil {
+				t.Error(err)
+			}
+			out <- resp
+		}()
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			h.s.mu.Lock()
+			n := h.s.nodes["gpu01"].inflight
+			h.s.mu.Unlock()
+			if n == 1 {
+				return out
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("the sync was not held")
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	queueSignal := func(sig int) { // queued without waking the held sync
+		h.s.mu.Lock()
+		n := h.s.nodes["gpu01"]
+		n.signals = append(n.signals, api.SignalCommand{JobRef: api.JobRef{JobID: id}, Signal: sig})
+		h.s.mu.Unlock()
+	}
+
+	first := held(context.Background())
+	queueSignal(10)
+	next := h.sync("gpu01", running(id, 0))
+	if resp := <-first; len(resp.Signals) != 0 || len(resp.Launch) != 0 {
+		t.Errorf("superseded sync answered %+v, want nothing", resp)
+	}
+	if len(next.Signals) != 1 || next.Signals[0].Signal != 10 {
+		t.Errorf("new sync's signals = %+v, want the queued one", next.Signals)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	gone := held(ctx)
+	queueSignal(12)
+	cancel()
+	if resp := <-gone; len(resp.Signals) != 0 {
+		t.Errorf("a sync whose caller left took %+v", resp.Signals)
+	}
+	if resp := h.sync("gpu01", running(id, 0)); len(resp.Signals) != 1 || resp.Signals[0].Signal != 12 {
+		t.Errorf("next sync's signals = %+v, want the one the gone caller left", resp.Signals)
+	}
+	h.s.mu.Lock()
+	defer h.s.mu.Unlock()
+	if n := h.s.nodes["gpu01"]; n.inflight != 0 || n.supersede != nil {
+		t.Errorf("after the syncs: inflight %d, supersede set %v", n.inflight, n.supersede != nil)
+	}
+}
