@@ -95,11 +95,13 @@ type Daemon struct {
 	// our report) does not run a job twice.
 	dropped dropLog
 	stopped bool
-	// syncCancel aborts the in-flight long poll; woken records that
-	// wake did so.
-	syncCancel context.CancelFunc
-	woken      bool
-	wakeCh     chan struct{}
+	// syncWake is closed by wake when a local change should reach the
+	// controller while a sync is in flight (nil when none is).
+	syncWake chan struct{}
+	// abandoned counts syncs the loop left to finish on their own (see
+	// syncOnce).
+	abandoned int
+	wakeCh    chan struct{}
 
 	statsAt  time.Time
 	load     float64
@@ -335,37 +337,89 @@ func (d *Daemon) register(ctx context.Context) (api.NodeSyncResponse, error) {
 	return d.api.Register(rctx, reg)
 }
 
-// syncOnce sends one heartbeat. The reports are taken under the same lock
-// that publishes the cancel function, so a job that finishes after the
-// snapshot always finds the request to cancel (woken is then true).
+// syncOnce sends one heartbeat. The reports are taken under the same
+// lock that publishes syncWake, so a job that finishes after the
+// snapshot always finds the sync to interrupt (woken is then true).
+//
+// An interrupted sync is not cut off: the loop sends the next one at
+// once, and the controller answers the held one empty as soon as the
+// node's next sync arrives, on the same kept-alive connection. Closing
+// the connection instead cost a TCP reconnect, and the controller a new
+// connection, per finished job. What the left sync still brings is
+// applied when it comes (commands are safe to repeat). A controller that
+// does not answer held syncs early leaves them held until their wait
+// ends, so at most maxAbandoned are left; past that the sync is
+// cancelled as before.
 func (d *Daemon) syncOnce(ctx context.Context) (resp api.NodeSyncResponse, sent []api.NodeJobReport, woken bool, err error) {
 	load, free := d.hostStats()
 	hb := d.cfg.Heartbeat
 	d.mu.Lock()
 	sent = d.reportsLocked()
 	sctx, cancel := context.WithTimeout(ctx, hb+15*time.Second)
-	d.syncCancel, d.woken = cancel, false
+	wake := make(chan struct{})
+	d.syncWake = wake
 	d.mu.Unlock()
-	defer cancel()
 	gst := d.gpuHeartbeat(false)
-	resp, err = d.api.Sync(sctx, api.NodeSyncRequest{
+	req := api.NodeSyncRequest{
 		Name: d.cfg.Name, Jobs: sent, WaitMS: int(hb / time.Millisecond), CPULoad: load, FreeMemMB: free,
 		GPUStatus: gst, GPUProcJobs: d.gpuProcJobs(gst),
-	})
+	}
+	type result struct {
+		resp api.NodeSyncResponse
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		r, err := d.api.Sync(sctx, req)
+		cancel()
+		done <- result{r, err}
+	}()
+	var res result
+	select {
+	case res = <-done:
+	case <-wake:
+		d.mu.Lock()
+		d.syncWake = nil
+		leave := d.abandoned < maxAbandoned
+		if leave {
+			d.abandoned++
+		}
+		d.mu.Unlock()
+		if !leave {
+			cancel()
+			<-done
+			return api.NodeSyncResponse{}, sent, true, errWoken
+		}
+		go func() {
+			r := <-done
+			d.mu.Lock()
+			d.abandoned--
+			d.mu.Unlock()
+			if r.err == nil && ctx.Err() == nil {
+				d.apply(r.resp)
+			}
+		}()
+		return api.NodeSyncResponse{}, sent, true, errWoken
+	}
 	d.mu.Lock()
-	woken = d.woken
-	d.syncCancel = nil
+	d.syncWake = nil
 	d.mu.Unlock()
-	return resp, sent, woken, err
+	return res.resp, sent, false, res.err
 }
 
-// wake makes the controller hear about a local change now: it cancels
-// the long poll in flight (the loop then syncs again at once).
+// maxAbandoned bounds the syncs left in flight by syncOnce.
+const maxAbandoned = 2
+
+// errWoken is syncOnce's error for a sync it stopped waiting for.
+var errWoken = errors.New("sync interrupted by a local change")
+
+// wake makes the controller hear about a local change now: it
+// interrupts the sync in flight (the loop then syncs again at once).
 func (d *Daemon) wake() {
 	d.mu.Lock()
-	if d.syncCancel != nil {
-		d.woken = true
-		d.syncCancel()
+	if d.syncWake != nil {
+		close(d.syncWake)
+		d.syncWake = nil
 	}
 	d.mu.Unlock()
 	select {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -35,11 +36,12 @@ const waitLimit = 45 * time.Second
 // long poll held until commands are queued, and a record of reports.
 //
 // Like the real controller must, it treats commands as state, not as
-// messages: tided cancels its long poll whenever a local job ends, so an
-// answer may be lost. A launch is repeated until the node reports the
-// job, a kill until the job is reported finished, an ack or forget until
-// the node stops reporting the job. Only limits and plain signals are
-// sent once.
+// messages: tided leaves its long poll when a local job ends (the held
+// poll is answered empty when the next sync arrives, as the real
+// controller does), and it may cancel one, so an answer may be lost. A
+// launch is repeated until the node reports the job, a kill until the
+// job is reported finished, an ack or forget until the node stops
+// reporting the job. Only limits and plain signals are sent once.
 type fakeCtld struct {
 	key string
 	srv *httptest.Server
@@ -63,6 +65,10 @@ type fakeCtld struct {
 	// controller goes down; changed when reports change.
 	kick    chan struct{}
 	changed chan struct{}
+	// supersede is closed when a sync arrives, answering held ones.
+	supersede chan struct{}
+	// conns counts the connections tided opened.
+	conns atomic.Int64
 }
 
 func newFakeCtld(t testing.TB, key string) *fakeCtld {
@@ -73,7 +79,13 @@ func newFakeCtld(t testing.TB, key string) *fakeCtld {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /api/v1/node/register", f.register)
 	mux.HandleFunc("POST /api/v1/node/sync", f.sync)
-	f.srv = httptest.NewServer(mux)
+	f.srv = httptest.NewUnstartedServer(mux)
+	f.srv.Config.ConnState = func(_ net.Conn, st http.ConnState) {
+		if st == http.StateNew {
+			f.conns.Add(1)
+		}
+	}
+	f.srv.Start()
 	t.Cleanup(f.srv.Close)
 	return f
 }
@@ -200,15 +212,27 @@ func (f *fakeCtld) sync(w http.ResponseWriter, r *http.Request) {
 	}
 	f.syncs++
 	seq := f.syncs
+	if f.supersede != nil {
+		close(f.supersede)
+		f.supersede = nil
+	}
 	resp := f.commandsLocked(req.Jobs, seq)
 	if isEmpty(resp) {
 		kick := f.kick
+		if f.supersede == nil {
+			f.supersede = make(chan struct{})
+		}
+		sup := f.supersede
 		f.mu.Unlock()
 		t := time.NewTimer(time.Duration(req.WaitMS) * time.Millisecond)
 		select {
 		case <-kick:
 		case <-t.C:
 		case <-r.Context().Done():
+		case <-sup:
+			t.Stop()
+			json.NewEncoder(w).Encode(api.NodeSyncResponse{})
+			return
 		}
 		t.Stop()
 		f.mu.Lock()
@@ -490,6 +514,28 @@ func TestDaemonRunsJob(t *testing.T) {
 	}
 	if exists(dir) {
 		t.Error("a stale launch after the ack recreated the job directory")
+	}
+}
+
+// TestDaemonKeepsConnection runs jobs one after another: each one's end
+// interrupts the long poll, and the report must reach the controller
+// without a new connection per job (the held poll is answered, not cut).
+func TestDaemonKeepsConnection(t *testing.T) {
+	n := newTestNode(t, t.TempDir())
+	n.start(t)
+	n.fake.waitFor(t, "registration", func() bool { return n.fake.registrations == 1 })
+	wd := t.TempDir()
+	const jobs = 6
+	for i := range jobs {
+		spec := n.spec(t, uint64(300+i), "#!/bin/sh\ntrue\n", wd)
+		n.launch(spec)
+		n.fake.waitReport(t, spec.JobRef, api.NodeJobFinished)
+		n.fake.queue(api.NodeSyncResponse{Ack: []api.JobRef{spec.JobRef}})
+	}
+	// Registration, the long poll and the sync that supersedes it: the
+	// last two take turns on their connections.
+	if c := n.fake.conns.Load(); c > 3 {
+		t.Errorf("tided opened %d connections for %d jobs, want at most 3", c, jobs)
 	}
 }
 
