@@ -73,6 +73,9 @@ type Daemon struct {
 	// are not free and syncs come with every job end).
 	gpuStatus   []gres.Status
 	gpuStatusAt time.Time
+	// gpuSentAt is gpuStatusAt of the reading the controller has: a sync
+	// carries the status only when a newer one was read.
+	gpuSentAt time.Time
 	asRoot      bool
 	hostname    string
 	// ctr runs container jobs; nil without containerd.socket.
@@ -235,6 +238,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 			}
 			d.log.Info("registered with controller")
 			registered, delay, last = true, backoffMin, nil
+			d.mu.Lock()
+			d.gpuSentAt = time.Time{} // a new controller has no GPU status yet
+			d.mu.Unlock()
 			d.apply(resp)
 		}
 		started := time.Now()
@@ -359,10 +365,22 @@ func (d *Daemon) syncOnce(ctx context.Context) (resp api.NodeSyncResponse, sent 
 	wake := make(chan struct{})
 	d.syncWake = wake
 	d.mu.Unlock()
+	// A node running many short jobs syncs for each start and end; the
+	// GPU status (most of a sync's bytes) goes only with a new reading,
+	// which is at most every gpuStatusEvery or on an XID event.
 	gst := d.gpuHeartbeat(false)
+	d.mu.Lock()
+	gstAt := d.gpuStatusAt
+	if !gstAt.After(d.gpuSentAt) {
+		gst = nil
+	}
+	d.mu.Unlock()
 	req := api.NodeSyncRequest{
 		Name: d.cfg.Name, Jobs: sent, WaitMS: int(hb / time.Millisecond), CPULoad: load, FreeMemMB: free,
-		GPUStatus: gst, GPUProcJobs: d.gpuProcJobs(gst),
+		GPUStatus: gst,
+	}
+	if gst != nil {
+		req.GPUProcJobs = d.gpuProcJobs(gst)
 	}
 	type result struct {
 		resp api.NodeSyncResponse
@@ -403,6 +421,9 @@ func (d *Daemon) syncOnce(ctx context.Context) (resp api.NodeSyncResponse, sent 
 	}
 	d.mu.Lock()
 	d.syncWake = nil
+	if res.err == nil && gst != nil && gstAt.After(d.gpuSentAt) {
+		d.gpuSentAt = gstAt
+	}
 	d.mu.Unlock()
 	return res.resp, sent, false, res.err
 }

@@ -69,6 +69,8 @@ type fakeCtld struct {
 	supersede chan struct{}
 	// conns counts the connections tided opened.
 	conns atomic.Int64
+	// gpuSyncs counts the syncs that carried GPU status.
+	gpuSyncs int
 }
 
 func newFakeCtld(t testing.TB, key string) *fakeCtld {
@@ -212,6 +214,9 @@ func (f *fakeCtld) sync(w http.ResponseWriter, r *http.Request) {
 	}
 	f.syncs++
 	seq := f.syncs
+	if req.GPUStatus != nil {
+		f.gpuSyncs++
+	}
 	if f.supersede != nil {
 		close(f.supersede)
 		f.supersede = nil
@@ -517,10 +522,11 @@ func TestDaemonRunsJob(t *testing.T) {
 	}
 }
 
-// TestDaemonKeepsConnection runs jobs one after another: each one's end
-// interrupts the long poll, and the report must reach the controller
-// without a new connection per job (the held poll is answered, not cut).
-func TestDaemonKeepsConnection(t *testing.T) {
+// TestDaemonLeanSyncs runs jobs one after another: each one's start and
+// end interrupt the long poll, and the reports must reach the controller
+// without a new connection per job (the held poll is answered, not cut)
+// and without the unchanged GPU status in every sync.
+func TestDaemonLeanSyncs(t *testing.T) {
 	n := newTestNode(t, t.TempDir())
 	n.start(t)
 	n.fake.waitFor(t, "registration", func() bool { return n.fake.registrations == 1 })
@@ -536,6 +542,13 @@ func TestDaemonKeepsConnection(t *testing.T) {
 	// last two take turns on their connections.
 	if c := n.fake.conns.Load(); c > 3 {
 		t.Errorf("tided opened %d connections for %d jobs, want at most 3", c, jobs)
+	}
+	n.fake.mu.Lock()
+	syncs, withGPUs := n.fake.syncs, n.fake.gpuSyncs
+	n.fake.mu.Unlock()
+	// One reading at the start, one more if a gpuStatusEvery passed.
+	if withGPUs < 1 || withGPUs > 3 || syncs < 2*jobs {
+		t.Errorf("%d of %d syncs carried GPU status, want 1 to 3 of at least %d", withGPUs, syncs, 2*jobs)
 	}
 }
 

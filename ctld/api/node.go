@@ -281,7 +281,9 @@ type NodeSyncRequest struct {
 	Name   string          `json:"name"`
 	Jobs   []NodeJobReport `json:"jobs,omitempty"`
 	WaitMS int             `json:"wait_ms,omitempty"`
-	// GPUStatus is the GPUs' health and usage (sent every few seconds).
+	// GPUStatus is the GPUs' health and usage, sent with each new reading
+	// (every few seconds, at once after an XID error) and absent from the
+	// syncs in between: the controller keeps the last one.
 	GPUStatus []gres.Status `json:"gpu_status,omitempty"`
 	CPULoad   float64       `json:"cpu_load,omitempty"`
 	FreeMemMB int64         `json:"free_mem_mb,omitempty"`
