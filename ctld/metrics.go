@@ -24,6 +24,8 @@ type metrics struct {
 	reclaims    *prometheus.CounterVec
 	preemptions *prometheus.CounterVec
 	throttled   *prometheus.CounterVec
+	syncs       *prometheus.CounterVec
+	commits     prometheus.Counter
 }
 
 func newMetrics(s *Server) *metrics {
@@ -49,7 +51,13 @@ func newMetrics(s *Server) *metrics {
 	m.throttled = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "tide_submissions_throttled_total",
 		Help: "Submissions over their queue's rate: buffered (accepted, waiting) or refused (429)."}, []string{"outcome"})
-	m.reg.MustRegister(m.submissions, m.ends, m.cycle, m.startDelay, m.reclaims, m.preemptions, m.throttled, &stateCollector{s: s})
+	m.syncs = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "tide_node_syncs_total",
+		Help: "Node syncs (heartbeats and reports), by how they were answered: at once, after being held, or empty because the node's next sync came (or its caller left)."}, []string{"answer"})
+	m.commits = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "tide_store_commits_total", Help: "Transactions committed to the state database."})
+	m.reg.MustRegister(m.submissions, m.ends, m.cycle, m.startDelay, m.reclaims, m.preemptions, m.throttled,
+		m.syncs, m.commits, &stateCollector{s: s})
 	return m
 }
 
@@ -66,6 +74,8 @@ func (m *metrics) preempted(mode api.PreemptMode, reclaim bool) {
 	m.preemptions.WithLabelValues(string(mode), rule).Inc()
 }
 func (m *metrics) throttle(outcome string) { m.throttled.WithLabelValues(outcome).Inc() }
+func (m *metrics) synced(answer string)    { m.syncs.WithLabelValues(answer).Inc() }
+func (m *metrics) committed()              { m.commits.Inc() }
 
 func (m *metrics) handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})

@@ -270,6 +270,7 @@ func (s *Server) sync(ctx context.Context, r api.NodeSyncRequest) (api.NodeSyncR
 	s.flush()
 	if !emptyResponse(resp) || r.WaitMS <= 0 {
 		s.mu.Unlock()
+		s.metrics.synced("immediate")
 		return resp, nil
 	}
 	wait := time.Duration(min(r.WaitMS, 60000)) * time.Millisecond
@@ -308,9 +309,11 @@ func (s *Server) sync(ctx context.Context, r api.NodeSyncRequest) (api.NodeSyncR
 		// The node's newer sync takes the commands (or, its connection
 		// gone, nobody reads them): one-shot signals must not be spent
 		// on this answer.
+		s.metrics.synced("superseded")
 		return resp2, nil
 	}
 	s.commands(n, &resp2)
+	s.metrics.synced("held")
 	return resp2, nil
 }
 

@@ -113,7 +113,7 @@ func newServer(cl *Cluster, log *slog.Logger, st Store, key string, now func() t
 		kick: make(chan struct{}, 1), users: newUserCache(), startTime: now(), schedule: sched.Schedule,
 	}
 	s.listCache.now = now
-	s.submits.write = st.Write
+	s.submits.write = s.storeWrite
 	for i := range cl.Partitions {
 		p := cl.Partitions[i]
 		s.partitions[p.Name] = &p
@@ -356,7 +356,7 @@ func (s *Server) flush() bool {
 		return true
 	}
 	b := s.pendingBatch()
-	if err := s.store.Write(context.Background(), b); err != nil {
+	if err := s.storeWrite(context.Background(), b); err != nil {
 		s.log.Error("write state", "err", err, "jobs", len(b.Jobs), "events", len(b.Events))
 		return false
 	}
@@ -439,4 +439,15 @@ func (s *Server) auditf(c caller, action, target, format string, args ...any) {
 func (s *Server) markDirty(j *api.Job) {
 	s.dirty[j.ID] = true
 	s.jobsVersion++
+}
+
+// storeWrite commits b, counting the commit.
+func (s *Server) storeWrite(ctx context.Context, b *accounting.Batch) error {
+	if err := s.store.Write(ctx, b); err != nil {
+		return err
+	}
+	if !b.Empty() {
+		s.metrics.committed()
+	}
+	return nil
 }

@@ -278,7 +278,7 @@ func (s *Server) createStep(ctx context.Context, c caller, id uint64, req api.St
 	b.Steps = []api.StepRecord{rec}
 	b.Events = append(b.Events, api.Event{JobID: id, Time: now, Kind: api.EventStepStart, State: j.State,
 		Message: fmt.Sprintf("step %d.%d (%s) started: %d tasks on %d nodes", id, stepID, name, lay.ntasks, len(lay.nodes)), Actor: c.user})
-	if err := s.store.Write(ctx, b); err != nil {
+	if err := s.storeWrite(ctx, b); err != nil {
 		return api.StepResponse{}, api.Errorf(api.ErrUnavailable, "Unable to create step for job %d: could not store the step: %v", id, err)
 	}
 	s.stored()
@@ -316,7 +316,7 @@ func (s *Server) endStep(ctx context.Context, c caller, id uint64, stepID uint32
 	b.Steps = []api.StepRecord{rec}
 	b.Events = append(b.Events, api.Event{JobID: id, Time: rec.End, Kind: api.EventStepEnd, State: rec.State,
 		Message: fmt.Sprintf("step %d.%d ended %s exit %s", id, stepID, rec.State, rec.Exit), Actor: c.user})
-	if err := s.store.Write(ctx, b); err != nil {
+	if err := s.storeWrite(ctx, b); err != nil {
 		return api.Errorf(api.ErrUnavailable, "record end of step %d.%d: %v", id, stepID, err)
 	}
 	s.stored()
