@@ -22,9 +22,9 @@ type nodeRec struct {
 	// is responding.
 	inflight int
 	wake     chan struct{}
-	// supersede is closed when the node's next sync arrives: the node
-	// sends one when something changed locally, and the held one is then
-	// answered empty (nil when no sync is held).
+	// supersede is closed when the node's next long poll arrives (after
+	// a reconnect, say): the held one is then answered empty (nil when
+	// no sync is held).
 	supersede chan struct{}
 	// signals and limits are one-shot commands waiting for the next sync.
 	signals []api.SignalCommand
@@ -250,7 +250,10 @@ func (s *Server) sync(ctx context.Context, r api.NodeSyncRequest) (api.NodeSyncR
 		s.mu.Unlock()
 		return api.NodeSyncResponse{Unregistered: true}, nil
 	}
-	if n.supersede != nil {
+	// A node holds one long poll: a new one answers the held one (empty,
+	// see supersede). A sync that does not wait (tided's report of a
+	// local change) leaves the held poll to carry the next command.
+	if r.WaitMS > 0 && n.supersede != nil {
 		close(n.supersede)
 		n.supersede = nil
 	}

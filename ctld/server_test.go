@@ -767,8 +767,9 @@ func TestGPUMemReclaim(t *testing.T) {
 }
 
 // TestSupersededSyncKeepsCommands checks the sync protocol's hand-over:
-// a node's new sync answers the one it has held (empty), and one-shot
-// commands go to the new one, also when the held one's caller is gone.
+// a node's new long poll answers the one it has held (empty), a report
+// that does not wait leaves it held, and one-shot commands go to the new
+// one, also when the held one's caller is gone.
 func TestSupersededSyncKeepsCommands(t *testing.T) {
 	h := newHarness(t)
 	h.register("gpu01")
@@ -807,8 +808,19 @@ func TestSupersededSyncKeepsCommands(t *testing.T) {
 	}
 
 	first := held(context.Background())
+	// A report that does not wait leaves the held poll alone.
+	h.sync("gpu01", running(id, 0))
+	h.s.mu.Lock()
+	inflight := h.s.nodes["gpu01"].inflight
+	h.s.mu.Unlock()
+	if inflight != 1 {
+		t.Fatalf("a report without wait ended the held poll (inflight %d)", inflight)
+	}
 	queueSignal(10)
-	next := h.sync("gpu01", running(id, 0))
+	next, err := h.s.sync(context.Background(), api.NodeSyncRequest{Name: "gpu01", Jobs: []api.NodeJobReport{running(id, 0)}, WaitMS: 60000})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if resp := <-first; len(resp.Signals) != 0 || len(resp.Launch) != 0 {
 		t.Errorf("superseded sync answered %+v, want nothing", resp)
 	}

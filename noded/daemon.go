@@ -101,10 +101,7 @@ type Daemon struct {
 	// syncWake is closed by wake when a local change should reach the
 	// controller while a sync is in flight (nil when none is).
 	syncWake chan struct{}
-	// abandoned counts syncs the loop left to finish on their own (see
-	// syncOnce).
-	abandoned int
-	wakeCh    chan struct{}
+	wakeCh chan struct{}
 
 	statsAt  time.Time
 	load     float64
@@ -343,25 +340,24 @@ func (d *Daemon) register(ctx context.Context) (api.NodeSyncResponse, error) {
 	return d.api.Register(rctx, reg)
 }
 
-// syncOnce sends one heartbeat. The reports are taken under the same
-// lock that publishes syncWake, so a job that finishes after the
-// snapshot always finds the sync to interrupt (woken is then true).
+// syncOnce sends one heartbeat, which the controller holds until it has
+// commands (a long poll). The reports are taken under the same lock that
+// publishes syncWake, so a job that starts or finishes after the
+// snapshot always finds the sync to interrupt.
 //
-// An interrupted sync is not cut off: the loop sends the next one at
-// once, and the controller answers the held one empty as soon as the
-// node's next sync arrives, on the same kept-alive connection. Closing
-// the connection instead cost a TCP reconnect, and the controller a new
-// connection, per finished job. What the left sync still brings is
-// applied when it comes (commands are safe to repeat). A controller that
-// does not answer held syncs early leaves them held until their wait
-// ends, so at most maxAbandoned are left; past that the sync is
-// cancelled as before.
+// A local change does not end the long poll: tided reports it at once
+// in a second sync that the controller answers without holding
+// (reportNow), and the held one stays to carry the controller's next
+// command. Cutting the held poll to send a new one cost, per finished
+// job, either a TCP reconnect or an extra answer. woken is true when
+// the poll had to be cancelled after all (the report failed).
 func (d *Daemon) syncOnce(ctx context.Context) (resp api.NodeSyncResponse, sent []api.NodeJobReport, woken bool, err error) {
 	load, free := d.hostStats()
 	hb := d.cfg.Heartbeat
 	d.mu.Lock()
 	sent = d.reportsLocked()
 	sctx, cancel := context.WithTimeout(ctx, hb+15*time.Second)
+	defer cancel()
 	wake := make(chan struct{})
 	d.syncWake = wake
 	d.mu.Unlock()
@@ -389,50 +385,56 @@ func (d *Daemon) syncOnce(ctx context.Context) (resp api.NodeSyncResponse, sent 
 	done := make(chan result, 1)
 	go func() {
 		r, err := d.api.Sync(sctx, req)
-		cancel()
 		done <- result{r, err}
 	}()
-	var res result
-	select {
-	case res = <-done:
-	case <-wake:
-		d.mu.Lock()
-		d.syncWake = nil
-		leave := d.abandoned < maxAbandoned
-		if leave {
-			d.abandoned++
-		}
-		d.mu.Unlock()
-		if !leave {
+	for {
+		select {
+		case res := <-done:
+			d.mu.Lock()
+			d.syncWake = nil
+			if res.err == nil && gst != nil && gstAt.After(d.gpuSentAt) {
+				d.gpuSentAt = gstAt
+			}
+			d.mu.Unlock()
+			return res.resp, sent, false, res.err
+		case <-wake:
+			var rep api.NodeSyncResponse
+			var rerr error
+			wake, rep, rerr = d.reportNow(ctx, load, free)
+			if rerr == nil && !rep.Unregistered {
+				d.apply(rep)
+				continue
+			}
+			// The controller did not take the report (or asks to
+			// register again): end the poll, the loop syncs or
+			// registers anew.
+			d.mu.Lock()
+			d.syncWake = nil
+			d.mu.Unlock()
 			cancel()
 			<-done
-			return api.NodeSyncResponse{}, sent, true, errWoken
-		}
-		go func() {
-			r := <-done
-			d.mu.Lock()
-			d.abandoned--
-			d.mu.Unlock()
-			if r.err == nil && ctx.Err() == nil {
-				d.apply(r.resp)
+			if rerr != nil {
+				return api.NodeSyncResponse{}, sent, true, rerr
 			}
-		}()
-		return api.NodeSyncResponse{}, sent, true, errWoken
+			return rep, sent, false, nil
+		}
 	}
-	d.mu.Lock()
-	d.syncWake = nil
-	if res.err == nil && gst != nil && gstAt.After(d.gpuSentAt) {
-		d.gpuSentAt = gstAt
-	}
-	d.mu.Unlock()
-	return res.resp, sent, false, res.err
 }
 
-// maxAbandoned bounds the syncs left in flight by syncOnce.
-const maxAbandoned = 2
-
-// errWoken is syncOnce's error for a sync it stopped waiting for.
-var errWoken = errors.New("sync interrupted by a local change")
+// reportNow sends the node's current reports in a sync the controller
+// answers at once, and returns the wake channel armed for the next
+// local change with the controller's answer.
+func (d *Daemon) reportNow(ctx context.Context, load float64, free int64) (chan struct{}, api.NodeSyncResponse, error) {
+	d.mu.Lock()
+	reps := d.reportsLocked()
+	wake := make(chan struct{})
+	d.syncWake = wake
+	d.mu.Unlock()
+	rctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	resp, err := d.api.Sync(rctx, api.NodeSyncRequest{Name: d.cfg.Name, Jobs: reps, CPULoad: load, FreeMemMB: free})
+	return wake, resp, err
+}
 
 // wake makes the controller hear about a local change now: it
 // interrupts the sync in flight (the loop then syncs again at once).

@@ -147,7 +147,7 @@ func waitGrows(t *testing.T, what, path string, n int64) {
 
 // signalUntil sends sig to the job until cond holds. The fake
 // controller sends a plain signal once, in the answer to the newest
-// sync, which tided may have abandoned; SIGSTOP and SIGCONT repeated
+// sync, which tided may have cancelled; SIGSTOP and SIGCONT repeated
 // change nothing.
 func signalUntil(t *testing.T, n *testNode, ref api.JobRef, sig syscall.Signal, what string, cond func() bool) {
 	t.Helper()
