@@ -93,6 +93,13 @@ func (d *Daemon) applyLaunches(specs []api.LaunchSpec) bool {
 			continue
 		}
 		started = true
+		if len(specs) == 1 {
+			// One launch runs on the caller's goroutine: a new one's
+			// small stack grows (and is copied) twice on the way
+			// through writing the job directory.
+			d.launch(j)
+			break
+		}
 		sem <- struct{}{}
 		wg.Add(1)
 		go func() {
