@@ -13,10 +13,9 @@ func Run(cmd *cobra.Command, buf *Buffers, prog string, args []string) (string, 
 	if args == nil {
 		args = []string{} // nil would make cobra read os.Args
 	}
-	cmd.SetArgs(args)
 	cmd.SetOut(buf.Out)
 	cmd.SetErr(buf.Err)
-	err := cmd.Execute()
+	err := cmdutil.Execute(cmd, args)
 	cmdutil.PrintError(buf.Err, prog, err)
 	return buf.Out.String(), buf.Err.String(), cmdutil.ExitCode(err)
 }

@@ -10,12 +10,14 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/tide-hpc/tide/ctld/api"
 	"github.com/tide-hpc/tide/ctld/client"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // API is the part of the controller's API the commands use;
@@ -183,4 +185,64 @@ func RawCommand(use, short string, run func(ctx context.Context, args []string) 
 			return run(ctx, args)
 		},
 	}
+}
+
+// Execute runs cmd with args, the words after the program name, as
+// cmd.Execute does. A command that takes its words unparsed and has no
+// subcommands (a RawCommand such as sbatch, or a tide handoff) has its
+// RunE called directly: cobra's Execute would only search the words for
+// subcommands and flags the command does not have, after building a help
+// flag and its hidden __complete command, which costs sbatch, run in
+// loops by scripts, a few percent of its time. It also means that
+// "sbatch __complete" submits ./__complete, as Slurm's sbatch would,
+// rather than answering a shell's completion request.
+func Execute(cmd *cobra.Command, args []string) error {
+	if !runsDirectly(cmd) {
+		cmd.SetArgs(args)
+		return cmd.Execute()
+	}
+	if cmd.Context() == nil {
+		cmd.SetContext(context.Background())
+	}
+	if err := cmd.ValidateArgs(args); err != nil {
+		return err
+	}
+	err := cmd.RunE(cmd, args)
+	if errors.Is(err, pflag.ErrHelp) {
+		// As cobra does: a command may ask for its help this way.
+		cmd.InitDefaultHelpFlag()
+		cmd.HelpFunc()(cmd, args)
+		return nil
+	}
+	return err
+}
+
+// runsDirectly reports whether cobra's Execute would do nothing for cmd
+// but call its RunE: flag parsing is off, and it has no subcommands,
+// parent, hooks or deprecation notice. (Tide registers no
+// cobra.OnInitialize functions, which Execute would also run.)
+func runsDirectly(cmd *cobra.Command) bool {
+	return cmd.DisableFlagParsing && cmd.RunE != nil && !cmd.HasSubCommands() && !cmd.HasParent() &&
+		cmd.Deprecated == "" &&
+		cmd.PersistentPreRun == nil && cmd.PersistentPreRunE == nil &&
+		cmd.PreRun == nil && cmd.PreRunE == nil &&
+		cmd.PostRun == nil && cmd.PostRunE == nil &&
+		cmd.PersistentPostRun == nil && cmd.PersistentPostRunE == nil
+}
+
+// Lazy is a value that Build makes on first use, for tables only one
+// command needs. Every CLI command is this one binary and runs each
+// package's initialisation, used or not; unlike a sync.OnceValue, which
+// allocates when it is set up, a Lazy declared as a package variable is
+// laid out by the compiler and costs nothing until it is used.
+type Lazy[T any] struct {
+	Build func() T
+	once  sync.Once
+	val   T
+}
+
+// Get returns the value, building it on the first call.
+func (l *Lazy[T]) Get() T {
+	l.once.Do(func() { l.val = l.Build() })
+	return l.val
 }

@@ -8,7 +8,6 @@ import (
 	"io"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/spf13/cobra"
 
@@ -269,7 +268,9 @@ func secs[T any](f func(T) int64, zero string) func([]byte, T) []byte {
 // queueFields and qosFields are the columns by letter, built on first
 // use: every CLI command is this binary, and sbatch should not build
 // them each time it starts.
-var queueFields = sync.OnceValue(func() map[byte]field[queueRow] {
+func queueFields() map[byte]field[queueRow] { return queueFieldTable.Get() }
+
+var queueFieldTable = cmdutil.Lazy[map[byte]field[queueRow]]{Build: func() map[byte]field[queueRow] {
 	return map[byte]field[queueRow]{
 		'n': {"NAME", func(dst []byte, r queueRow) []byte {
 			for range r.depth {
@@ -314,9 +315,11 @@ var queueFields = sync.OnceValue(func() map[byte]field[queueRow] {
 			return append(dst, strings.Join(parts, ",")...)
 		}},
 	}
-})
+}}
 
-var qosFields = sync.OnceValue(func() map[byte]field[api.QOSStatus] {
+func qosFields() map[byte]field[api.QOSStatus] { return qosFieldTable.Get() }
+
+var qosFieldTable = cmdutil.Lazy[map[byte]field[api.QOSStatus]]{Build: func() map[byte]field[api.QOSStatus] {
 	return map[byte]field[api.QOSStatus]{
 		'n': {"NAME", func(dst []byte, q api.QOSStatus) []byte { return append(dst, q.Name...) }},
 		'a': {"MIN", num(func(q api.QOSStatus) int { return q.MinLevel })},
@@ -333,7 +336,7 @@ var qosFields = sync.OnceValue(func() map[byte]field[api.QOSStatus] {
 		't': {"MAXTIME", secs(func(q api.QOSStatus) int64 { return q.MaxTime }, "UNLIMITED")},
 		'N': {"MINRUNTIME", secs(func(q api.QOSStatus) int64 { return q.MinRuntime }, "0:00")},
 	}
-})
+}}
 
 // render prints rows in format with fields.
 func render[T any](w io.Writer, format string, fields map[byte]field[T], rows []T, header bool) error {

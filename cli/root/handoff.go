@@ -20,23 +20,32 @@ import (
 
 // handoff returns a subcommand that execs binary with prefix and its
 // own arguments.
-func handoff(use, short, binary string, prefix ...string) func(*cmdutil.Factory) *cobra.Command {
-	return func(*cmdutil.Factory) *cobra.Command {
-		return &cobra.Command{
-			Use:                use,
-			Short:              short,
-			DisableFlagParsing: true,
-			RunE: func(_ *cobra.Command, args []string) error {
-				path, err := findCompanion(binary)
-				if err != nil {
-					return err
-				}
-				argv := append(append([]string{path}, prefix...), args...)
-				// exec keeps the terminal, the exit status and signals simple.
-				return syscall.Exec(path, argv, os.Environ())
-			},
-		}
+func handoff(use, short, binary string, prefix ...string) *cobra.Command {
+	return &cobra.Command{
+		Use:                use,
+		Short:              short,
+		DisableFlagParsing: true,
+		RunE: func(_ *cobra.Command, args []string) error {
+			path, err := findCompanion(binary)
+			if err != nil {
+				return err
+			}
+			argv := append(append([]string{path}, prefix...), args...)
+			// exec keeps the terminal, the exit status and signals simple.
+			return syscall.Exec(path, argv, os.Environ())
+		},
 	}
+}
+
+// The handoff commands' constructors are plain functions so that the
+// commands table needs no code at initialisation (see commands).
+
+func newSimHandoff(*cmdutil.Factory) *cobra.Command {
+	return handoff("sim --trace FILE [options]", "Replay a job trace through the scheduler and compare policies (runs tide-sim)", "tide-sim")
+}
+
+func newImageHandoff(*cmdutil.Factory) *cobra.Command {
+	return handoff("image <import|ls|rm|pull|push> [options]", "Manage container images in this node's containerd (runs tided image; node-side, root)", "tided", "image")
 }
 
 // findCompanion looks for binary next to tide (bin/ of a build), in

@@ -38,7 +38,9 @@ type command struct {
 
 // commands maps program names to constructors. Slurm names dispatch
 // when the binary is called through a link; the short tide names are
-// subcommands.
+// subcommands. Every entry is constant (constructors are named
+// functions), so the table is laid out by the compiler and costs the
+// commands nothing at initialisation.
 var commands = []command{
 	{"sbatch", "batch", sbatch.NewCmd, "Submit a batch script"},
 	{"squeue", "queue", squeue.NewCmd, "Show pending and running jobs"},
@@ -53,10 +55,8 @@ var commands = []command{
 	{"sprio", "prio", sprio.NewCmd, "Show the factors of pending jobs' priority (level, aging, queue share)"},
 	{"", "queues", queues.NewCmd, "Show the queues' guaranteed shares and use, and the job classes"},
 	{"", "checkpoint-done", checkpoint.NewCmd, "Acknowledge that a job finished writing a checkpoint"},
-	{"", "sim", handoff("sim --trace FILE [options]", "Replay a job trace through the scheduler and compare policies (runs tide-sim)", "tide-sim"),
-		"Replay a job trace through the scheduler and compare policies"},
-	{"", "image", handoff("image <import|ls|rm|pull|push> [options]", "Manage container images in this node's containerd (runs tided image; node-side, root)", "tided", "image"),
-		"Manage container images in this node's containerd (node-side, root)"},
+	{"", "sim", newSimHandoff, "Replay a job trace through the scheduler and compare policies"},
+	{"", "image", newImageHandoff, "Manage container images in this node's containerd (node-side, root)"},
 }
 
 // SlurmNames lists the names `make build` links to tide.
@@ -71,12 +71,26 @@ func SlurmNames() []string {
 	return out
 }
 
+// newCmd builds c's command to run on its own, as its link or as a tide
+// subcommand. The Slurm commands have no "completion" subcommand:
+// Slurm's have none, cobra's would shadow an operand of that name
+// ("sbatch completion" submits ./completion), and setting it up costs
+// every run a command, a Sprintf and a search of the arguments. (`tide
+// completion` stays.)
+func (c command) newCmd(f *cmdutil.Factory) *cobra.Command {
+	cmd := c.build(f)
+	if c.slurm != "" {
+		cmd.CompletionOptions.DisableDefaultCmd = true
+	}
+	return cmd
+}
+
 // Main runs the CLI with os.Args-style args and returns the exit code.
 func Main(args []string, f *cmdutil.Factory) int {
 	prog := filepath.Base(args[0])
 	for _, c := range commands {
 		if c.slurm != "" && prog == c.slurm {
-			return Run(c.build(f), args[1:], prog, f)
+			return Run(c.newCmd(f), args[1:], prog, f)
 		}
 	}
 	if len(args) > 1 {
@@ -87,7 +101,7 @@ func Main(args []string, f *cmdutil.Factory) int {
 				if name == "" {
 					name = "tide " + c.tide
 				}
-				return Run(c.build(f), args[2:], name, f)
+				return Run(c.newCmd(f), args[2:], name, f)
 			}
 		}
 	}
@@ -97,13 +111,12 @@ func Main(args []string, f *cmdutil.Factory) int {
 // Run executes cmd as program prog with Slurm-style error reporting and
 // returns the exit code (tide-sim, which tide hands over to, uses it too).
 func Run(cmd *cobra.Command, args []string, prog string, f *cmdutil.Factory) int {
-	cmd.SetArgs(args)
 	cmd.SetIn(f.IO.In)
 	cmd.SetOut(f.IO.Out)
 	cmd.SetErr(f.IO.ErrOut)
 	cmd.SilenceErrors = true
 	cmd.SilenceUsage = true
-	err := cmd.Execute()
+	err := cmdutil.Execute(cmd, args)
 	if err != nil && isFlagError(err) {
 		err = cmdutil.Usagef("%s\nTry \"%s --help\" for more information", err, prog)
 	}
@@ -144,7 +157,7 @@ func newTide(f *cmdutil.Factory) *cobra.Command {
 				if name == "" {
 					name = "tide " + c.tide
 				}
-				if code := Run(c.build(f), args, name, f); code != 0 {
+				if code := Run(c.newCmd(f), args, name, f); code != 0 {
 					return &cmdutil.SilentError{Code: code}
 				}
 				return nil

@@ -5,9 +5,9 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
+	"github.com/tide-hpc/tide/cli/cmdutil"
 	"github.com/tide-hpc/tide/cli/scontrol/jobfmt"
 	"github.com/tide-hpc/tide/ctld/api"
 	"github.com/tide-hpc/tide/hostlist"
@@ -66,7 +66,9 @@ func jobOnly(f func(r *row) string) func(r *row) string {
 // and StdErr/StdIn/StdOut from later releases. It is built on first use:
 // every CLI command is this binary, and sbatch should not build sacct's
 // table each time it starts.
-var fieldDefs = sync.OnceValue(func() []fieldDef {
+func fieldDefs() []fieldDef { return fieldDefTable.Get() }
+
+var fieldDefTable = cmdutil.Lazy[[]fieldDef]{Build: func() []fieldDef {
 	return []fieldDef{
 		{"Account", 10, kStr, func(r *row) string { return r.j.Account }},
 		{"AdminComment", 15, kStr, nil},
@@ -229,7 +231,7 @@ var fieldDefs = sync.OnceValue(func() []fieldDef {
 		{"WCKeyID", 10, kNum, nil},
 		{"WorkDir", 20, kStr, jobOnly(func(r *row) string { return r.j.WorkDir })},
 	}
-})
+}}
 
 // Slurm's field lists (sacct.h).
 const (

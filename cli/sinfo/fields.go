@@ -335,7 +335,7 @@ func appendHundredths(dst []byte, v int64) []byte {
 }
 
 // nodeFields finds sinfo's fields by letter and name.
-var nodeFields = slurmfmt.NewIndex(nodeFieldList, func(f *nodeField) (byte, []string) { return f.letter, f.names })
+var nodeFields = slurmfmt.Index[nodeField]{Build: nodeFieldList, Keys: func(f *nodeField) (byte, []string) { return f.letter, f.names }}
 
 // nodeFieldList lists sinfo's fields in letter order; -O-only fields
 // follow.

@@ -8,10 +8,16 @@ import (
 // Index finds a command's field definitions by -o letter or -O name. It
 // is built on first use, not at package initialisation: every CLI
 // command is the same binary, and sbatch should not pay for building
-// squeue's and sinfo's tables each time it starts.
+// squeue's and sinfo's tables each time it starts. Commands declare it
+// as a package variable with Build and Keys set, which the compiler lays
+// out with nothing to run at initialisation.
 type Index[F any] struct {
-	build func() ([]F, func(*F) (byte, []string))
-	once  sync.Once
+	// Build returns the fields in definition order; Keys names a
+	// field's letter (0 for none) and its -O names.
+	Build func() []F
+	Keys  func(*F) (byte, []string)
+
+	once sync.Once
 	// fields in definition order; letter[c] is 1 + the index of the
 	// field with letter c, 0 for none; name maps lower-cased names.
 	fields []F
@@ -19,15 +25,9 @@ type Index[F any] struct {
 	name   map[string]int
 }
 
-// NewIndex returns an index over the fields build returns; keys names a
-// field's letter (0 for none) and its -O names.
-func NewIndex[F any](build func() []F, keys func(*F) (byte, []string)) *Index[F] {
-	return &Index[F]{build: func() ([]F, func(*F) (byte, []string)) { return build(), keys }}
-}
-
 func (x *Index[F]) init() {
 	x.once.Do(func() {
-		fields, keys := x.build()
+		fields, keys := x.Build(), x.Keys
 		x.fields, x.name = fields, make(map[string]int, len(fields)*2)
 		for i := range fields {
 			c, names := keys(&fields[i])

@@ -2,9 +2,9 @@ package sprio
 
 import (
 	"strconv"
-	"sync"
 	"time"
 
+	"github.com/tide-hpc/tide/cli/cmdutil"
 	"github.com/tide-hpc/tide/cli/scontrol/jobfmt"
 	"github.com/tide-hpc/tide/cli/slurmfmt"
 	"github.com/tide-hpc/tide/ctld/api"
@@ -27,7 +27,9 @@ type field struct {
 
 // fields are sprio's columns by internal letter (Slurm's letters where
 // Slurm has the column: i, r, u).
-var fields = sync.OnceValue(func() map[byte]field {
+func fields() map[byte]field { return fieldTable.Get() }
+
+var fieldTable = cmdutil.Lazy[map[byte]field]{Build: func() map[byte]field {
 	return map[byte]field{
 		'i': {header: "JOBID", value: func(_ *env, dst []byte, j *api.Job) []byte { return append(dst, jobID(j)...) }},
 		'r': {header: "PARTITION", value: func(_ *env, dst []byte, j *api.Job) []byte { return append(dst, j.Partition...) }},
@@ -91,7 +93,7 @@ var fields = sync.OnceValue(func() map[byte]field {
 			return dst
 		}},
 	}
-})
+}}
 
 func (e *env) appendLevel(dst []byte, lvl int) []byte {
 	if e.norm {

@@ -76,7 +76,7 @@ func appendArrayJobID(_ *env, dst []byte, j *api.Job) []byte {
 }
 
 // jobFields finds squeue's fields by letter and name.
-var jobFields = slurmfmt.NewIndex(jobFieldList, func(f *jobField) (byte, []string) { return f.letter, f.names })
+var jobFields = slurmfmt.Index[jobField]{Build: jobFieldList, Keys: func(f *jobField) (byte, []string) { return f.letter, f.names }}
 
 // jobFieldList lists every field, in Slurm's letter order; long-only
 // fields follow.
@@ -444,13 +444,13 @@ func appendGres(dst []byte, j *api.Job, n int) []byte {
 	return strconv.AppendInt(dst, int64(n), 10)
 }
 
-func gresOrNA(n func(j *api.Job) int) func(*env, []byte, *api.Job) []byte {
-	return func(_ *env, dst []byte, j *api.Job) []byte {
-		if c := n(j); c > 0 {
-			return appendSlice(appendGres(dst, j, c), j)
-		}
-		return append(dst, "N/A"...)
+// appendGresOrNA appends a TRES field of count c: the GRES and slice
+// size, or N/A for none.
+func appendGresOrNA(dst []byte, j *api.Job, c int) []byte {
+	if c > 0 {
+		return appendSlice(appendGres(dst, j, c), j)
 	}
+	return append(dst, "N/A"...)
 }
 
 // appendSlice appends a sliced job's slice size (Tide):
@@ -470,16 +470,24 @@ func appendSlice(dst []byte, j *api.Job) []byte {
 	return dst
 }
 
-var (
-	tresPerJob  = gresOrNA(func(j *api.Job) int { return j.GPUs })
-	tresPerNode = gresOrNA(func(j *api.Job) int {
-		if j.GPUsPerNode == 0 && j.GPUs == 0 && j.GPUsPerTask == 0 && j.Sliced() {
-			return 1 // a slice without a count is one per node
-		}
-		return j.GPUsPerNode
-	})
-	tresPerTask = gresOrNA(func(j *api.Job) int { return j.GPUsPerTask })
-)
+// The TRES fields are functions rather than variables holding closures,
+// which every CLI command would build in its package initialisation.
+
+func tresPerJob(_ *env, dst []byte, j *api.Job) []byte {
+	return appendGresOrNA(dst, j, j.GPUs)
+}
+
+func tresPerNode(_ *env, dst []byte, j *api.Job) []byte {
+	n := j.GPUsPerNode
+	if j.GPUsPerNode == 0 && j.GPUs == 0 && j.GPUsPerTask == 0 && j.Sliced() {
+		n = 1 // a slice without a count is one per node
+	}
+	return appendGresOrNA(dst, j, n)
+}
+
+func tresPerTask(_ *env, dst []byte, j *api.Job) []byte {
+	return appendGresOrNA(dst, j, j.GPUsPerTask)
+}
 
 func perGPU(f func(j *api.Job) int64) func(*env, []byte, *api.Job) []byte {
 	return func(_ *env, dst []byte, j *api.Job) []byte {

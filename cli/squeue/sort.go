@@ -38,39 +38,70 @@ func byTime(f func(e *env, j *api.Job) time.Time) sortKey {
 	}}
 }
 
-// sortFields are the -S letters, named like the -o letters.
-var sortFields = map[byte]sortKey{
-	'a': byStr(func(j *api.Job) string { return j.Account }),
-	'A': byInt(func(j *api.Job) int64 { return int64(j.ID) }),
-	'C': byInt(func(j *api.Job) int64 { return int64(numCPUs(j)) }),
-	'D': byInt(func(j *api.Job) int64 { return int64(numNodes(j)) }),
-	'e': byTime(func(_ *env, j *api.Job) time.Time { return j.EndTime }),
-	'g': byStr(func(j *api.Job) string { return j.Group }),
-	'G': byInt(func(j *api.Job) int64 { return int64(j.GroupID) }),
-	'i': byInt(func(j *api.Job) int64 { return int64(j.ID) }),
-	'j': byStr(func(j *api.Job) string { return j.Name }),
-	'l': byInt(func(j *api.Job) int64 { return limitKey(j.TimeLimit) }),
-	'L': {num: func(e *env, j *api.Job) int64 { return limitKey(j.TimeLimit) - e.used(j) }},
-	'M': {num: func(e *env, j *api.Job) int64 { return e.used(j) }},
-	'N': byStr(func(j *api.Job) string {
-		if len(j.Alloc) == 0 {
-			return ""
-		}
-		return j.Alloc[0].Node
-	}),
-	'p': byInt(func(j *api.Job) int64 { return int64(j.EffPriority) }),
-	'P': byStr(func(j *api.Job) string { return j.Partition }),
-	'q': byStr(func(j *api.Job) string { return j.QOS }),
-	'Q': byInt(func(j *api.Job) int64 { return int64(j.EffPriority) }),
-	'r': byStr(reason),
-	'S': byTime(startTime),
-	't': byStr(func(j *api.Job) string { return j.State.Short() }),
-	'T': byStr(func(j *api.Job) string { return string(j.State) }),
-	'u': byStr(func(j *api.Job) string { return j.User }),
-	'U': byInt(func(j *api.Job) int64 { return int64(j.UserID) }),
-	'V': byTime(func(_ *env, j *api.Job) time.Time { return j.SubmitTime }),
-	'y': byInt(func(j *api.Job) int64 { return int64(j.Nice) }),
-	'Z': byStr(func(j *api.Job) string { return j.WorkDir }),
+// sortField returns the -S key of letter c, named like the -o letters.
+// A switch rather than a map of keys, which every CLI command (this is
+// one multi-call binary) would build in its package initialisation.
+func sortField(c byte) (sortKey, bool) {
+	switch c {
+	case 'a':
+		return byStr(func(j *api.Job) string { return j.Account }), true
+	case 'A':
+		return byInt(func(j *api.Job) int64 { return int64(j.ID) }), true
+	case 'C':
+		return byInt(func(j *api.Job) int64 { return int64(numCPUs(j)) }), true
+	case 'D':
+		return byInt(func(j *api.Job) int64 { return int64(numNodes(j)) }), true
+	case 'e':
+		return byTime(func(_ *env, j *api.Job) time.Time { return j.EndTime }), true
+	case 'g':
+		return byStr(func(j *api.Job) string { return j.Group }), true
+	case 'G':
+		return byInt(func(j *api.Job) int64 { return int64(j.GroupID) }), true
+	case 'i':
+		return byInt(func(j *api.Job) int64 { return int64(j.ID) }), true
+	case 'j':
+		return byStr(func(j *api.Job) string { return j.Name }), true
+	case 'l':
+		return byInt(func(j *api.Job) int64 { return limitKey(j.TimeLimit) }), true
+	case 'L':
+		return sortKey{num: func(e *env, j *api.Job) int64 { return limitKey(j.TimeLimit) - e.used(j) }}, true
+	case 'M':
+		return sortKey{num: func(e *env, j *api.Job) int64 { return e.used(j) }}, true
+	case 'N':
+		return byStr(func(j *api.Job) string {
+			if len(j.Alloc) == 0 {
+				return ""
+			}
+			return j.Alloc[0].Node
+		}), true
+	case 'p':
+		return byInt(func(j *api.Job) int64 { return int64(j.EffPriority) }), true
+	case 'P':
+		return byStr(func(j *api.Job) string { return j.Partition }), true
+	case 'q':
+		return byStr(func(j *api.Job) string { return j.QOS }), true
+	case 'Q':
+		return byInt(func(j *api.Job) int64 { return int64(j.EffPriority) }), true
+	case 'r':
+		return byStr(reason), true
+	case 'S':
+		return byTime(startTime), true
+	case 't':
+		return byStr(func(j *api.Job) string { return j.State.Short() }), true
+	case 'T':
+		return byStr(func(j *api.Job) string { return string(j.State) }), true
+	case 'u':
+		return byStr(func(j *api.Job) string { return j.User }), true
+	case 'U':
+		return byInt(func(j *api.Job) int64 { return int64(j.UserID) }), true
+	case 'V':
+		return byTime(func(_ *env, j *api.Job) time.Time { return j.SubmitTime }), true
+	case 'y':
+		return byInt(func(j *api.Job) int64 { return int64(j.Nice) }), true
+	case 'Z':
+		return byStr(func(j *api.Job) string { return j.WorkDir }), true
+	}
+	return sortKey{}, false
 }
 
 // limitKey sorts UNLIMITED after every finite limit.
@@ -98,7 +129,7 @@ func parseSort(spec string) ([]sortKey, error) {
 		case '+':
 			tok = tok[1:]
 		}
-		k, ok := sortFields[tok[0]]
+		k, ok := sortField(tok[0])
 		if len(tok) != 1 || !ok {
 			return nil, api.Invalid("Invalid sort specification: %s", tok)
 		}

@@ -9,9 +9,23 @@ import (
 
 var errBadTime = errors.New("bad time")
 
-// namedTimes are parse_time's words for a time of day; the next one
-// after now is meant.
-var namedTimes = map[string]int{"midnight": 0, "elevenses": 11, "noon": 12, "fika": 15, "teatime": 16}
+// namedTimes are parse_time's words for a time of day (and its hour);
+// the next one after now is meant. A static table, not a map that every
+// CLI command would build in its initialisation.
+var namedTimes = [...]struct {
+	name string
+	hour int
+}{{"midnight", 0}, {"elevenses", 11}, {"noon", 12}, {"fika", 15}, {"teatime", 16}}
+
+// namedTime returns the hour of a namedTimes word.
+func namedTime(t string) (int, bool) {
+	for _, n := range namedTimes {
+		if n.name == t {
+			return n.hour, true
+		}
+	}
+	return 0, false
+}
 
 // deltaUnits are the units of "now+N<unit>", as parse_time spells them.
 var deltaUnits = []struct {
@@ -50,7 +64,7 @@ func ParseTimeSpec(s string, now time.Time) (time.Time, error) {
 	case "tomorrow":
 		return day.AddDate(0, 0, 1), nil
 	}
-	if h, ok := namedTimes[t]; ok {
+	if h, ok := namedTime(t); ok {
 		at := day.Add(time.Duration(h) * time.Hour)
 		if !at.After(now) {
 			at = at.AddDate(0, 0, 1)

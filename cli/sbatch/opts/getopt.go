@@ -2,6 +2,7 @@ package opts
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -61,23 +62,26 @@ func (e *GetoptError) Error() string { return e.Msg }
 // Getopt parses argument lists with glibc getopt_long semantics in the
 // "+" (POSIXLY_CORRECT) mode sbatch uses: option parsing stops at the
 // first word that is not an option, and "--" ends the options.
+//
+// It builds no index: names are looked up by scanning the table, which
+// for sbatch's hundred options costs less than building a map would in
+// a process that parses one command line and exits.
 type Getopt struct {
-	specs []Spec
-	short map[byte]int
+	// n specs, read through spec, so that sbatch's parser reads its
+	// option table in place rather than copying it.
+	n    int
+	spec func(i int) *Spec
+	// nameOrder lists the candidates of an ambiguous or shared prefix
+	// by long name instead of in table order, as if the table were
+	// sorted by name (see newTableGetopt).
+	nameOrder bool
 }
 
 // NewGetopt builds a parser over specs; the table order is the order
-// ambiguous candidates are listed in.
+// ambiguous candidates are listed in, and the first of several entries
+// with the same short option wins.
 func NewGetopt(specs []Spec) *Getopt {
-	g := &Getopt{specs: specs, short: map[byte]int{}}
-	for i, s := range specs {
-		if s.Short != 0 {
-			if _, dup := g.short[s.Short]; !dup {
-				g.short[s.Short] = i
-			}
-		}
-	}
-	return g
+	return &Getopt{n: len(specs), spec: func(i int) *Spec { return &specs[i] }}
 }
 
 // Parse returns the options found in args, in order, and the operands
@@ -119,18 +123,21 @@ func (g *Getopt) long(args []string, i int) (Match, int, error) {
 	text := args[i][2:]
 	name, value, hasEq := strings.Cut(text, "=")
 	idx := -1
-	for j, s := range g.specs {
-		if s.Long == name {
+	for j := range g.n {
+		if g.spec(j).Long == name {
 			idx = j
 			break
 		}
 	}
 	if idx < 0 {
 		var cands []int
-		for j, s := range g.specs {
-			if strings.HasPrefix(s.Long, name) {
+		for j := range g.n {
+			if strings.HasPrefix(g.spec(j).Long, name) {
 				cands = append(cands, j)
 			}
+		}
+		if g.nameOrder && len(cands) > 1 {
+			slices.SortFunc(cands, func(a, b int) int { return strings.Compare(g.spec(a).Long, g.spec(b).Long) })
 		}
 		switch {
 		case len(cands) == 0:
@@ -141,12 +148,12 @@ func (g *Getopt) long(args []string, i int) (Match, int, error) {
 			var b strings.Builder
 			fmt.Fprintf(&b, "option '--%s' is ambiguous; possibilities:", text)
 			for _, c := range cands {
-				fmt.Fprintf(&b, " '--%s'", g.specs[c].Long)
+				fmt.Fprintf(&b, " '--%s'", g.spec(c).Long)
 			}
 			return Match{}, 0, &GetoptError{Msg: b.String(), Pos: i}
 		}
 	}
-	s := g.specs[idx]
+	s := g.spec(idx)
 	m := Match{Index: idx, Pos: i, Written: "--" + name}
 	switch s.Arg {
 	case NoArg:
@@ -172,9 +179,9 @@ func (g *Getopt) long(args []string, i int) (Match, int, error) {
 // sameOption reports whether every candidate of a prefix match is the
 // same option under another name, which glibc does not call ambiguous.
 func (g *Getopt) sameOption(cands []int) bool {
-	first := g.specs[cands[0]]
+	first := g.spec(cands[0])
 	for _, c := range cands[1:] {
-		s := g.specs[c]
+		s := g.spec(c)
 		if s.Arg != first.Arg || s.id() != first.id() {
 			return false
 		}
@@ -188,11 +195,11 @@ func (g *Getopt) shorts(args []string, i int) ([]Match, int, error) {
 	var out []Match
 	for k := 1; k < len(a); k++ {
 		c := a[k]
-		idx, ok := g.short[c]
-		if !ok {
+		idx := g.shortIndex(c)
+		if idx < 0 {
 			return out, 0, &GetoptError{Msg: fmt.Sprintf("invalid option -- '%c'", c), Pos: i}
 		}
-		s := g.specs[idx]
+		s := g.spec(idx)
 		m := Match{Index: idx, Pos: i, Written: "-" + string(c)}
 		rest := a[k+1:]
 		switch s.Arg {
@@ -217,4 +224,25 @@ func (g *Getopt) shorts(args []string, i int) ([]Match, int, error) {
 		}
 	}
 	return out, 0, nil
+}
+
+// shortIndex returns the index of the spec with short option c (the
+// first in table order, or by long name under nameOrder), or -1.
+func (g *Getopt) shortIndex(c byte) int {
+	idx := -1
+	if c == 0 {
+		return idx
+	}
+	for i := range g.n {
+		if g.spec(i).Short != c {
+			continue
+		}
+		if !g.nameOrder {
+			return i
+		}
+		if idx < 0 || g.spec(i).Long < g.spec(idx).Long {
+			idx = i
+		}
+	}
+	return idx
 }

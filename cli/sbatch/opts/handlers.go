@@ -1,6 +1,7 @@
 package opts
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 
@@ -30,28 +31,6 @@ func setKillOnInvalidDep(st *state, v string, _ bool) error {
 	return nil
 }
 
-func setInt(name string, field func(*api.JobSpec) *int) setFunc {
-	return func(st *state, v string, _ bool) error {
-		n, err := parseInt("--"+name, v, true)
-		if err != nil {
-			return err
-		}
-		*field(&st.spec) = n
-		return nil
-	}
-}
-
-func setTime(name string, field func(*api.JobSpec) *int64) setFunc {
-	return func(st *state, v string, _ bool) error {
-		secs, err := parseTime(name, v)
-		if err != nil {
-			return err
-		}
-		*field(&st.spec) = secs
-		return nil
-	}
-}
-
 func setNodes(st *state, v string, _ bool) error {
 	lo, hi, err := parseNodeCount(v)
 	if err != nil {
@@ -61,29 +40,33 @@ func setNodes(st *state, v string, _ bool) error {
 	return nil
 }
 
-func setMem(kind int) setFunc {
-	return func(st *state, v string, _ bool) error {
-		mb, ok := parseSize(v)
-		if !ok {
-			return errorf("Invalid --%s specification", memNames[kind])
-		}
-		st.mem[kind], st.memBy[kind] = mb, st.layer
-		return nil
+func setMemNode(st *state, v string, _ bool) error { return st.setMem(memNode, v) }
+func setMemCPU(st *state, v string, _ bool) error  { return st.setMem(memCPU, v) }
+func setMemGPU(st *state, v string, _ bool) error  { return st.setMem(memGPU, v) }
+
+func (st *state) setMem(kind int, v string) error {
+	mb, ok := parseSize(v)
+	if !ok {
+		return errorf("Invalid --%s specification", memNames[kind])
 	}
+	st.mem[kind], st.memBy[kind] = mb, st.layer
+	return nil
 }
 
-func setGPU(kind string) setFunc {
-	return func(st *state, v string, _ bool) error {
-		r, err := parseGPUCount(kind, v)
-		if err != nil {
-			return err
-		}
-		st.gpu[kind] = r
-		if kind == gpuNode {
-			st.gpuFromGres = false
-		}
-		return nil
+func setGPUs(st *state, v string, _ bool) error        { return st.setGPU(gpuJob, v) }
+func setGPUsPerNode(st *state, v string, _ bool) error { return st.setGPU(gpuNode, v) }
+func setGPUsPerTask(st *state, v string, _ bool) error { return st.setGPU(gpuTask, v) }
+
+func (st *state) setGPU(kind, v string) error {
+	r, err := parseGPUCount(kind, v)
+	if err != nil {
+		return err
 	}
+	st.gpu[kind] = r
+	if kind == gpuNode {
+		st.gpuFromGres = false
+	}
+	return nil
 }
 
 func setGres(st *state, v string, _ bool) error {
@@ -223,12 +206,16 @@ func setOversubscribe(st *state, _ string, _ bool) error {
 	return nil
 }
 
-func setRequeue(on bool) setFunc {
-	return func(st *state, _ string, _ bool) error {
-		b := on
-		st.spec.Requeue = &b
-		return nil
-	}
+func setRequeue(st *state, _ string, _ bool) error {
+	b := true
+	st.spec.Requeue = &b
+	return nil
+}
+
+func setNoRequeue(st *state, _ string, _ bool) error {
+	b := false
+	st.spec.Requeue = &b
+	return nil
 }
 
 func setOpenMode(st *state, v string, _ bool) error {
@@ -308,9 +295,9 @@ func setMailType(st *state, v string, _ bool) error {
 	return nil
 }
 
-// depTypes are the dependency kinds of Slurm 22.05.
-var depTypes = map[string]bool{"after": true, "afterany": true, "afterburstbuffer": true,
-	"aftercorr": true, "afternotok": true, "afterok": true, "expand": true}
+// depTypes are the dependency kinds of Slurm 22.05 (a slice, not a
+// map: every CLI command would build a map in its initialisation).
+var depTypes = []string{"after", "afterany", "afterburstbuffer", "aftercorr", "afternotok", "afterok", "expand"}
 
 // setDependency checks the syntax of -d (kind:jobid[:jobid...] items
 // joined by ',' for all-of or '?' for any-of, or singleton) and keeps it
@@ -326,7 +313,7 @@ func setDependency(st *state, v string, _ bool) error {
 			continue
 		}
 		parts := strings.Split(item, ":")
-		if len(parts) < 2 || !depTypes[strings.ToLower(parts[0])] {
+		if len(parts) < 2 || !slices.Contains(depTypes, strings.ToLower(parts[0])) {
 			return bad
 		}
 		for _, id := range parts[1:] {
@@ -366,23 +353,19 @@ func setNoKill(st *state, v string, has bool) error {
 
 // Validators of ignored options.
 
-func checkTime(name string) func(string, bool) error {
-	return func(v string, _ bool) error {
-		_, err := parseTime(name, v)
-		return err
-	}
+func checkTime(o *option, v string, _ bool) error {
+	_, err := parseTime(o.Long, v)
+	return err
 }
 
-func checkSize(name string) func(string, bool) error {
-	return func(v string, _ bool) error {
-		if _, ok := parseSize(v); !ok {
-			return errorf("Invalid --%s specification", name)
-		}
-		return nil
+func checkSize(o *option, v string, _ bool) error {
+	if _, ok := parseSize(v); !ok {
+		return errorf("Invalid --%s specification", o.Long)
 	}
+	return nil
 }
 
-func checkAcctgFreq(v string, _ bool) error {
+func checkAcctgFreq(_ *option, v string, _ bool) error {
 	if isDigits(v) {
 		return nil
 	}
@@ -400,7 +383,7 @@ func checkAcctgFreq(v string, _ bool) error {
 
 var cpuGovernors = []string{"conservative", "ondemand", "performance", "powersave", "userspace", "schedutil"}
 
-func checkCPUFreq(v string, _ bool) error {
+func checkCPUFreq(_ *option, v string, _ bool) error {
 	bad := errorf("Invalid --cpu-freq specification: %s", v)
 	freqs, gov, hasGov := strings.Cut(v, ":")
 	if hasGov {
@@ -428,7 +411,7 @@ func checkCPUFreq(v string, _ bool) error {
 	return nil
 }
 
-func checkGetUserEnv(v string, has bool) error {
+func checkGetUserEnv(_ *option, v string, has bool) error {
 	if !has {
 		return nil
 	}
@@ -439,7 +422,7 @@ func checkGetUserEnv(v string, has bool) error {
 	return nil
 }
 
-func checkLicenses(v string, _ bool) error {
+func checkLicenses(_ *option, v string, _ bool) error {
 	bad := errorf("Invalid --licenses specification: %s", v)
 	for _, item := range strings.FieldsFunc(v, func(r rune) bool { return r == ',' || r == '|' }) {
 		name, count, hasCount := strings.Cut(item, ":")
@@ -458,7 +441,7 @@ func checkLicenses(v string, _ bool) error {
 	return nil
 }
 
-func checkDistribution(v string, _ bool) error {
+func checkDistribution(_ *option, v string, _ bool) error {
 	bad := errorf("Invalid --distribution specification: %s", v)
 	s := v
 	if base, pack, ok := strings.Cut(v, ","); ok {
@@ -488,7 +471,7 @@ func checkDistribution(v string, _ bool) error {
 	return nil
 }
 
-func checkProfile(v string, _ bool) error {
+func checkProfile(_ *option, v string, _ bool) error {
 	if strings.EqualFold(v, "all") || strings.EqualFold(v, "none") {
 		return nil
 	}
@@ -497,7 +480,7 @@ func checkProfile(v string, _ bool) error {
 
 var rlimits = []string{"ALL", "NONE", "AS", "CORE", "CPU", "DATA", "FSIZE", "MEMLOCK", "NOFILE", "NPROC", "RSS", "STACK"}
 
-func checkPropagate(v string, has bool) error {
+func checkPropagate(_ *option, v string, has bool) error {
 	if !has {
 		return nil
 	}
@@ -531,7 +514,7 @@ func setSwitches(st *state, v string, _ bool) error {
 	return nil
 }
 
-func checkExtraNodeInfo(v string, _ bool) error {
+func checkExtraNodeInfo(_ *option, v string, _ bool) error {
 	parts := strings.Split(v, ":")
 	if len(parts) > 3 {
 		return errorf("Invalid --extra-node-info specification: %s", v)
@@ -548,7 +531,7 @@ func checkExtraNodeInfo(v string, _ bool) error {
 	return nil
 }
 
-func checkMemBind(v string, _ bool) error {
+func checkMemBind(_ *option, v string, _ bool) error {
 	for _, item := range strings.Split(v, ",") {
 		kind, list, hasList := strings.Cut(strings.ToLower(item), ":")
 		switch kind {
@@ -567,7 +550,7 @@ func checkMemBind(v string, _ bool) error {
 	return nil
 }
 
-func checkGPUBind(v string, _ bool) error {
+func checkGPUBind(_ *option, v string, _ bool) error {
 	for _, item := range strings.Split(v, ",") {
 		kind, arg, hasArg := strings.Cut(strings.ToLower(item), ":")
 		switch kind {
@@ -590,7 +573,7 @@ func checkGPUBind(v string, _ bool) error {
 	return nil
 }
 
-func checkGPUFreq(v string, _ bool) error {
+func checkGPUFreq(_ *option, v string, _ bool) error {
 	value := func(s string) bool {
 		if isDigits(s) {
 			return true

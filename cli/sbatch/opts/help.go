@@ -6,9 +6,16 @@ import (
 	"strings"
 )
 
-// noEffect names the options Tide accepts without acting on them yet;
-// ignore() fills it while the table is built, and --help marks them.
-var noEffect = make(map[string]bool, 64)
+// noEffect reports whether --help marks o as accepted without effect
+// yet: the options with an ignore check, and three whose handlers check
+// more and warn that they are ignored.
+func (o *option) noEffect() bool {
+	switch o.Long {
+	case "deadline", "no-kill", "oversubscribe":
+		return true
+	}
+	return o.ignore != nil
+}
 
 const (
 	helpIndent = 30
@@ -46,7 +53,7 @@ func writeHelpLine(w io.Writer, o option) {
 	}
 	head := b.String()
 	text := o.help
-	if noEffect[o.Long] {
+	if o.noEffect() {
 		text += " (no effect yet)"
 	}
 	lines := wrapWords(text, helpWidth-helpIndent)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -158,11 +159,11 @@ func (st *state) warnIgnored(name string) {
 
 // apply runs option i's handler and records the value for -v.
 func (st *state) apply(i int, v string, has bool) error {
-	o := table()[i]
+	o := &table()[i]
 	if o.early {
 		return nil
 	}
-	if err := o.set(st, v, has); err != nil {
+	if err := st.set(o, v, has); err != nil {
 		return err
 	}
 	shown := v
@@ -171,6 +172,37 @@ func (st *state) apply(i int, v string, has bool) error {
 	}
 	st.defined[o.id()] = shown
 	return nil
+}
+
+// set applies option o's value: its JobSpec field, its handler, or the
+// check and warning of an option Tide ignores.
+func (st *state) set(o *option, v string, has bool) error {
+	switch {
+	case o.ignore != nil:
+		if err := o.ignore(o, v, has); err != nil {
+			return err
+		}
+		st.warnIgnored(o.id())
+		return nil
+	case o.str != nil:
+		*o.str(&st.spec) = v
+		return nil
+	case o.num != nil:
+		n, err := parseInt("--"+o.Long, v, true)
+		if err != nil {
+			return err
+		}
+		*o.num(&st.spec) = n
+		return nil
+	case o.secs != nil:
+		secs, err := parseTime(o.Long, v)
+		if err != nil {
+			return err
+		}
+		*o.secs(&st.spec) = secs
+		return nil
+	}
+	return o.set(st, v, has)
 }
 
 // Parse turns an sbatch command line, its script's #SBATCH directives
@@ -455,13 +487,36 @@ func (st *state) request() *Request {
 	r.Action = ActionSubmit
 	r.Spec = st.spec
 	r.Warnings = st.warnings
-	seen := map[string]bool{}
-	for _, ti := range byName() {
-		id := table()[ti].id()
-		if v, ok := st.defined[id]; ok && !seen[id] {
-			seen[id] = true
-			r.Defined = append(r.Defined, [2]string{id, v})
+	r.Defined = st.definedInOrder()
+	return &r
+}
+
+// definedInOrder lists the options that were set in the order of
+// Slurm's table, which is sorted by long name; an option with several
+// names (--account and --queue) comes at its first name. Sorting the
+// few options set costs less than sorting the table.
+func (st *state) definedInOrder() [][2]string {
+	if len(st.defined) == 0 {
+		return nil
+	}
+	type entry struct{ key, id, v string }
+	es := make([]entry, 0, len(st.defined))
+	t := table()
+	for id, v := range st.defined {
+		e := entry{id: id, v: v}
+		for i := range t {
+			if t[i].id() == id && (e.key == "" || t[i].Long < e.key) {
+				e.key = t[i].Long
+			}
+		}
+		if e.key != "" {
+			es = append(es, e)
 		}
 	}
-	return &r
+	slices.SortFunc(es, func(a, b entry) int { return strings.Compare(a.key, b.key) })
+	out := make([][2]string, len(es))
+	for i, e := range es {
+		out[i] = [2]string{e.id, e.v}
+	}
+	return out
 }

@@ -278,14 +278,29 @@ func sharingCount(parts []string) (int, bool) {
 	return n, err == nil && n >= 1 && n <= math.MaxInt32
 }
 
-// signals maps signal names (without "SIG") to their Linux numbers.
-var signals = map[string]int{
-	"HUP": 1, "INT": 2, "QUIT": 3, "ILL": 4, "TRAP": 5, "ABRT": 6, "IOT": 6,
-	"BUS": 7, "FPE": 8, "KILL": 9, "USR1": 10, "SEGV": 11, "USR2": 12,
-	"PIPE": 13, "ALRM": 14, "TERM": 15, "STKFLT": 16, "CHLD": 17, "CONT": 18,
-	"STOP": 19, "TSTP": 20, "TTIN": 21, "TTOU": 22, "URG": 23, "XCPU": 24,
-	"XFSZ": 25, "VTALRM": 26, "PROF": 27, "WINCH": 28, "IO": 29, "POLL": 29,
-	"PWR": 30, "SYS": 31,
+// signals are signal names (without "SIG") and their Linux numbers. A
+// static table rather than a map, which every CLI command would build
+// in its package initialisation.
+var signals = [...]struct {
+	name string
+	num  int
+}{
+	{"HUP", 1}, {"INT", 2}, {"QUIT", 3}, {"ILL", 4}, {"TRAP", 5}, {"ABRT", 6}, {"IOT", 6},
+	{"BUS", 7}, {"FPE", 8}, {"KILL", 9}, {"USR1", 10}, {"SEGV", 11}, {"USR2", 12},
+	{"PIPE", 13}, {"ALRM", 14}, {"TERM", 15}, {"STKFLT", 16}, {"CHLD", 17}, {"CONT", 18},
+	{"STOP", 19}, {"TSTP", 20}, {"TTIN", 21}, {"TTOU", 22}, {"URG", 23}, {"XCPU", 24},
+	{"XFSZ", 25}, {"VTALRM", 26}, {"PROF", 27}, {"WINCH", 28}, {"IO", 29}, {"POLL", 29},
+	{"PWR", 30}, {"SYS", 31},
+}
+
+// signalByName looks a signal name (without "SIG") up in signals.
+func signalByName(name string) (int, bool) {
+	for _, s := range signals {
+		if s.name == name {
+			return s.num, true
+		}
+	}
+	return 0, false
 }
 
 // SignalNumber reads a signal as Slurm's sig_name2num does: a name with
@@ -296,9 +311,9 @@ func SignalNumber(s string) (int, bool) {
 		return n, err == nil && n >= 1 && n <= 64
 	}
 	u := strings.ToUpper(s)
-	n, ok := signals[strings.TrimPrefix(u, "SIG")]
+	n, ok := signalByName(strings.TrimPrefix(u, "SIG"))
 	if !ok {
-		n, ok = signals[u]
+		n, ok = signalByName(u)
 	}
 	return n, ok
 }

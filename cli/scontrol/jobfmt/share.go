@@ -134,20 +134,22 @@ func Waited(j *api.Job, now time.Time) time.Duration {
 	return now.Sub(from)
 }
 
-// sharingReasons are the pending reasons of the sharing machinery; their
-// decisive detail is short and names the queue or jobs, so listings
-// print it with the word.
-var sharingReasons = map[api.ReasonCode]bool{
-	api.ReasonQuotaExceeded:     true,
-	api.ReasonUserLimit:         true,
-	api.ReasonWaitingForReclaim: true,
-	api.ReasonPreempting:        true,
-	api.ReasonQOSTimeLimit:      true,
-	api.ReasonBuffered:          true,
+// SharingReason reports whether r is a reason of the sharing machinery:
+// their decisive detail is short and names the queue or jobs, so
+// listings print it with the word. (A switch rather than a map, which
+// every CLI command would build in its package initialisation.)
+func SharingReason(r api.ReasonCode) bool {
+	switch r {
+	case api.ReasonQuotaExceeded,
+		api.ReasonUserLimit,
+		api.ReasonWaitingForReclaim,
+		api.ReasonPreempting,
+		api.ReasonQOSTimeLimit,
+		api.ReasonBuffered:
+		return true
+	}
+	return false
 }
-
-// SharingReason reports whether r is a reason of the sharing machinery.
-func SharingReason(r api.ReasonCode) bool { return sharingReasons[r] }
 
 // DecisiveDetail is the first part of a ReasonDetail: the controller
 // joins the decisive detail and every further reason with "; ".
