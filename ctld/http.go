@@ -138,8 +138,12 @@ func (s *Server) handleSubmit(w http.ResponseWriter, r *http.Request) {
 	a := s.submits.arrive()
 	defer a.leave()
 	var req api.SubmitRequest
-	if err := decode(r, &req); err != nil {
-		writeErr(w, err)
+	data, err := io.ReadAll(io.LimitReader(r.Body, maxBody))
+	if err == nil {
+		err = api.DecodeSubmitRequest(data, &req)
+	}
+	if err != nil {
+		writeErr(w, api.Invalid("bad request body: %v", err))
 		return
 	}
 	resp, err := s.submit(withArrival(r.Context(), a), s.callerOf(r), req)
