@@ -45,7 +45,7 @@ var ErrNoJobCgroup = errors.New("job has no cgroup")
 // stop nothing. ErrNoJobCgroup says there is none to use.
 func JobCgroup(dir string, pid int) (*cgroup.Cgroup, error) {
 	var plan Plan
-	if err := ReadJSON(filepath.Join(dir, FileExec), &plan); err != nil {
+	if err := readPlan(filepath.Join(dir, FileExec), &plan); err != nil {
 		return nil, fmt.Errorf("read launch plan: %w", err)
 	}
 	cp := plan.Cgroup

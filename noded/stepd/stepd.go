@@ -47,7 +47,7 @@ func RunSupervisor(dir string, log *slog.Logger) error {
 // job alone, which simply sets the process umask.
 func runPlan(dir string, log *slog.Logger, baseUmask int) Status {
 	var plan Plan
-	if err := ReadJSON(filepath.Join(dir, FileExec), &plan); err != nil {
+	if err := readPlan(filepath.Join(dir, FileExec), &plan); err != nil {
 		return Status{Exit: api.ExitStatus{Code: 1}, EndTime: time.Now(), Error: "read launch plan: " + err.Error()}
 	}
 	shared := baseUmask >= 0
@@ -291,7 +291,7 @@ func RunExec() error {
 		return fail(fmt.Errorf("read launch plan: %w", err))
 	}
 	var plan Plan
-	if err := json.Unmarshal(data, &plan); err != nil {
+	if err := decodePlan(data, &plan); err != nil {
 		return fail(fmt.Errorf("decode launch plan: %w", err))
 	}
 	files, err := openJobFiles(&plan, false)

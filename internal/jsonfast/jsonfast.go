@@ -1,0 +1,428 @@
+// Package jsonfast reads, by hand, JSON as encoding/json writes it, for
+// the few documents Tide decodes on every job (a submission, a launch
+// plan): encoding/json's reflection was a tenth of the controller's and
+// the supervisor's CPU for short jobs. A Decoder only knows the common
+// shapes; any surprise makes its methods report false, and the caller
+// then decodes the whole document with encoding/json, whose result and
+// error messages are the reference. Callers test that equivalence.
+package jsonfast
+
+import (
+	"bytes"
+	"encoding/json"
+	"strconv"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// New returns a Decoder over b.
+func New(b []byte) *Decoder { return &Decoder{b: b} }
+
+// Decoder reads the JSON encoding/json's encoder writes; each
+// method reports false where it meets anything else, and the caller
+// then gives up.
+type Decoder struct {
+	b []byte
+	i int
+}
+
+func (d *Decoder) ws() {
+	for d.i < len(d.b) {
+		switch d.b[d.i] {
+		case ' ', '\t', '\n', '\r':
+			d.i++
+		default:
+			return
+		}
+	}
+}
+
+// next skips white space and consumes c if it comes next.
+func (d *Decoder) next(c byte) bool {
+	d.ws()
+	if d.i < len(d.b) && d.b[d.i] == c {
+		d.i++
+		return true
+	}
+	return false
+}
+
+// Object reads an object, calling field for each key (its bytes are
+// only valid during the call) with the decoder before the value; field
+// reads the value, or reports false for a key it does not know.
+func (d *Decoder) Object(field func(key []byte) bool) bool {
+	if !d.next('{') {
+		return false
+	}
+	if d.next('}') {
+		return true
+	}
+	for {
+		d.ws()
+		key, ok := d.plainString()
+		if !ok || !d.next(':') || !field(key) {
+			return false
+		}
+		if d.next(',') {
+			continue
+		}
+		return d.next('}')
+	}
+}
+
+// plainString reads a string without escapes that is valid UTF-8 and
+// returns its bytes (aliasing the input).
+func (d *Decoder) plainString() ([]byte, bool) {
+	if d.i >= len(d.b) || d.b[d.i] != '"' {
+		return nil, false
+	}
+	start := d.i + 1
+	for j := start; j < len(d.b); j++ {
+		c := d.b[j]
+		switch {
+		case c == '"':
+			s := d.b[start:j]
+			if !utf8.Valid(s) {
+				return nil, false
+			}
+			d.i = j + 1
+			return s, true
+		case c == '\\' || c < 0x20:
+			return nil, false
+		}
+	}
+	return nil, false
+}
+
+// String reads a string value, unescaping as encoding/json does (a lone
+// surrogate becomes U+FFFD); one with invalid UTF-8 is left to
+// encoding/json, which replaces what is invalid.
+func (d *Decoder) String(dst *string) bool {
+	d.ws()
+	if s, ok := d.plainString(); ok {
+		*dst = string(s)
+		return true
+	}
+	if d.i >= len(d.b) || d.b[d.i] != '"' {
+		return false
+	}
+	out := make([]byte, 0, 64)
+	j := d.i + 1
+	for j < len(d.b) {
+		c := d.b[j]
+		switch {
+		case c == '"':
+			if !utf8.Valid(out) {
+				return d.strByJSON(dst, j+1)
+			}
+			*dst, d.i = string(out), j+1
+			return true
+		case c < 0x20:
+			return false
+		case c != '\\':
+			out = append(out, c)
+			j++
+			continue
+		}
+		if j+1 >= len(d.b) {
+			return false
+		}
+		switch e := d.b[j+1]; e {
+		case '"', '\\', '/':
+			out = append(out, e)
+		case 'b':
+			out = append(out, '\b')
+		case 'f':
+			out = append(out, '\f')
+		case 'n':
+			out = append(out, '\n')
+		case 'r':
+			out = append(out, '\r')
+		case 't':
+			out = append(out, '\t')
+		case 'u':
+			r := hex4(d.b[j+2:])
+			if r < 0 {
+				return false
+			}
+			j += 6
+			if utf16.IsSurrogate(r) {
+				if j+1 < len(d.b) && d.b[j] == '\\' && d.b[j+1] == 'u' {
+					if r2 := hex4(d.b[j+2:]); r2 >= 0 {
+						if dec := utf16.DecodeRune(r, r2); dec != utf8.RuneError {
+							out = utf8.AppendRune(out, dec)
+							j += 6
+							continue
+						}
+					}
+				}
+				r = utf8.RuneError
+			}
+			out = utf8.AppendRune(out, r)
+			continue
+		default:
+			return false
+		}
+		j += 2
+	}
+	return false
+}
+
+// strByJSON decodes the string from d.i to end with encoding/json.
+func (d *Decoder) strByJSON(dst *string, end int) bool {
+	var s string
+	if json.Unmarshal(d.b[d.i:end], &s) != nil {
+		return false
+	}
+	*dst, d.i = s, end
+	return true
+}
+
+// hex4 is the value of four hex digits at the start of b, or -1.
+func hex4(b []byte) rune {
+	if len(b) < 4 {
+		return -1
+	}
+	var r rune
+	for _, c := range b[:4] {
+		switch {
+		case '0' <= c && c <= '9':
+			c -= '0'
+		case 'a' <= c && c <= 'f':
+			c = c - 'a' + 10
+		case 'A' <= c && c <= 'F':
+			c = c - 'A' + 10
+		default:
+			return -1
+		}
+		r = r*16 + rune(c)
+	}
+	return r
+}
+
+// Strings reads an array of strings ([] gives an empty, non-nil slice,
+// as encoding/json does).
+func (d *Decoder) Strings(dst *[]string) bool {
+	if !d.next('[') {
+		return false
+	}
+	out := []string{}
+	if !d.next(']') {
+		for {
+			var s string
+			if !d.String(&s) {
+				return false
+			}
+			out = append(out, s)
+			if d.next(',') {
+				continue
+			}
+			if !d.next(']') {
+				return false
+			}
+			break
+		}
+	}
+	*dst = out
+	return true
+}
+
+// number returns an integer's digits (with its sign), refusing
+// fractions, exponents and leading zeros.
+func (d *Decoder) number() ([]byte, bool) {
+	d.ws()
+	start := d.i
+	j := start
+	if j < len(d.b) && d.b[j] == '-' {
+		j++
+	}
+	digits := j
+	for j < len(d.b) && d.b[j] >= '0' && d.b[j] <= '9' {
+		j++
+	}
+	if j == digits || (d.b[digits] == '0' && j-digits > 1) {
+		return nil, false
+	}
+	if j < len(d.b) {
+		switch d.b[j] {
+		case '.', 'e', 'E':
+			return nil, false
+		}
+	}
+	d.i = j
+	return d.b[start:j], true
+}
+
+// Int reads an integer that fits an int.
+func (d *Decoder) Int(dst *int) bool {
+	n, ok := d.number()
+	if !ok {
+		return false
+	}
+	v, err := strconv.ParseInt(string(n), 10, strconv.IntSize)
+	if err != nil {
+		return false
+	}
+	*dst = int(v)
+	return true
+}
+
+// Int64 reads an integer that fits an int64.
+func (d *Decoder) Int64(dst *int64) bool {
+	n, ok := d.number()
+	if !ok {
+		return false
+	}
+	v, err := strconv.ParseInt(string(n), 10, 64)
+	if err != nil {
+		return false
+	}
+	*dst = v
+	return true
+}
+
+// Uint32 reads an integer that fits a uint32.
+func (d *Decoder) Uint32(dst *uint32) bool {
+	n, ok := d.number()
+	if !ok {
+		return false
+	}
+	v, err := strconv.ParseUint(string(n), 10, 32)
+	if err != nil {
+		return false
+	}
+	*dst = uint32(v)
+	return true
+}
+
+// Bool reads true or false.
+func (d *Decoder) Bool(dst *bool) bool {
+	d.ws()
+	switch {
+	case bytes.HasPrefix(d.b[d.i:], []byte("true")):
+		*dst, d.i = true, d.i+4
+	case bytes.HasPrefix(d.b[d.i:], []byte("false")):
+		*dst, d.i = false, d.i+5
+	default:
+		return false
+	}
+	return true
+}
+
+// Value hands the next value (an object, array, string or literal) to
+// encoding/json, with unknown fields refused when strict (as they are in
+// the whole document being read). A null is refused: encoding/json
+// leaves the destination alone there, which only the caller's fallback
+// gets right.
+func (d *Decoder) Value(dst any, strict bool) bool {
+	d.ws()
+	end, ok := d.valueEnd(d.i, 0)
+	if !ok {
+		return false
+	}
+	if bytes.Equal(d.b[d.i:end], []byte("null")) {
+		return false
+	}
+	dec := json.NewDecoder(bytes.NewReader(d.b[d.i:end]))
+	if strict {
+		dec.DisallowUnknownFields()
+	}
+	if dec.Decode(dst) != nil {
+		return false
+	}
+	d.i = end
+	return true
+}
+
+// Uint64 reads an integer that fits a uint64.
+func (d *Decoder) Uint64(dst *uint64) bool {
+	n, ok := d.number()
+	if !ok {
+		return false
+	}
+	v, err := strconv.ParseUint(string(n), 10, 64)
+	if err != nil {
+		return false
+	}
+	*dst = v
+	return true
+}
+
+// Uint32s reads an array of integers that fit a uint32.
+func (d *Decoder) Uint32s(dst *[]uint32) bool {
+	if !d.next('[') {
+		return false
+	}
+	out := []uint32{}
+	if !d.next(']') {
+		for {
+			var v uint32
+			if !d.Uint32(&v) {
+				return false
+			}
+			out = append(out, v)
+			if d.next(',') {
+				continue
+			}
+			if !d.next(']') {
+				return false
+			}
+			break
+		}
+	}
+	*dst = out
+	return true
+}
+
+// End reports whether only white space is left (json.Unmarshal refuses
+// anything after the value; a json.Decoder does not look).
+func (d *Decoder) End() bool {
+	d.ws()
+	return d.i == len(d.b)
+}
+
+// valueEnd finds where the value at i ends, without validating it
+// (encoding/json does); depth bounds nesting.
+func (d *Decoder) valueEnd(i, depth int) (int, bool) {
+	if i >= len(d.b) || depth > 32 {
+		return 0, false
+	}
+	switch d.b[i] {
+	case '"':
+		for j := i + 1; j < len(d.b); j++ {
+			switch d.b[j] {
+			case '\\':
+				j++
+			case '"':
+				return j + 1, true
+			}
+		}
+		return 0, false
+	case '{', '[':
+		for j := i + 1; j < len(d.b); {
+			switch d.b[j] {
+			case '}', ']':
+				return j + 1, true
+			case '"', '{', '[':
+				end, ok := d.valueEnd(j, depth+1)
+				if !ok {
+					return 0, false
+				}
+				j = end
+			default:
+				j++
+			}
+		}
+		return 0, false
+	default:
+		j := i
+		for j < len(d.b) {
+			switch d.b[j] {
+			case ',', '}', ']', ' ', '\t', '\n', '\r':
+				return j, j > i
+			}
+			j++
+		}
+		return j, j > i
+	}
+}
