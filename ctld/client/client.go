@@ -45,10 +45,7 @@ type Client struct {
 
 // NewUnix returns a client for the controller's unix socket.
 func NewUnix(path string) *Client {
-	dial := func(ctx context.Context) (net.Conn, error) {
-		var d net.Dialer
-		return d.DialContext(ctx, "unix", path)
-	}
+	dial := func(ctx context.Context) (net.Conn, error) { return dialRawUnix(ctx, path) }
 	return &Client{tr: &transport{dial: dial, host: "tidectld"}, where: path}
 }
 
@@ -98,9 +95,15 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, in, 
 	if in != nil {
 		var b []byte
 		var err error
-		if a, ok := in.(jsonAppender); ok {
-			b, err = a.AppendJSON(nil)
-		} else {
+		// The submission is matched by its type first: asserting an
+		// interface builds its itab at run time, a page fault and a
+		// lock in every short-lived sbatch.
+		switch v := in.(type) {
+		case *api.SubmitRequest:
+			b, err = v.AppendJSON(nil)
+		case jsonAppender:
+			b, err = v.AppendJSON(nil)
+		default:
 			b, err = json.Marshal(in)
 		}
 		if err != nil {
@@ -170,7 +173,14 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, in, 
 	if isList {
 		out = lr.l
 	}
-	if d, ok := out.(jsonDecoder); ok {
+	var d jsonDecoder
+	switch v := out.(type) {
+	case *api.SubmitResponse:
+		d = v
+	case jsonDecoder:
+		d = v
+	}
+	if d != nil {
 		data, err := io.ReadAll(resp)
 		if err == nil {
 			err = d.DecodeJSON(data)

@@ -73,12 +73,40 @@ func (r *wireResponse) Close() error {
 	r.conn = nil
 	ok := r.stop()
 	if ok && r.reuse {
-		if _, err := io.Copy(io.Discard, io.LimitReader(r.body, 64<<10)); err == nil && r.drained() {
+		if discard(r.body, 64<<10) && r.drained() {
 			r.t.putIdle(c)
 			return nil
 		}
 	}
 	return c.c.Close()
+}
+
+// discard reads up to limit bytes of body and reports whether it met no
+// error. (io.Copy would look for WriterTo and ReaderFrom, interface
+// assertions whose itabs a short-lived CLI process builds at run time.)
+func discard(body io.Reader, limit int) bool {
+	var buf [4096]byte
+	for limit > 0 {
+		n, err := body.Read(buf[:min(limit, len(buf))])
+		limit -= n
+		if err == io.EOF {
+			return true
+		}
+		if err != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// newWireConn wraps nc in its buffers. A raw unix connection (every CLI
+// command's) is wrapped by its concrete type: converting a net.Conn to
+// io.Reader and io.Writer builds their itabs at run time.
+func newWireConn(nc net.Conn) *wireConn {
+	if rc, ok := nc.(*rawUnixConn); ok {
+		return &wireConn{c: nc, br: bufio.NewReaderSize(rc, 16<<10), bw: bufio.NewWriterSize(rc, 4<<10)}
+	}
+	return &wireConn{c: nc, br: bufio.NewReaderSize(nc, 16<<10), bw: bufio.NewWriterSize(nc, 4<<10)}
 }
 
 // drained reports whether the body was read to its end.
@@ -134,7 +162,7 @@ func (t *transport) roundTrip(ctx context.Context, method, target string, hdr []
 			if err != nil {
 				return nil, err
 			}
-			c = &wireConn{c: nc, br: bufio.NewReaderSize(nc, 16<<10), bw: bufio.NewWriterSize(nc, 4<<10)}
+			c = newWireConn(nc)
 		}
 		resp, err := t.exchange(ctx, c, method, target, hdr, body)
 		if err == nil {
