@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
@@ -105,32 +106,10 @@ func TestArraySpoolOutlivesMeta(t *testing.T) {
 // TestMigrateAddsArrayColumn opens a database written by schema 1 and
 // checks that its jobs gain array_job_id 0 and stay queryable.
 func TestMigrateAddsArrayColumn(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "old.db")
-	db, err := sql.Open("sqlite3", dsn(path, false))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ms, err := loadMigrations(migrationFS)
-	if err != nil {
-		t.Fatal(err)
-	}
-	stmts := []string{ms[0].sql,
-		`CREATE TABLE schema_version (version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL)`,
-		`INSERT INTO schema_version VALUES (1, 0)`,
+	s := openOldSchema(t, 1,
 		`INSERT INTO jobs (id, "user", uid, name, "partition", account, state, submit_time, eligible_time,
 			start_time, end_time, record) VALUES (5, 'alice', 1000, 'old', 'gpu', '', 'COMPLETED', 1, 1, 1, 2,
-			'{"job_id":5,"name":"old","state":"COMPLETED"}')`}
-	for _, q := range stmts {
-		if _, err := db.Exec(q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
-	db.Close()
-	s, err := Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+			'{"job_id":5,"name":"old","state":"COMPLETED"}')`)
 	got, err := s.QueryJobs(context.Background(), api.JobFilter{IDs: []uint64{5}})
 	if err != nil || len(got) != 1 || got[0].Name != "old" {
 		t.Fatalf("old job after migration: %+v %v", got, err)
@@ -145,32 +124,10 @@ func TestMigrateAddsArrayColumn(t *testing.T) {
 // events and audit numbered rows with AUTOINCREMENT, and checks that
 // their rows and ids survive and that new rows follow them.
 func TestMigratePlainRowids(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "v3.db")
-	db, err := sql.Open("sqlite3", dsn(path, false))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ms, err := loadMigrations(migrationFS)
-	if err != nil {
-		t.Fatal(err)
-	}
-	stmts := []string{ms[0].sql, ms[1].sql, ms[2].sql,
-		`CREATE TABLE schema_version (version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL)`,
-		`INSERT INTO schema_version VALUES (1, 0), (2, 0), (3, 0)`,
+	s := openOldSchema(t, 3,
 		`INSERT INTO events (id, job_id, time, kind, state, reason, message, actor) VALUES
 			(4, 5, 1, 'submit', 'PENDING', '', '', 'alice'), (9, 5, 2, 'start', 'RUNNING', '', '', 'tidectld')`,
-		`INSERT INTO audit (id, time, uid, "user", action, target, detail) VALUES (3, 1, 1000, 'alice', 'submit', 'job 5', '')`}
-	for _, q := range stmts {
-		if _, err := db.Exec(q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
-	db.Close()
-	s, err := Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+		`INSERT INTO audit (id, time, uid, "user", action, target, detail) VALUES (3, 1, 1000, 'alice', 'submit', 'job 5', '')`)
 	ctx := context.Background()
 	if err := s.Write(ctx, &Batch{
 		Events: []api.Event{{JobID: 5, Time: time.Unix(0, 3), Kind: api.EventEnd, State: api.StateCompleted}},
@@ -211,4 +168,35 @@ func TestMigratePlainRowids(t *testing.T) {
 	if err != nil || len(evs) != 3 || evs[2].Kind != api.EventEnd {
 		t.Errorf("Events(5) = %+v, %v", evs, err)
 	}
+}
+
+// openOldSchema writes a database at schema version, runs stmts in it
+// and opens it with Open, which migrates it to the newest schema.
+func openOldSchema(t *testing.T, version int, stmts ...string) *Store {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "old.db")
+	db, err := sql.Open("sqlite3", dsn(path, false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms, err := loadMigrations(migrationFS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := []string{`CREATE TABLE schema_version (version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL)`}
+	for _, m := range ms[:version] {
+		all = append(all, m.sql, fmt.Sprintf(`INSERT INTO schema_version VALUES (%d, 0)`, m.version))
+	}
+	for _, q := range append(all, stmts...) {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	db.Close()
+	s, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
 }

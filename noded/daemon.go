@@ -76,8 +76,8 @@ type Daemon struct {
 	// gpuSentAt is gpuStatusAt of the reading the controller has: a sync
 	// carries the status only when a newer one was read.
 	gpuSentAt time.Time
-	asRoot      bool
-	hostname    string
+	asRoot    bool
+	hostname  string
 	// ctr runs container jobs; nil without containerd.socket.
 	ctr *ctrRuntime
 	// features are the configured features plus the runtime's
@@ -101,7 +101,7 @@ type Daemon struct {
 	// syncWake is closed by wake when a local change should reach the
 	// controller while a sync is in flight (nil when none is).
 	syncWake chan struct{}
-	wakeCh chan struct{}
+	wakeCh   chan struct{}
 
 	statsAt  time.Time
 	load     float64

@@ -203,28 +203,36 @@ func hex4(b []byte) rune {
 // Strings reads an array of strings ([] gives an empty, non-nil slice,
 // as encoding/json does).
 func (d *Decoder) Strings(dst *[]string) bool {
-	if !d.next('[') {
-		return false
-	}
 	out := []string{}
-	if !d.next(']') {
-		for {
-			var s string
-			if !d.String(&s) {
-				return false
-			}
-			out = append(out, s)
-			if d.next(',') {
-				continue
-			}
-			if !d.next(']') {
-				return false
-			}
-			break
-		}
+	if !d.array(func() bool {
+		var v string
+		ok := d.String(&v)
+		out = append(out, v)
+		return ok
+	}) {
+		return false
 	}
 	*dst = out
 	return true
+}
+
+// array reads an array, calling elem to read each element.
+func (d *Decoder) array(elem func() bool) bool {
+	if !d.next('[') {
+		return false
+	}
+	if d.next(']') {
+		return true
+	}
+	for {
+		if !elem() {
+			return false
+		}
+		if d.next(',') {
+			continue
+		}
+		return d.next(']')
+	}
 }
 
 // number returns an integer's digits (with its sign), refusing
@@ -255,44 +263,50 @@ func (d *Decoder) number() ([]byte, bool) {
 
 // Int reads an integer that fits an int.
 func (d *Decoder) Int(dst *int) bool {
-	n, ok := d.number()
-	if !ok {
-		return false
-	}
-	v, err := strconv.ParseInt(string(n), 10, strconv.IntSize)
-	if err != nil {
-		return false
-	}
+	v, ok := d.signed(strconv.IntSize)
 	*dst = int(v)
-	return true
+	return ok
 }
 
 // Int64 reads an integer that fits an int64.
 func (d *Decoder) Int64(dst *int64) bool {
-	n, ok := d.number()
-	if !ok {
-		return false
-	}
-	v, err := strconv.ParseInt(string(n), 10, 64)
-	if err != nil {
-		return false
-	}
+	v, ok := d.signed(64)
 	*dst = v
-	return true
+	return ok
 }
 
 // Uint32 reads an integer that fits a uint32.
 func (d *Decoder) Uint32(dst *uint32) bool {
+	v, ok := d.unsigned(32)
+	*dst = uint32(v)
+	return ok
+}
+
+// Uint64 reads an integer that fits a uint64.
+func (d *Decoder) Uint64(dst *uint64) bool {
+	v, ok := d.unsigned(64)
+	*dst = v
+	return ok
+}
+
+// signed and unsigned read an integer of the given size (0 with false
+// otherwise; the caller then gives up, so what it stored is dropped).
+func (d *Decoder) signed(bits int) (int64, bool) {
 	n, ok := d.number()
 	if !ok {
-		return false
+		return 0, false
 	}
-	v, err := strconv.ParseUint(string(n), 10, 32)
-	if err != nil {
-		return false
+	v, err := strconv.ParseInt(string(n), 10, bits)
+	return v, err == nil
+}
+
+func (d *Decoder) unsigned(bits int) (uint64, bool) {
+	n, ok := d.number()
+	if !ok {
+		return 0, false
 	}
-	*dst = uint32(v)
-	return true
+	v, err := strconv.ParseUint(string(n), 10, bits)
+	return v, err == nil
 }
 
 // Bool reads true or false.
@@ -334,41 +348,16 @@ func (d *Decoder) Value(dst any, strict bool) bool {
 	return true
 }
 
-// Uint64 reads an integer that fits a uint64.
-func (d *Decoder) Uint64(dst *uint64) bool {
-	n, ok := d.number()
-	if !ok {
-		return false
-	}
-	v, err := strconv.ParseUint(string(n), 10, 64)
-	if err != nil {
-		return false
-	}
-	*dst = v
-	return true
-}
-
 // Uint32s reads an array of integers that fit a uint32.
 func (d *Decoder) Uint32s(dst *[]uint32) bool {
-	if !d.next('[') {
-		return false
-	}
 	out := []uint32{}
-	if !d.next(']') {
-		for {
-			var v uint32
-			if !d.Uint32(&v) {
-				return false
-			}
-			out = append(out, v)
-			if d.next(',') {
-				continue
-			}
-			if !d.next(']') {
-				return false
-			}
-			break
-		}
+	if !d.array(func() bool {
+		var v uint32
+		ok := d.Uint32(&v)
+		out = append(out, v)
+		return ok
+	}) {
+		return false
 	}
 	*dst = out
 	return true
