@@ -361,23 +361,8 @@ func (d *Daemon) syncOnce(ctx context.Context) (resp api.NodeSyncResponse, sent 
 	wake := make(chan struct{})
 	d.syncWake = wake
 	d.mu.Unlock()
-	// A node running many short jobs syncs for each start and end; the
-	// GPU status (most of a sync's bytes) goes only with a new reading,
-	// which is at most every gpuStatusEvery or on an XID event.
-	gst := d.gpuHeartbeat(false)
-	d.mu.Lock()
-	gstAt := d.gpuStatusAt
-	if !gstAt.After(d.gpuSentAt) {
-		gst = nil
-	}
-	d.mu.Unlock()
-	req := api.NodeSyncRequest{
-		Name: d.cfg.Name, Jobs: sent, WaitMS: int(hb / time.Millisecond), CPULoad: load, FreeMemMB: free,
-		GPUStatus: gst,
-	}
-	if gst != nil {
-		req.GPUProcJobs = d.gpuProcJobs(gst)
-	}
+	req := api.NodeSyncRequest{Name: d.cfg.Name, Jobs: sent, WaitMS: int(hb / time.Millisecond), CPULoad: load, FreeMemMB: free}
+	gstAt := d.addGPUStatus(&req)
 	type result struct {
 		resp api.NodeSyncResponse
 		err  error
@@ -392,10 +377,10 @@ func (d *Daemon) syncOnce(ctx context.Context) (resp api.NodeSyncResponse, sent 
 		case res := <-done:
 			d.mu.Lock()
 			d.syncWake = nil
-			if res.err == nil && gst != nil && gstAt.After(d.gpuSentAt) {
-				d.gpuSentAt = gstAt
-			}
 			d.mu.Unlock()
+			if res.err == nil {
+				d.gpuStatusSent(gstAt)
+			}
 			return res.resp, sent, false, res.err
 		case <-wake:
 			var rep api.NodeSyncResponse
@@ -432,7 +417,12 @@ func (d *Daemon) reportNow(ctx context.Context, load float64, free int64) (chan 
 	d.mu.Unlock()
 	rctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
-	resp, err := d.api.Sync(rctx, api.NodeSyncRequest{Name: d.cfg.Name, Jobs: reps, CPULoad: load, FreeMemMB: free})
+	req := api.NodeSyncRequest{Name: d.cfg.Name, Jobs: reps, CPULoad: load, FreeMemMB: free}
+	gstAt := d.addGPUStatus(&req) // an XID event wakes the loop for this
+	resp, err := d.api.Sync(rctx, req)
+	if err == nil {
+		d.gpuStatusSent(gstAt)
+	}
 	return wake, resp, err
 }
 

@@ -42,6 +42,8 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 type testNode struct {
 	cfg  Config
 	fake *fakeCtld
+	// d is the daemon start runs.
+	d *Daemon
 	// stepdIdle shortens the shared supervisor's idle exit.
 	stepdIdle time.Duration
 }
@@ -116,6 +118,7 @@ func (n *testNode) start(t testing.TB) (stop func()) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	n.d = d
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- d.Run(ctx) }()
@@ -232,6 +235,24 @@ func TestDaemonLeanSyncs(t *testing.T) {
 	if withGPUs < 1 || withGPUs > 3 || syncs < jobs {
 		t.Errorf("%d of %d syncs carried GPU status, want 1 to 3 of at least %d", withGPUs, syncs, jobs)
 	}
+}
+
+// TestDaemonGPUStatusAfterXID checks that a GPU error reaches the
+// controller at once while the long poll is held (a minute here): the
+// report that the wake sends carries the new reading.
+func TestDaemonGPUStatusAfterXID(t *testing.T) {
+	n := newTestNode(t, t.TempDir())
+	n.start(t)
+	n.fake.waitFor(t, "the first GPU status", func() bool { return n.fake.gpuSyncs >= 1 })
+	n.fake.mu.Lock()
+	before := n.fake.gpuSyncs
+	n.fake.mu.Unlock()
+	// What watchGPUs does on an XID event.
+	n.d.mu.Lock()
+	n.d.gpuStatusAt = time.Time{}
+	n.d.mu.Unlock()
+	n.d.wake()
+	n.fake.waitFor(t, "GPU status after the XID event", func() bool { return n.fake.gpuSyncs > before })
 }
 
 func TestDaemonTimeLimit(t *testing.T) {

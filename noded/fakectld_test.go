@@ -199,6 +199,7 @@ func (f *fakeCtld) sync(w http.ResponseWriter, r *http.Request) {
 	seq := f.syncs
 	if req.GPUStatus != nil {
 		f.gpuSyncs++
+		f.signalChanged()
 	}
 	if req.WaitMS > 0 && f.supersede != nil {
 		close(f.supersede)

@@ -12,6 +12,7 @@ import (
 
 	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
 
+	"github.com/tide-hpc/tide/ctld/api"
 	"github.com/tide-hpc/tide/gres"
 	gresnvml "github.com/tide-hpc/tide/gres/nvml"
 )
@@ -82,6 +83,34 @@ func (d *Daemon) gpuHeartbeat(force bool) []gres.Status {
 	d.gpuStatus, d.gpuStatusAt = st, time.Now()
 	d.mu.Unlock()
 	return st
+}
+
+// addGPUStatus puts the GPU status in req when the controller has not had
+// this reading yet, and returns the reading's time (zero when none was
+// added). A node running many short jobs syncs for each start and end;
+// the GPU status, most of a sync's bytes, goes only with a new reading:
+// at most every gpuStatusEvery, or at once after an XID event.
+func (d *Daemon) addGPUStatus(req *api.NodeSyncRequest) time.Time {
+	gst := d.gpuHeartbeat(false)
+	d.mu.Lock()
+	at := d.gpuStatusAt
+	fresh := at.After(d.gpuSentAt)
+	d.mu.Unlock()
+	if gst == nil || !fresh {
+		return time.Time{}
+	}
+	req.GPUStatus, req.GPUProcJobs = gst, d.gpuProcJobs(gst)
+	return at
+}
+
+// gpuStatusSent records that the controller took the reading of time at
+// (from addGPUStatus; zero: none was sent).
+func (d *Daemon) gpuStatusSent(at time.Time) {
+	d.mu.Lock()
+	if at.After(d.gpuSentAt) {
+		d.gpuSentAt = at
+	}
+	d.mu.Unlock()
 }
 
 // watchGPUs turns NVML's critical XID events into an immediate heartbeat,
