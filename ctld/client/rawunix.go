@@ -176,12 +176,20 @@ func (c *rawUnixConn) deadline(opt int, t time.Time) error {
 	return nil
 }
 
-// setTimeout sets SO_RCVTIMEO or SO_SNDTIMEO to the time left until t
-// (none for the zero time).
+// timeoutSlack is added to a socket timeout. The kernel counts it in
+// clock ticks, and a blocked call can return up to a tick before the
+// deadline by the process's clock; the transport cancels at the deadline
+// itself, through the context (a deadline in the past), so the socket
+// timeout is a backstop that must not win that race and turn a request
+// past its context's deadline into an I/O error.
+const timeoutSlack = 20 * time.Millisecond
+
+// setTimeout sets SO_RCVTIMEO or SO_SNDTIMEO to the time left until t,
+// plus timeoutSlack (none for the zero time).
 func (c *rawUnixConn) setTimeout(opt int, t time.Time) error {
 	var tv syscall.Timeval
 	if !t.IsZero() {
-		d := max(time.Until(t), time.Microsecond)
+		d := max(time.Until(t), 0) + timeoutSlack
 		tv = syscall.NsecToTimeval(d.Nanoseconds())
 	}
 	return syscall.SetsockoptTimeval(c.fd, syscall.SOL_SOCKET, opt, &tv)
