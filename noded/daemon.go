@@ -362,14 +362,13 @@ func (d *Daemon) syncOnce(ctx context.Context) (resp api.NodeSyncResponse, sent 
 	d.syncWake = wake
 	d.mu.Unlock()
 	req := api.NodeSyncRequest{Name: d.cfg.Name, Jobs: sent, WaitMS: int(hb / time.Millisecond), CPULoad: load, FreeMemMB: free}
-	gstAt := d.addGPUStatus(&req)
 	type result struct {
 		resp api.NodeSyncResponse
 		err  error
 	}
 	done := make(chan result, 1)
 	go func() {
-		r, err := d.api.Sync(sctx, req)
+		r, err := d.sendSync(sctx, req)
 		done <- result{r, err}
 	}()
 	for {
@@ -378,9 +377,6 @@ func (d *Daemon) syncOnce(ctx context.Context) (resp api.NodeSyncResponse, sent 
 			d.mu.Lock()
 			d.syncWake = nil
 			d.mu.Unlock()
-			if res.err == nil {
-				d.gpuStatusSent(gstAt)
-			}
 			return res.resp, sent, false, res.err
 		case <-wake:
 			var rep api.NodeSyncResponse
@@ -417,13 +413,19 @@ func (d *Daemon) reportNow(ctx context.Context, load float64, free int64) (chan 
 	d.mu.Unlock()
 	rctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
-	req := api.NodeSyncRequest{Name: d.cfg.Name, Jobs: reps, CPULoad: load, FreeMemMB: free}
-	gstAt := d.addGPUStatus(&req) // an XID event wakes the loop for this
-	resp, err := d.api.Sync(rctx, req)
-	if err == nil {
-		d.gpuStatusSent(gstAt)
-	}
+	resp, err := d.sendSync(rctx, api.NodeSyncRequest{Name: d.cfg.Name, Jobs: reps, CPULoad: load, FreeMemMB: free})
 	return wake, resp, err
+}
+
+// sendSync sends req with a GPU reading the controller has not had yet
+// (an XID event wakes the loop for one), and notes it delivered.
+func (d *Daemon) sendSync(ctx context.Context, req api.NodeSyncRequest) (api.NodeSyncResponse, error) {
+	at := d.addGPUStatus(&req)
+	resp, err := d.api.Sync(ctx, req)
+	if err == nil {
+		d.gpuStatusSent(at)
+	}
+	return resp, err
 }
 
 // wake makes the controller hear about a local change now: it

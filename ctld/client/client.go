@@ -76,34 +76,20 @@ const (
 	methodPost = "POST"
 )
 
-// jsonAppender is a request with a hand-written encoder: in a
-// short-lived CLI process encoding/json's first use of a large type
-// (building its reflection caches) costs more than the whole encoding.
-type jsonAppender interface {
-	AppendJSON([]byte) ([]byte, error)
-}
-
-// jsonDecoder is an answer with a hand-written decoder, for the same
-// reason.
-type jsonDecoder interface {
-	DecodeJSON([]byte) error
-}
-
 func (c *Client) do(ctx context.Context, method, path string, q url.Values, in, out any) error {
 	var body []byte
 	hdr := make([][2]string, 0, 3)
 	if in != nil {
 		var b []byte
 		var err error
-		// The submission is matched by its type first: asserting an
-		// interface builds its itab at run time, a page fault and a
-		// lock in every short-lived sbatch.
-		switch v := in.(type) {
-		case *api.SubmitRequest:
-			b, err = v.AppendJSON(nil)
-		case jsonAppender:
-			b, err = v.AppendJSON(nil)
-		default:
+		// The submission has a hand-written encoder: in a short-lived
+		// CLI process encoding/json's first use of a large type
+		// (building its reflection caches) costs more than the whole
+		// encoding. It is matched by its type, not by an interface,
+		// whose itab every sbatch would build at run time.
+		if r, ok := in.(*api.SubmitRequest); ok {
+			b, err = r.AppendJSON(nil)
+		} else {
 			b, err = json.Marshal(in)
 		}
 		if err != nil {
@@ -173,17 +159,10 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, in, 
 	if isList {
 		out = lr.l
 	}
-	var d jsonDecoder
-	switch v := out.(type) {
-	case *api.SubmitResponse:
-		d = v
-	case jsonDecoder:
-		d = v
-	}
-	if d != nil {
+	if r, ok := out.(*api.SubmitResponse); ok { // read by hand, as the request is written
 		data, err := io.ReadAll(resp)
 		if err == nil {
-			err = d.DecodeJSON(data)
+			err = r.DecodeJSON(data)
 		}
 		if err != nil {
 			return fmt.Errorf("decode answer of %s %s: %w", method, path, err)
