@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -167,6 +168,45 @@ func TestMigratePlainRowids(t *testing.T) {
 	evs, err := s.Events(ctx, 5)
 	if err != nil || len(evs) != 3 || evs[2].Kind != api.EventEnd {
 		t.Errorf("Events(5) = %+v, %v", evs, err)
+	}
+}
+
+// TestMigrateClusteredEvents opens a database written by schema 4:
+// the trail keeps its order per job, new events number on within their
+// job, and the end-time index no longer holds live jobs.
+func TestMigrateClusteredEvents(t *testing.T) {
+	s := openOldSchema(t, 4,
+		`INSERT INTO events (id, job_id, time, kind, state, reason, message, actor) VALUES
+			(4, 5, 1, 'submit', 'PENDING', '', '', 'alice'), (7, 6, 1, 'submit', 'PENDING', '', '', 'bob'),
+			(9, 5, 2, 'start', 'RUNNING', '', '', 'tidectld')`)
+	ctx := context.Background()
+	if err := s.Write(ctx, &Batch{Events: []api.Event{
+		{JobID: 5, Time: time.Unix(0, 3), Kind: api.EventEnd, State: api.StateCompleted},
+		{JobID: 7, Time: time.Unix(0, 3), Kind: api.EventSubmit, State: api.StatePending},
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	evs, err := s.Events(ctx, 5)
+	if err != nil || len(evs) != 3 || evs[0].Kind != api.EventSubmit || evs[1].Kind != api.EventStart || evs[2].Kind != api.EventEnd {
+		t.Errorf("Events(5) = %+v, %v; want submit, start, end", evs, err)
+	}
+	var id int
+	if err := s.r.QueryRow(`SELECT id FROM events WHERE job_id = 7`).Scan(&id); err != nil || id != 1 {
+		t.Errorf("first event of a new job has id %d, %v; want 1", id, err)
+	}
+	// A live job (end_time 0) has no entry in the end-time index.
+	now := time.Unix(100, 0)
+	live := &api.Job{ID: 8, State: api.StatePending, SubmitTime: now}
+	if err := s.Write(ctx, &Batch{NewJobs: []*api.Job{live}}); err != nil {
+		t.Fatal(err)
+	}
+	var def string
+	if err := s.r.QueryRow(`SELECT sql FROM sqlite_master WHERE name = 'jobs_end_time'`).Scan(&def); err != nil ||
+		!strings.Contains(def, "WHERE end_time > 0") {
+		t.Errorf("jobs_end_time = %q, %v; want a partial index on ended jobs", def, err)
+	}
+	if jobs, err := s.LoadJobs(ctx, now.Add(-time.Hour)); err != nil || len(jobs) != 1 {
+		t.Errorf("LoadJobs = %d jobs, %v; want the live one", len(jobs), err)
 	}
 }
 

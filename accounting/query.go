@@ -47,9 +47,16 @@ func (s *Store) LastJobID(ctx context.Context) (uint64, error) {
 // and Environment are not loaded, to keep the controller's memory small;
 // use Spool for them.
 func (s *Store) LoadJobs(ctx context.Context, since time.Time) ([]*api.Job, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT record FROM jobs
-		WHERE state NOT IN (`+terminalStates+`) OR end_time >= ?
-		ORDER BY id`, nanos(since))
+	// "end_time > 0" lets the partial end-time index serve the second
+	// half; with no since, every job loads.
+	q := `SELECT record FROM jobs
+		WHERE state NOT IN (` + terminalStates + `) OR (end_time > 0 AND end_time >= ?)
+		ORDER BY id`
+	args := []any{nanos(since)}
+	if since.IsZero() {
+		q, args = `SELECT record FROM jobs ORDER BY id`, nil
+	}
+	rows, err := s.r.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("load jobs: %w", err)
 	}
@@ -164,7 +171,7 @@ func jobWhere(f api.JobFilter) (string, []any) {
 		args = append(args, nanos(f.Until), nanos(f.Until))
 	}
 	if !f.Since.IsZero() {
-		conds = append(conds, `(end_time = 0 OR end_time >= ?)`)
+		conds = append(conds, `(end_time = 0 OR (end_time > 0 AND end_time >= ?))`)
 		args = append(args, nanos(f.Since))
 	}
 	if len(conds) == 0 {

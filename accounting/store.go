@@ -84,8 +84,10 @@ const (
 			eligible_time = excluded.eligible_time, start_time = excluded.start_time,
 			record = excluded.record`
 	sqlInsertSpool = `INSERT INTO spool (job_id, script, env) VALUES (?, ?, ?)`
-	sqlInsertEvent = `INSERT INTO events (job_id, time, kind, state, reason, message, actor)
-		VALUES (?, ?, ?, ?, ?, ?, ?)`
+	// An event's id counts within its job (migration 0005): the lookup
+	// reads the b-tree page the insert then writes.
+	sqlInsertEvent = `INSERT INTO events (job_id, id, time, kind, state, reason, message, actor)
+		VALUES (?1, (SELECT ifnull(max(id), 0) + 1 FROM events WHERE job_id = ?1), ?2, ?3, ?4, ?5, ?6, ?7)`
 	sqlInsertAudit = `INSERT INTO audit (time, uid, "user", action, target, detail)
 		VALUES (?, ?, ?, ?, ?, ?)`
 	sqlUpsertNode = `INSERT INTO nodes (name, record) VALUES (?, ?)
