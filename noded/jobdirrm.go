@@ -3,41 +3,53 @@ package noded
 import (
 	"errors"
 	"os"
-	"path/filepath"
 	"syscall"
 
-	"github.com/tide-hpc/tide/noded/stepd"
+	"golang.org/x/sys/unix"
 )
 
-// jobDirFiles are the files a job directory may hold, checkpoint
-// directory last (see the package comment and noded/stepd).
-var jobDirFiles = []string{
-	fileLaunch, fileExec, fileScript, filePID, fileStatus, fileStepdPID, fileStepdLog,
-	markKilled, markTimedOut, markSignalled, markForgotten, stepd.MarkFrozen,
-	filepath.Join(dirCheckpoint, fileCheckpoint),
-}
-
-// removeJobDir deletes a job directory. It unlinks the files a job
-// directory holds by name and removes the directory: a node running
-// many short jobs removes one per job, and os.RemoveAll's opening and
-// listing of the directory and its checkpoint directory took twice the
-// system calls. Anything else left in it (a temporary file of a write
-// cut short, a file a newer version writes) makes the directory not
-// empty, and os.RemoveAll takes over.
+// removeJobDir deletes a job directory. A node running many short jobs
+// removes one per job, so it costs one open, one read of the directory
+// and an unlink per entry there, all relative to the directory: naming
+// every file a job directory may hold cost an absolute path walk per
+// name (most of them absent, each leaving a negative dentry behind), and
+// os.RemoveAll reads the directory twice and stats every entry. Anything
+// this cannot remove in one pass (more entries than one read returns, a
+// checkpoint directory the job left files in) goes to os.RemoveAll.
 func removeJobDir(dir string) error {
-	for _, name := range jobDirFiles {
-		if err := syscall.Unlink(filepath.Join(dir, name)); err != nil && err != syscall.ENOENT {
-			return os.RemoveAll(dir)
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if errors.Is(err, syscall.ENOENT) {
+		return nil
+	}
+	if err == nil {
+		emptied := unlinkEntries(fd)
+		unix.Close(fd)
+		if emptied {
+			if err := unix.Rmdir(dir); err == nil || errors.Is(err, syscall.ENOENT) {
+				return nil
+			}
 		}
 	}
-	if err := syscall.Rmdir(filepath.Join(dir, dirCheckpoint)); err != nil && err != syscall.ENOENT {
-		return os.RemoveAll(dir)
+	return os.RemoveAll(dir)
+}
+
+// unlinkEntries unlinks the entries one read of directory fd returns,
+// empty subdirectories included, and reports whether all went.
+func unlinkEntries(fd int) bool {
+	var buf [4096]byte
+	n, err := unix.Getdents(fd, buf[:])
+	if err != nil {
+		return false
 	}
-	err := syscall.Rmdir(dir)
-	switch {
-	case err == nil || errors.Is(err, syscall.ENOENT):
-		return nil
-	default:
-		return os.RemoveAll(dir)
+	_, _, names := unix.ParseDirent(buf[:n], -1, nil)
+	for _, name := range names {
+		err := unix.Unlinkat(fd, name, 0)
+		if errors.Is(err, syscall.EISDIR) {
+			err = unix.Unlinkat(fd, name, unix.AT_REMOVEDIR)
+		}
+		if err != nil && !errors.Is(err, syscall.ENOENT) {
+			return false
+		}
 	}
+	return true
 }

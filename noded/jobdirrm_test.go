@@ -1,6 +1,7 @@
 package noded
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -14,10 +15,15 @@ func TestRemoveJobDir(t *testing.T) {
 		files []string
 	}{
 		{"a finished job's files", []string{stepd.FileLaunch, stepd.FileExec, stepd.FileScript, stepd.FilePID, stepd.FileStatus, dirCheckpoint + "/"}},
-		{"every known file", append(append([]string{}, jobDirFiles...), dirCheckpoint+"/")},
+		{"every known file", []string{
+			fileLaunch, fileExec, fileScript, filePID, fileStatus, fileStepdPID, fileStepdLog,
+			markKilled, markTimedOut, markSignalled, markForgotten, stepd.MarkFrozen,
+			filepath.Join(dirCheckpoint, fileCheckpoint)}},
+		{"an empty checkpoint directory", []string{fileLaunch, dirCheckpoint + "/"}},
 		{"an interrupted write's temporary file", []string{stepd.FileLaunch, "." + stepd.FileStatus + ".tmp123"}},
 		{"a checkpoint the job left", []string{stepd.FileExec, dirCheckpoint + "/", dirCheckpoint + "/model.pt"}},
 		{"empty", nil},
+		{"more entries than one read returns", manyFiles(300)},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "7.0")
@@ -50,4 +56,14 @@ func TestRemoveJobDir(t *testing.T) {
 			}
 		})
 	}
+}
+
+// manyFiles names n files with long names (well over one 4 KiB
+// directory read).
+func manyFiles(n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("file-with-a-rather-long-name-to-fill-the-directory-buffer-%04d", i)
+	}
+	return out
 }
