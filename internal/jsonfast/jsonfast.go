@@ -11,6 +11,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"strconv"
+	"time"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -204,7 +205,7 @@ func hex4(b []byte) rune {
 // as encoding/json does).
 func (d *Decoder) Strings(dst *[]string) bool {
 	out := []string{}
-	if !d.array(func() bool {
+	if !d.Array(func() bool {
 		var v string
 		ok := d.String(&v)
 		out = append(out, v)
@@ -216,8 +217,10 @@ func (d *Decoder) Strings(dst *[]string) bool {
 	return true
 }
 
-// array reads an array, calling elem to read each element.
-func (d *Decoder) array(elem func() bool) bool {
+// Array reads an array, calling elem to read each element (it reads
+// nothing for []; a caller that must tell [] from an absent key, as
+// encoding/json's empty non-nil slice does, makes its slice first).
+func (d *Decoder) Array(elem func() bool) bool {
 	if !d.next('[') {
 		return false
 	}
@@ -351,7 +354,7 @@ func (d *Decoder) Value(dst any, strict bool) bool {
 // Uint32s reads an array of integers that fit a uint32.
 func (d *Decoder) Uint32s(dst *[]uint32) bool {
 	out := []uint32{}
-	if !d.array(func() bool {
+	if !d.Array(func() bool {
 		var v uint32
 		ok := d.Uint32(&v)
 		out = append(out, v)
@@ -414,4 +417,99 @@ func (d *Decoder) valueEnd(i, depth int) (int, bool) {
 		}
 		return j, j > i
 	}
+}
+
+// Ints reads an array of integers that fit an int.
+func (d *Decoder) Ints(dst *[]int) bool {
+	out := []int{}
+	if !d.Array(func() bool {
+		var v int
+		ok := d.Int(&v)
+		out = append(out, v)
+		return ok
+	}) {
+		return false
+	}
+	*dst = out
+	return true
+}
+
+// Float64 reads a number as encoding/json reads one into a float64
+// (strconv.ParseFloat of its text), refusing one out of range, where
+// encoding/json reports an error.
+func (d *Decoder) Float64(dst *float64) bool {
+	d.ws()
+	j := d.i
+	if j < len(d.b) && d.b[j] == '-' {
+		j++
+	}
+	switch {
+	case j < len(d.b) && d.b[j] == '0':
+		j++
+	case j < len(d.b) && d.b[j] >= '1' && d.b[j] <= '9':
+		j = d.digits(j)
+	default:
+		return false
+	}
+	if j < len(d.b) && d.b[j] == '.' {
+		k := d.digits(j + 1)
+		if k == j+1 {
+			return false
+		}
+		j = k
+	}
+	if j < len(d.b) && (d.b[j] == 'e' || d.b[j] == 'E') {
+		j++
+		if j < len(d.b) && (d.b[j] == '+' || d.b[j] == '-') {
+			j++
+		}
+		k := d.digits(j)
+		if k == j {
+			return false
+		}
+		j = k
+	}
+	v, err := strconv.ParseFloat(string(d.b[d.i:j]), 64)
+	if err != nil {
+		return false
+	}
+	*dst, d.i = v, j
+	return true
+}
+
+// digits returns the index after the decimal digits from j.
+func (d *Decoder) digits(j int) int {
+	for j < len(d.b) && d.b[j] >= '0' && d.b[j] <= '9' {
+		j++
+	}
+	return j
+}
+
+// Time reads a time as encoding/json does, which hands the string, quotes
+// and escapes included, to time.Time.UnmarshalJSON: a string with
+// escapes (which that does not unescape) or a time it refuses is left to
+// the caller's fallback, for encoding/json's error.
+func (d *Decoder) Time(dst *time.Time) bool {
+	d.ws()
+	start := d.i
+	if _, ok := d.plainString(); !ok {
+		return false
+	}
+	if dst.UnmarshalJSON(d.b[start:d.i]) != nil {
+		d.i = start
+		return false
+	}
+	return true
+}
+
+// Null reads a null if one comes next and reports whether it did; a
+// caller that knows what encoding/json makes of a null there (nil, for
+// a slice) uses it.
+func (d *Decoder) Null() bool {
+	d.ws()
+	if bytes.HasPrefix(d.b[d.i:], []byte("null")) {
+		d.i += 4
+		return true
+	}
+	return false
 }
