@@ -137,16 +137,7 @@ func appendJobSpecJSON(b []byte, s *JobSpec) ([]byte, error) {
 	b = appendBoolField(b, `,"allocation":true`, s.Allocation)
 
 	b = appendStringField(b, `,"container_image":`, s.ContainerImage)
-	if len(s.ContainerMounts) > 0 {
-		b = append(b, `,"container_mounts":[`...)
-		for i := range s.ContainerMounts {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = appendContainerMountJSON(b, &s.ContainerMounts[i])
-		}
-		b = append(b, ']')
-	}
+	b = appendContainerMountsField(b, s.ContainerMounts)
 	return append(b, '}'), nil
 }
 
@@ -318,4 +309,20 @@ func allDigits(b []byte) bool {
 		}
 	}
 	return len(b) > 0
+}
+
+// appendContainerMountsField writes an omitempty container_mounts list
+// (a job spec's and a launch's).
+func appendContainerMountsField(b []byte, ms []ContainerMount) []byte {
+	if len(ms) == 0 {
+		return b
+	}
+	b = append(b, `,"container_mounts":[`...)
+	for i := range ms {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendContainerMountJSON(b, &ms[i])
+	}
+	return append(b, ']')
 }

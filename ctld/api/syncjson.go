@@ -696,16 +696,7 @@ func appendLaunchSpecJSON(b []byte, s *LaunchSpec) ([]byte, error) {
 		b = append(b, '}')
 	}
 	b = appendStringField(b, `,"container_image":`, s.ContainerImage)
-	if len(s.ContainerMounts) > 0 {
-		b = append(b, `,"container_mounts":[`...)
-		for i := range s.ContainerMounts {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = appendContainerMountJSON(b, &s.ContainerMounts[i])
-		}
-		b = append(b, ']')
-	}
+	b = appendContainerMountsField(b, s.ContainerMounts)
 	return append(b, '}'), nil
 }
 
