@@ -352,7 +352,7 @@ func (s *Store) purgeJobs(ctx context.Context, before int64) (int, error) {
 	if !maxID.Valid {
 		return 0, nil
 	}
-	if _, err := tx.StmtContext(ctx, s.st.bumpMaxID).ExecContext(ctx, maxID.Int64); err != nil {
+	if _, err := tx.ExecContext(ctx, sqlBumpMaxID, maxID.Int64); err != nil {
 		return 0, err
 	}
 	if _, err := tx.ExecContext(ctx, `DELETE FROM events WHERE job_id IN (`+old+`)`, before); err != nil {

@@ -3,6 +3,7 @@ package accounting
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -15,16 +16,9 @@ const sqlUpsertStep = `INSERT INTO steps (job_id, step_id, state, start_time, en
 	ON CONFLICT (job_id, step_id) DO UPDATE SET state = excluded.state,
 		start_time = excluded.start_time, end_time = excluded.end_time, record = excluded.record`
 
-// writeSteps upserts step records inside a Batch's transaction.
-func writeSteps(ctx context.Context, tx *sql.Tx, steps []api.StepRecord) error {
-	if len(steps) == 0 {
-		return nil
-	}
-	st, err := tx.PrepareContext(ctx, sqlUpsertStep)
-	if err != nil {
-		return fmt.Errorf("prepare step upsert: %w", err)
-	}
-	defer st.Close()
+// writeSteps upserts step records inside a Batch's transaction with
+// the prepared upsert st.
+func writeSteps(st driver.Stmt, steps []api.StepRecord) error {
 	for i := range steps {
 		s := steps[i]
 		id, err := sqlID(s.JobID)
@@ -36,7 +30,7 @@ func writeSteps(ctx context.Context, tx *sql.Tx, steps []api.StepRecord) error {
 		if err != nil {
 			return fmt.Errorf("encode step %d.%d: %w", s.JobID, s.StepID, err)
 		}
-		if _, err := st.ExecContext(ctx, id, int64(s.StepID), string(s.State), nanos(s.Start), nanos(s.End), rec); err != nil {
+		if err := exec(st, id, int64(s.StepID), string(s.State), nanos(s.Start), nanos(s.End), rec); err != nil {
 			return fmt.Errorf("save step %d.%d: %w", s.JobID, s.StepID, err)
 		}
 	}

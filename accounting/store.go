@@ -42,24 +42,13 @@ type Store struct {
 	path string
 	w    *sql.DB // the single writer connection
 	r    *sql.DB // read-only pool
-	st   writeStmts
+	// dst are the statements batches commit with, prepared on the
+	// writer's driver connection (txn.go); used only while holding that
+	// connection.
+	dst *driverStmts
 
 	closeOnce sync.Once
 	closeErr  error
-}
-
-// writeStmts are prepared once on the writer connection and bound to each
-// transaction with Tx.StmtContext, which reuses them because the writer
-// pool has exactly one connection.
-type writeStmts struct {
-	insertJob   *sql.Stmt
-	upsertJob   *sql.Stmt
-	upsertLive  *sql.Stmt
-	insertSpool *sql.Stmt
-	insertEvent *sql.Stmt
-	insertAudit *sql.Stmt
-	upsertNode  *sql.Stmt
-	bumpMaxID   *sql.Stmt
 }
 
 const jobColumns = `id, "user", uid, name, "partition", account, state,
@@ -173,27 +162,26 @@ func open(path string) (_ *Store, err error) {
 	return s, nil
 }
 
+// prepare prepares the write statements on the writer connection, so
+// that a schema they do not fit fails Open rather than the first write.
 func (s *Store) prepare(ctx context.Context) error {
-	for _, p := range []struct {
-		dst **sql.Stmt
-		sql string
-	}{
-		{&s.st.insertJob, sqlInsertJob},
-		{&s.st.upsertJob, sqlUpsertJob},
-		{&s.st.upsertLive, sqlUpsertLiveJob},
-		{&s.st.insertSpool, sqlInsertSpool},
-		{&s.st.insertEvent, sqlInsertEvent},
-		{&s.st.insertAudit, sqlInsertAudit},
-		{&s.st.upsertNode, sqlUpsertNode},
-		{&s.st.bumpMaxID, sqlBumpMaxID},
-	} {
-		st, err := s.w.PrepareContext(ctx, p.sql)
-		if err != nil {
-			return fmt.Errorf("prepare %q: %w", firstLine(p.sql), err)
-		}
-		*p.dst = st
+	conn, err := s.w.Conn(ctx)
+	if err != nil {
+		return err
 	}
-	return nil
+	defer conn.Close()
+	return conn.Raw(func(dc any) error {
+		c, ok := dc.(*sqlite3.SQLiteConn)
+		if !ok {
+			return fmt.Errorf("the writer connection is a %T", dc)
+		}
+		d, err := prepareDriverStmts(c)
+		if err != nil {
+			return err
+		}
+		s.dst = d
+		return nil
+	})
 }
 
 func firstLine(s string) string {
@@ -209,13 +197,10 @@ func (s *Store) Path() string { return s.path }
 // than once; other methods fail after it with "database is closed".
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
-		var errs []error
-		for _, st := range []*sql.Stmt{s.st.insertJob, s.st.upsertJob, s.st.upsertLive, s.st.insertSpool,
-			s.st.insertEvent, s.st.insertAudit, s.st.upsertNode, s.st.bumpMaxID} {
-			if st != nil {
-				errs = append(errs, st.Close())
-			}
+		if s.w != nil {
+			s.closeDriverStmts()
 		}
+		var errs []error
 		// Readers first, so that the writer is the last connection and
 		// may checkpoint and remove the WAL.
 		if s.r != nil {

@@ -165,6 +165,12 @@ func TestWriteAtomic(t *testing.T) {
 			if diff := cmp.Diff(before, dump(t, s)); diff != "" {
 				t.Errorf("failed batch changed the store (-before +after):\n%s", diff)
 			}
+			// The failed transaction is over: the next batch commits on
+			// its own, and the failed one's parts stay out.
+			mustWrite(t, s, &Batch{NewJobs: []*api.Job{makeJob(4).obj()}})
+			if after := dump(t, s); len(after.Jobs) != len(before.Jobs)+1 || after.Jobs[len(after.Jobs)-1].ID != 4 {
+				t.Errorf("after a good batch: jobs %d, want %d ending with job 4", len(after.Jobs), len(before.Jobs)+1)
+			}
 		})
 	}
 }

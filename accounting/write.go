@@ -2,7 +2,7 @@ package accounting
 
 import (
 	"context"
-	"database/sql"
+	"database/sql/driver"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -58,90 +58,63 @@ func (s *Store) Write(ctx context.Context, b *Batch) error {
 }
 
 func (s *Store) write(ctx context.Context, b *Batch) error {
-	tx, err := s.w.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("begin: %w", err)
-	}
-	defer tx.Rollback()
+	return s.inTxn(ctx, func(d *driverStmts) error { return d.apply(b) })
+}
 
-	// Bind a statement to the transaction only when the batch needs it:
-	// StmtContext is cheap, but a scheduling pass that only updates jobs
-	// should not pay for five others.
-	stmt := func(st *sql.Stmt) *sql.Stmt { return tx.StmtContext(ctx, st) }
-
-	if len(b.NewJobs) > 0 {
-		ins, spool := stmt(s.st.insertJob), stmt(s.st.insertSpool)
-		for _, j := range b.NewJobs {
-			if err := execJob(ctx, ins, j); err != nil {
-				return err
-			}
-			env, err := json.Marshal(j.Environment) // nil stays null
-			if err != nil {
-				return fmt.Errorf("encode environment of job %d: %w", j.ID, err)
-			}
-			if _, err := spool.ExecContext(ctx, int64(j.ID), j.Script, env); err != nil {
-				return fmt.Errorf("spool job %d: %w", j.ID, err)
-			}
+// apply writes b's parts in field order inside the open transaction.
+func (d *driverStmts) apply(b *Batch) error {
+	for _, j := range b.NewJobs {
+		if err := execJob(d.insertJob, j); err != nil {
+			return err
+		}
+		env, err := json.Marshal(j.Environment) // nil stays null
+		if err != nil {
+			return fmt.Errorf("encode environment of job %d: %w", j.ID, err)
+		}
+		if err := exec(d.insertSpool, int64(j.ID), j.Script, env); err != nil {
+			return fmt.Errorf("spool job %d: %w", j.ID, err)
 		}
 	}
-	if len(b.Jobs) > 0 {
-		var up, live *sql.Stmt
-		for _, j := range b.Jobs {
-			st := up
-			// A job without an end time that was never requeued has
-			// never had one stored either (requeue clears it).
-			if j != nil && j.EndTime.IsZero() && j.Restarts == 0 {
-				if live == nil {
-					live = stmt(s.st.upsertLive)
-				}
-				st = live
-			} else if up == nil {
-				up = stmt(s.st.upsertJob)
-				st = up
-			}
-			if err := execJob(ctx, st, j); err != nil {
-				return err
-			}
+	for _, j := range b.Jobs {
+		st := d.upsertJob
+		// A job without an end time that was never requeued has never
+		// had one stored either (requeue clears it).
+		if j != nil && j.EndTime.IsZero() && j.Restarts == 0 {
+			st = d.upsertLive
+		}
+		if err := execJob(st, j); err != nil {
+			return err
 		}
 	}
-	if len(b.Events) > 0 {
-		ins := stmt(s.st.insertEvent)
-		for _, e := range b.Events {
-			id, err := sqlID(e.JobID)
-			if err != nil {
-				return fmt.Errorf("event %q: %w", e.Kind, err)
-			}
-			if _, err := ins.ExecContext(ctx, id, nanos(e.Time), e.Kind, string(e.State),
-				e.Reason, e.Message, e.Actor); err != nil {
-				return fmt.Errorf("append event %q of job %d: %w", e.Kind, e.JobID, err)
-			}
+	for _, e := range b.Events {
+		id, err := sqlID(e.JobID)
+		if err != nil {
+			return fmt.Errorf("event %q: %w", e.Kind, err)
+		}
+		if err := exec(d.insertEvent, id, nanos(e.Time), e.Kind, string(e.State),
+			e.Reason, e.Message, e.Actor); err != nil {
+			return fmt.Errorf("append event %q of job %d: %w", e.Kind, e.JobID, err)
 		}
 	}
-	if len(b.Audit) > 0 {
-		ins := stmt(s.st.insertAudit)
-		for _, a := range b.Audit {
-			if _, err := ins.ExecContext(ctx, nanos(a.Time), int64(a.UID), a.User, a.Action,
-				a.Target, a.Detail); err != nil {
-				return fmt.Errorf("append audit %q on %q: %w", a.Action, a.Target, err)
-			}
+	for _, a := range b.Audit {
+		if err := exec(d.insertAudit, nanos(a.Time), int64(a.UID), a.User, a.Action,
+			a.Target, a.Detail); err != nil {
+			return fmt.Errorf("append audit %q on %q: %w", a.Action, a.Target, err)
 		}
 	}
-	if len(b.Nodes) > 0 {
-		up := stmt(s.st.upsertNode)
-		for i := range b.Nodes {
-			n := b.Nodes[i] // a copy: its times are normalised below
-			if n.Name == "" {
-				return fmt.Errorf("save node: %w", api.Invalid("node without a name"))
-			}
-			n.ReasonTime, n.BootTime = utc(n.ReasonTime), utc(n.BootTime)
-			n.Registered, n.LastSeen = utc(n.Registered), utc(n.LastSeen)
-			rec, err := json.Marshal(&n)
-			if err != nil {
-				return fmt.Errorf("encode node %s: %w", n.Name, err)
-			}
-			if _, err := up.ExecContext(ctx, n.Name, rec); err != nil {
-				return fmt.Errorf("save node %s: %w", n.Name, err)
-			}
+	for i := range b.Nodes {
+		n := b.Nodes[i] // a copy: its times are normalised below
+		if n.Name == "" {
+			return fmt.Errorf("save node: %w", api.Invalid("node without a name"))
+		}
+		n.ReasonTime, n.BootTime = utc(n.ReasonTime), utc(n.BootTime)
+		n.Registered, n.LastSeen = utc(n.Registered), utc(n.LastSeen)
+		rec, err := json.Marshal(&n)
+		if err != nil {
+			return fmt.Errorf("encode node %s: %w", n.Name, err)
+		}
+		if err := exec(d.upsertNode, n.Name, rec); err != nil {
+			return fmt.Errorf("save node %s: %w", n.Name, err)
 		}
 	}
 	// The mark only matters once the job holding the largest id is
@@ -152,17 +125,11 @@ func (s *Store) write(ctx context.Context, b *Batch) error {
 		if err != nil {
 			return fmt.Errorf("high-water mark: %w", err)
 		}
-		if _, err := stmt(s.st.bumpMaxID).ExecContext(ctx, id); err != nil {
+		if err := exec(d.bumpMaxID, id); err != nil {
 			return fmt.Errorf("store high-water mark %d: %w", b.MaxJobID, err)
 		}
 	}
-	if err := writeSteps(ctx, tx, b.Steps); err != nil {
-		return err
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("commit: %w", err)
-	}
-	return nil
+	return writeSteps(d.upsertStep, b.Steps)
 }
 
 // insertsUpTo reports whether jobs holds a job with an id of at least id.
@@ -176,7 +143,7 @@ func insertsUpTo(jobs []*api.Job, id uint64) bool {
 }
 
 // execJob runs the insert or upsert statement st for j.
-func execJob(ctx context.Context, st *sql.Stmt, j *api.Job) error {
+func execJob(st driver.Stmt, j *api.Job) error {
 	if j == nil {
 		return fmt.Errorf("save job: %w", api.Invalid("nil job"))
 	}
@@ -188,7 +155,7 @@ func execJob(ctx context.Context, st *sql.Stmt, j *api.Job) error {
 	if err != nil {
 		return fmt.Errorf("encode job %d: %w", j.ID, err)
 	}
-	if _, err := st.ExecContext(ctx, id, j.User, int64(j.UserID), j.Name, j.Partition, j.Account,
+	if err := exec(st, id, j.User, int64(j.UserID), j.Name, j.Partition, j.Account,
 		string(j.State), nanos(j.SubmitTime), nanos(j.EligibleTime), nanos(j.StartTime),
 		nanos(j.EndTime), rec, int64(min(j.ArrayJobID, math.MaxInt64))); err != nil {
 		return fmt.Errorf("save job %d: %w", j.ID, err)

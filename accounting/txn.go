@@ -1,0 +1,151 @@
+package accounting
+
+import (
+	"context"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+
+	"github.com/mattn/go-sqlite3"
+)
+
+// A Batch commits on the writer's driver connection, not through a
+// database/sql transaction. database/sql starts a goroutine per
+// transaction to watch its context (Tx.awaitDone) and wakes it again at
+// the commit, and rebinds every statement to the transaction: two thread
+// wake-ups and a dozen allocations per commit, three commits per job,
+// each on the way to an answer that sbatch or a node waits for. Here the
+// writer pool's one connection is taken with Conn and Raw, and the batch
+// runs between BEGIN IMMEDIATE and COMMIT on statements prepared once on
+// that connection (driverStmts). A commit is never interrupted halfway:
+// the statements run without a context, as a commit shared by several
+// submissions must (groupCommit).
+
+// driverStmts are the write statements prepared on one driver connection.
+type driverStmts struct {
+	conn                                  *sqlite3.SQLiteConn
+	begin, commit, rollback               driver.Stmt
+	insertJob, upsertJob, upsertLive      driver.Stmt
+	insertSpool, insertEvent, insertAudit driver.Stmt
+	upsertNode, bumpMaxID, upsertStep     driver.Stmt
+}
+
+// all lists the statements for closing.
+func (d *driverStmts) all() []driver.Stmt {
+	return []driver.Stmt{d.begin, d.commit, d.rollback, d.insertJob, d.upsertJob, d.upsertLive,
+		d.insertSpool, d.insertEvent, d.insertAudit, d.upsertNode, d.bumpMaxID, d.upsertStep}
+}
+
+// prepareDriverStmts prepares the write statements on c.
+func prepareDriverStmts(c *sqlite3.SQLiteConn) (*driverStmts, error) {
+	d := &driverStmts{conn: c}
+	for _, p := range []struct {
+		dst *driver.Stmt
+		sql string
+	}{
+		{&d.begin, "BEGIN IMMEDIATE"},
+		{&d.commit, "COMMIT"},
+		{&d.rollback, "ROLLBACK"},
+		{&d.insertJob, sqlInsertJob},
+		{&d.upsertJob, sqlUpsertJob},
+		{&d.upsertLive, sqlUpsertLiveJob},
+		{&d.insertSpool, sqlInsertSpool},
+		{&d.insertEvent, sqlInsertEvent},
+		{&d.insertAudit, sqlInsertAudit},
+		{&d.upsertNode, sqlUpsertNode},
+		{&d.bumpMaxID, sqlBumpMaxID},
+		{&d.upsertStep, sqlUpsertStep},
+	} {
+		st, err := c.Prepare(p.sql)
+		if err != nil {
+			d.close()
+			return nil, fmt.Errorf("prepare %q: %w", firstLine(p.sql), err)
+		}
+		*p.dst = st
+	}
+	return d, nil
+}
+
+// close finalizes the statements (a connection with statements left
+// open would not close, nor checkpoint and remove its log).
+func (d *driverStmts) close() {
+	for _, st := range d.all() {
+		if st != nil {
+			_ = st.Close()
+		}
+	}
+}
+
+// exec runs st with positional args.
+func exec(st driver.Stmt, args ...driver.Value) error {
+	_, err := st.Exec(args)
+	return err
+}
+
+// inTxn runs apply between BEGIN IMMEDIATE and COMMIT on the writer
+// connection, rolling back when apply or the commit fails.
+func (s *Store) inTxn(ctx context.Context, apply func(*driverStmts) error) error {
+	conn, err := s.w.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	defer conn.Close()
+	return conn.Raw(func(dc any) error {
+		c, ok := dc.(*sqlite3.SQLiteConn)
+		if !ok {
+			return fmt.Errorf("begin: the writer connection is a %T", dc)
+		}
+		d := s.dst
+		if d == nil || d.conn != c {
+			// The first write, or the pool replaced a broken connection
+			// (whose statements went with it).
+			if d, err = prepareDriverStmts(c); err != nil {
+				return err
+			}
+			s.dst = d
+		}
+		if err := exec(d.begin); err != nil {
+			return fmt.Errorf("begin: %w", err)
+		}
+		if err := apply(d); err != nil {
+			return errors.Join(err, rollback(d))
+		}
+		if err := exec(d.commit); err != nil {
+			return errors.Join(fmt.Errorf("commit: %w", err), rollback(d))
+		}
+		return nil
+	})
+}
+
+// rollback ends a failed transaction. SQLite rolls some failures back by
+// itself (a full disk, an I/O error), and then ROLLBACK finds no
+// transaction: that is not an error.
+func rollback(d *driverStmts) error {
+	if d.conn.AutoCommit() {
+		return nil
+	}
+	if err := exec(d.rollback); err != nil {
+		return fmt.Errorf("rollback: %w", err)
+	}
+	return nil
+}
+
+// closeDriverStmts finalizes the writer's statements before its pool
+// closes.
+func (s *Store) closeDriverStmts() {
+	if s.dst == nil {
+		return
+	}
+	conn, err := s.w.Conn(context.Background())
+	if err != nil {
+		return
+	}
+	defer conn.Close()
+	_ = conn.Raw(func(dc any) error {
+		if c, ok := dc.(*sqlite3.SQLiteConn); ok && c == s.dst.conn {
+			s.dst.close()
+		}
+		s.dst = nil
+		return nil
+	})
+}
