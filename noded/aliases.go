@@ -31,7 +31,9 @@ var (
 	writeFileAtomic = stepd.WriteFileAtomic
 	writeJSONAtomic = stepd.WriteJSONAtomic
 	writeJSONNew    = stepd.WriteJSONNew
+	writeFileNew    = stepd.WriteFileNew
 	readJSON        = stepd.ReadJSON
+	readStatus      = stepd.ReadStatus
 	openFile        = stepd.OpenFile
 	readIdentity    = stepd.ReadIdentity
 	readMarkers     = stepd.ReadMarkers

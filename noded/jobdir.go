@@ -107,8 +107,7 @@ func scanJobDirs(jobsDir string) ([]scannedJob, error) {
 		} else {
 			sj.Spec = &spec
 		}
-		var st jobStatus
-		switch err := readJSON(filepath.Join(sj.Dir, fileStatus), &st); {
+		switch st, err := readStatus(filepath.Join(sj.Dir, fileStatus)); {
 		case err == nil:
 			sj.Status = &st
 		case !errors.Is(err, fs.ErrNotExist):

@@ -158,7 +158,13 @@ func (d *Daemon) writeJobDir(j *job) error {
 	if err := os.Chmod(j.dir, 0o711); err != nil {
 		return err
 	}
-	if err := writeJSONNew(filepath.Join(j.dir, fileLaunch), &j.spec, 0o600); err != nil {
+	// Written by hand (api.LaunchSpec.AppendJSON, the bytes json.Marshal
+	// writes): one per job, the job's environment most of it.
+	launch, err := j.spec.AppendJSON(nil)
+	if err != nil {
+		return fmt.Errorf("encode %s: %w", fileLaunch, err)
+	}
+	if err := writeFileNew(filepath.Join(j.dir, fileLaunch), launch, 0o600); err != nil {
 		return err
 	}
 	script := filepath.Join(j.dir, fileScript)
@@ -267,8 +273,8 @@ func (d *Daemon) supervisorDone(j *job) {
 		// status.json (or the lost job) when it scans.
 		return
 	}
-	var st jobStatus
-	if err := readJSON(filepath.Join(j.dir, fileStatus), &st); err != nil {
+	st, err := readStatus(filepath.Join(j.dir, fileStatus))
+	if err != nil {
 		d.log.Error("supervisor ended without a status", "job_id", j.ref.JobID, "err", err)
 		if id, _ := readIdentity(filepath.Join(j.dir, filePID)); id.Alive() {
 			_ = signalGroup(id.PID, syscall.SIGKILL)

@@ -622,6 +622,17 @@ func appendJobRefsField(b []byte, key string, refs []JobRef) []byte {
 
 // appendLaunchSpecJSON writes s in LaunchSpec's declaration order, the
 // embedded JobRef's fields first.
+// AppendJSON appends s as json.Marshal writes it. tided keeps each
+// launch in its job directory (launch.json), one per job.
+func (s *LaunchSpec) AppendJSON(b []byte) ([]byte, error) {
+	n0 := len(b)
+	out, err := appendLaunchSpecJSON(b, s)
+	if err != nil {
+		return b[:n0], err
+	}
+	return out, nil
+}
+
 func appendLaunchSpecJSON(b []byte, s *LaunchSpec) ([]byte, error) {
 	b = appendJobRefJSON(b, &s.JobRef)
 	b = append(b, `,"name":`...)

@@ -100,6 +100,12 @@ func checkSyncRequestJSON(t *testing.T, name string, r *NodeSyncRequest) {
 func checkSyncResponseJSON(t *testing.T, name string, r *NodeSyncResponse) {
 	t.Helper()
 	data := checkAppendJSON(t, name, r, r.AppendJSON)
+	if r != nil {
+		for i := range r.Launch {
+			l := &r.Launch[i]
+			checkAppendJSON(t, name+": launch alone", l, l.AppendJSON)
+		}
+	}
 	if data == nil || r == nil {
 		return
 	}

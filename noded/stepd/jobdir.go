@@ -146,6 +146,12 @@ func WriteJSONNew(path string, v any, perm fs.FileMode) error {
 	if err != nil {
 		return fmt.Errorf("encode %s: %w", filepath.Base(path), err)
 	}
+	return WriteFileNew(path, data, perm)
+}
+
+// WriteFileNew is WriteJSONNew for a document already encoded (without
+// its final newline).
+func WriteFileNew(path string, data []byte, perm fs.FileMode) error {
 	f, err := OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, perm)
 	if err == nil {
 		_, err = f.Write(append(data, '\n'))
