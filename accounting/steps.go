@@ -3,7 +3,6 @@ package accounting
 import (
 	"context"
 	"database/sql"
-	"database/sql/driver"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -16,9 +15,8 @@ const sqlUpsertStep = `INSERT INTO steps (job_id, step_id, state, start_time, en
 	ON CONFLICT (job_id, step_id) DO UPDATE SET state = excluded.state,
 		start_time = excluded.start_time, end_time = excluded.end_time, record = excluded.record`
 
-// writeSteps upserts step records inside a Batch's transaction with
-// the prepared upsert st.
-func writeSteps(st driver.Stmt, steps []api.StepRecord) error {
+// writeSteps upserts step records inside a Batch's transaction.
+func (d *driverStmts) writeSteps(steps []api.StepRecord) error {
 	for i := range steps {
 		s := steps[i]
 		id, err := sqlID(s.JobID)
@@ -30,7 +28,7 @@ func writeSteps(st driver.Stmt, steps []api.StepRecord) error {
 		if err != nil {
 			return fmt.Errorf("encode step %d.%d: %w", s.JobID, s.StepID, err)
 		}
-		if err := exec(st, id, int64(s.StepID), string(s.State), nanos(s.Start), nanos(s.End), rec); err != nil {
+		if err := d.exec(d.upsertStep, id, int64(s.StepID), string(s.State), nanos(s.Start), nanos(s.End), rec); err != nil {
 			return fmt.Errorf("save step %d.%d: %w", s.JobID, s.StepID, err)
 		}
 	}

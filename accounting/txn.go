@@ -28,6 +28,9 @@ type driverStmts struct {
 	insertJob, upsertJob, upsertLive      driver.Stmt
 	insertSpool, insertEvent, insertAudit driver.Stmt
 	upsertNode, bumpMaxID, upsertStep     driver.Stmt
+	// args is exec's argument list, reused: statements run one at a
+	// time on the one writer connection.
+	args []driver.NamedValue
 }
 
 // all lists the statements for closing.
@@ -77,8 +80,13 @@ func (d *driverStmts) close() {
 }
 
 // exec runs st with positional args.
-func exec(st driver.Stmt, args ...driver.Value) error {
-	_, err := st.Exec(args)
+func (d *driverStmts) exec(st driver.Stmt, args ...driver.Value) error {
+	d.args = d.args[:0]
+	for i, v := range args {
+		d.args = append(d.args, driver.NamedValue{Ordinal: i + 1, Value: v})
+	}
+	_, err := st.(driver.StmtExecContext).ExecContext(context.Background(), d.args)
+	clear(d.args) // the values stay with the batch, not here
 	return err
 }
 
@@ -104,13 +112,13 @@ func (s *Store) inTxn(ctx context.Context, apply func(*driverStmts) error) error
 			}
 			s.dst = d
 		}
-		if err := exec(d.begin); err != nil {
+		if err := d.exec(d.begin); err != nil {
 			return fmt.Errorf("begin: %w", err)
 		}
 		if err := apply(d); err != nil {
 			return errors.Join(err, rollback(d))
 		}
-		if err := exec(d.commit); err != nil {
+		if err := d.exec(d.commit); err != nil {
 			return errors.Join(fmt.Errorf("commit: %w", err), rollback(d))
 		}
 		return nil
@@ -124,7 +132,7 @@ func rollback(d *driverStmts) error {
 	if d.conn.AutoCommit() {
 		return nil
 	}
-	if err := exec(d.rollback); err != nil {
+	if err := d.exec(d.rollback); err != nil {
 		return fmt.Errorf("rollback: %w", err)
 	}
 	return nil

@@ -64,14 +64,14 @@ func (s *Store) write(ctx context.Context, b *Batch) error {
 // apply writes b's parts in field order inside the open transaction.
 func (d *driverStmts) apply(b *Batch) error {
 	for _, j := range b.NewJobs {
-		if err := execJob(d.insertJob, j); err != nil {
+		if err := d.execJob(d.insertJob, j); err != nil {
 			return err
 		}
 		env, err := json.Marshal(j.Environment) // nil stays null
 		if err != nil {
 			return fmt.Errorf("encode environment of job %d: %w", j.ID, err)
 		}
-		if err := exec(d.insertSpool, int64(j.ID), j.Script, env); err != nil {
+		if err := d.exec(d.insertSpool, int64(j.ID), j.Script, env); err != nil {
 			return fmt.Errorf("spool job %d: %w", j.ID, err)
 		}
 	}
@@ -82,7 +82,7 @@ func (d *driverStmts) apply(b *Batch) error {
 		if j != nil && j.EndTime.IsZero() && j.Restarts == 0 {
 			st = d.upsertLive
 		}
-		if err := execJob(st, j); err != nil {
+		if err := d.execJob(st, j); err != nil {
 			return err
 		}
 	}
@@ -91,13 +91,13 @@ func (d *driverStmts) apply(b *Batch) error {
 		if err != nil {
 			return fmt.Errorf("event %q: %w", e.Kind, err)
 		}
-		if err := exec(d.insertEvent, id, nanos(e.Time), e.Kind, string(e.State),
+		if err := d.exec(d.insertEvent, id, nanos(e.Time), e.Kind, string(e.State),
 			e.Reason, e.Message, e.Actor); err != nil {
 			return fmt.Errorf("append event %q of job %d: %w", e.Kind, e.JobID, err)
 		}
 	}
 	for _, a := range b.Audit {
-		if err := exec(d.insertAudit, nanos(a.Time), int64(a.UID), a.User, a.Action,
+		if err := d.exec(d.insertAudit, nanos(a.Time), int64(a.UID), a.User, a.Action,
 			a.Target, a.Detail); err != nil {
 			return fmt.Errorf("append audit %q on %q: %w", a.Action, a.Target, err)
 		}
@@ -113,7 +113,7 @@ func (d *driverStmts) apply(b *Batch) error {
 		if err != nil {
 			return fmt.Errorf("encode node %s: %w", n.Name, err)
 		}
-		if err := exec(d.upsertNode, n.Name, rec); err != nil {
+		if err := d.exec(d.upsertNode, n.Name, rec); err != nil {
 			return fmt.Errorf("save node %s: %w", n.Name, err)
 		}
 	}
@@ -125,11 +125,11 @@ func (d *driverStmts) apply(b *Batch) error {
 		if err != nil {
 			return fmt.Errorf("high-water mark: %w", err)
 		}
-		if err := exec(d.bumpMaxID, id); err != nil {
+		if err := d.exec(d.bumpMaxID, id); err != nil {
 			return fmt.Errorf("store high-water mark %d: %w", b.MaxJobID, err)
 		}
 	}
-	return writeSteps(d.upsertStep, b.Steps)
+	return d.writeSteps(b.Steps)
 }
 
 // insertsUpTo reports whether jobs holds a job with an id of at least id.
@@ -143,7 +143,7 @@ func insertsUpTo(jobs []*api.Job, id uint64) bool {
 }
 
 // execJob runs the insert or upsert statement st for j.
-func execJob(st driver.Stmt, j *api.Job) error {
+func (d *driverStmts) execJob(st driver.Stmt, j *api.Job) error {
 	if j == nil {
 		return fmt.Errorf("save job: %w", api.Invalid("nil job"))
 	}
@@ -155,7 +155,7 @@ func execJob(st driver.Stmt, j *api.Job) error {
 	if err != nil {
 		return fmt.Errorf("encode job %d: %w", j.ID, err)
 	}
-	if err := exec(st, id, j.User, int64(j.UserID), j.Name, j.Partition, j.Account,
+	if err := d.exec(st, id, j.User, int64(j.UserID), j.Name, j.Partition, j.Account,
 		string(j.State), nanos(j.SubmitTime), nanos(j.EligibleTime), nanos(j.StartTime),
 		nanos(j.EndTime), rec, int64(min(j.ArrayJobID, math.MaxInt64))); err != nil {
 		return fmt.Errorf("save job %d: %w", j.ID, err)
