@@ -15,9 +15,17 @@ import (
 // its CPU collecting a heap of a few megabytes. So after each collection
 // the target is raised for small heaps: the next collection comes when
 // the heap reaches max(live × (1 + gcPercent/100), gcFloorBytes).
+//
+// The floor was 12 MiB. A short job costs the controller about 80 KB of
+// allocation, and the finished jobs it keeps for min_job_age (3.4 KB
+// each) grow the live set towards the floor: after a few thousand jobs
+// a collection came every 2 MiB, 15 of them per thousand jobs, a tenth
+// of the controller's CPU again. At 32 MiB they are a handful; a heap
+// large enough for gcPercent to decide (23 MiB live and more, some
+// 7,000 kept jobs) is not affected.
 const (
 	gcPercent    = 40
-	gcFloorBytes = 12 << 20
+	gcFloorBytes = 32 << 20
 )
 
 var gcFloorOnce sync.Once
@@ -45,12 +53,24 @@ func startGCFloor(percent int, floor uint64) {
 
 // floorPercent is the GOGC that puts the next collection at
 // max(live × (1 + percent/100), floor).
+//
+// The runtime never collects below a heap minimum either, 4 MiB scaled
+// by GOGC/100: for a live heap under 4 MiB the percentage that stretches
+// it to the floor (thousands) would put that minimum, and the next
+// collection, far above the floor (a 0.4 MiB heap after start-up went
+// uncollected to 200 MiB). There the percentage is the one whose minimum
+// is the floor.
 func floorPercent(live uint64, percent int, floor uint64) int {
 	if live == 0 || live*uint64(100+percent)/100 >= floor {
 		return percent
 	}
-	return int((floor - live) * 100 / live)
+	p := min((floor-live)*100/live, floor*100/runtimeHeapMinimum)
+	return max(int(p), percent)
 }
+
+// runtimeHeapMinimum is the Go runtime's heap minimum at GOGC=100
+// (defaultHeapMinimum in runtime/mgcpacer.go).
+const runtimeHeapMinimum = 4 << 20
 
 // idleReturnBytes is how much free heap the runtime may keep before the
 // once-a-second housekeeping hands it back to the OS. After a burst (a
