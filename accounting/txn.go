@@ -31,6 +31,8 @@ type driverStmts struct {
 	// args is exec's argument list, reused: statements run one at a
 	// time on the one writer connection.
 	args []driver.NamedValue
+	// rec is the buffer job records are encoded into, reused likewise.
+	rec []byte
 }
 
 // all lists the statements for closing.

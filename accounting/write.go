@@ -151,10 +151,11 @@ func (d *driverStmts) execJob(st driver.Stmt, j *api.Job) error {
 	if err != nil {
 		return fmt.Errorf("save job: %w", err)
 	}
-	rec, err := encodeJob(j)
+	rec, err := appendRecord(d.rec[:0], j)
 	if err != nil {
 		return fmt.Errorf("encode job %d: %w", j.ID, err)
 	}
+	d.rec = rec
 	if err := d.exec(st, id, j.User, int64(j.UserID), j.Name, j.Partition, j.Account,
 		string(j.State), nanos(j.SubmitTime), nanos(j.EligibleTime), nanos(j.StartTime),
 		nanos(j.EndTime), rec, int64(min(j.ArrayJobID, math.MaxInt64))); err != nil {
@@ -182,14 +183,25 @@ type jobRecord struct {
 // of the controller's CPU in a storm of small jobs.
 // TestEncodeJobMatchesEncodingJSON holds it to encoding/json's bytes.
 func encodeJob(j *api.Job) ([]byte, error) {
+	b, err := appendRecord(nil, j)
+	if err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// appendRecord appends encodeJob's record of j to b (the writer reuses
+// one buffer: SQLite copies what it binds).
+func appendRecord(b []byte, j *api.Job) ([]byte, error) {
 	c := *j
 	c.Script, c.Environment = "", nil
 	c.SubmitTime, c.EligibleTime = utc(c.SubmitTime), utc(c.EligibleTime)
 	c.StartTime, c.EndTime = utc(c.StartTime), utc(c.EndTime)
 	c.LastSchedEval, c.BeginTime = utc(c.LastSchedEval), utc(c.BeginTime)
-	b, err := c.AppendJSON(nil)
+	n0 := len(b)
+	b, err := c.AppendJSON(b)
 	if err != nil {
-		return nil, err
+		return b[:n0], err
 	}
 	// jobRecord's own field follows the embedded job's: it goes inside
 	// the job's closing brace.
