@@ -1,9 +1,6 @@
 package api
 
 import (
-	"bytes"
-	"encoding/json"
-
 	"github.com/tide-hpc/tide/internal/jsonfast"
 )
 
@@ -22,16 +19,9 @@ import (
 // signal and the container mounts are decoded by encoding/json one by
 // one.
 func DecodeSubmitRequest(data []byte, r *SubmitRequest) error {
-	d := submitDecoder{jsonfast.New(data)}
-	var out SubmitRequest
-	if d.submitRequest(&out) {
-		*r = out
-		return nil
-	}
-	*r = SubmitRequest{}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	return dec.Decode(r)
+	return jsonfast.Decode(data, r, jsonfast.StreamStrict, func(d *jsonfast.Decoder, out *SubmitRequest) bool {
+		return submitDecoder{d}.submitRequest(out)
+	})
 }
 
 // submitDecoder reads a SubmitRequest field by field.

@@ -1,7 +1,6 @@
 package api
 
 import (
-	"bytes"
 	"encoding/json"
 	"math"
 	"slices"
@@ -37,16 +36,9 @@ import (
 // (which encoding/json merges element by element into the first) goes to
 // encoding/json entirely.
 func DecodeNodeSyncRequest(data []byte, r *NodeSyncRequest) error {
-	d := syncDecoder{jsonfast.New(data)}
-	var out NodeSyncRequest
-	if d.syncRequest(&out) {
-		*r = out
-		return nil
-	}
-	*r = NodeSyncRequest{}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	return dec.Decode(r)
+	return jsonfast.Decode(data, r, jsonfast.StreamStrict, func(d *jsonfast.Decoder, out *NodeSyncRequest) bool {
+		return syncDecoder{d}.syncRequest(out)
+	})
 }
 
 // DecodeNodeSyncResponse decodes data into r exactly as the node
@@ -58,14 +50,9 @@ func DecodeNodeSyncRequest(data []byte, r *NodeSyncRequest) error {
 // encoding/json: the hand reader cannot tell it from a known field
 // spelled in another case, which encoding/json accepts.
 func DecodeNodeSyncResponse(data []byte, r *NodeSyncResponse) error {
-	d := syncDecoder{jsonfast.New(data)}
-	var out NodeSyncResponse
-	if d.syncResponse(&out) {
-		*r = out
-		return nil
-	}
-	*r = NodeSyncResponse{}
-	return json.NewDecoder(bytes.NewReader(data)).Decode(r)
+	return jsonfast.Decode(data, r, jsonfast.Stream, func(d *jsonfast.Decoder, out *NodeSyncResponse) bool {
+		return syncDecoder{d}.syncResponse(out)
+	})
 }
 
 // syncDecoder reads the node protocol's documents field by field, by

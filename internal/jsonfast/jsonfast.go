@@ -16,6 +16,41 @@ import (
 	"unicode/utf8"
 )
 
+// Mode is how encoding/json reads a document, for Decode's fallback.
+type Mode int
+
+const (
+	// Stream is a json.Decoder's first value: trailing data is left.
+	Stream Mode = iota
+	// StreamStrict is Stream with DisallowUnknownFields.
+	StreamStrict
+	// Whole is json.Unmarshal: one value and nothing after it.
+	Whole
+)
+
+// Decode reads data into *dst as encoding/json in mode m does: by hand
+// when read takes the document (and, for Whole, nothing follows it),
+// otherwise with encoding/json from the start, *dst zeroed first, for
+// its exact result and error.
+func Decode[T any](data []byte, dst *T, m Mode, read func(d *Decoder, out *T) bool) error {
+	d := New(data)
+	var out T
+	if read(d, &out) && (m != Whole || d.End()) {
+		*dst = out
+		return nil
+	}
+	var zero T
+	*dst = zero
+	if m == Whole {
+		return json.Unmarshal(data, dst)
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if m == StreamStrict {
+		dec.DisallowUnknownFields()
+	}
+	return dec.Decode(dst)
+}
+
 // New returns a Decoder over b.
 func New(b []byte) *Decoder { return &Decoder{b: b} }
 

@@ -1,7 +1,6 @@
 package stepd
 
 import (
-	"encoding/json"
 	"fmt"
 
 	"github.com/tide-hpc/tide/internal/jsonfast"
@@ -13,14 +12,7 @@ import (
 // short jobs; so what tided writes is read by hand, and anything else
 // goes to json.Unmarshal from the start (see jsonfast).
 func decodePlan(data []byte, p *Plan) error {
-	d := jsonfast.New(data)
-	var out Plan
-	if planFields(d, &out) && d.End() {
-		*p = out
-		return nil
-	}
-	*p = Plan{}
-	return json.Unmarshal(data, p)
+	return jsonfast.Decode(data, p, jsonfast.Whole, planFields)
 }
 
 func planFields(d *jsonfast.Decoder, p *Plan) bool {

@@ -1,7 +1,6 @@
 package stepd
 
 import (
-	"encoding/json"
 	"fmt"
 
 	"github.com/tide-hpc/tide/internal/jsonfast"
@@ -27,18 +26,18 @@ func ReadStatus(path string) (Status, error) {
 // for short jobs; what the supervisor writes is read by hand, anything
 // else goes to json.Unmarshal from the start (see jsonfast).
 func decodeStatus(data []byte, st *Status) error {
-	var out Status
-	if statusByHand(data, &out) {
-		*st = out
-		return nil
-	}
-	*st = Status{}
-	return json.Unmarshal(data, st)
+	return jsonfast.Decode(data, st, jsonfast.Whole, statusFields)
 }
 
-// statusByHand reads data into out and reports whether it could.
+// statusByHand reports whether data is read by hand, not by the
+// fallback (the tests check what the supervisor writes is).
 func statusByHand(data []byte, out *Status) bool {
 	d := jsonfast.New(data)
+	return statusFields(d, out) && d.End()
+}
+
+// statusFields reads a Status object.
+func statusFields(d *jsonfast.Decoder, out *Status) bool {
 	return d.Object(func(key []byte) bool {
 		switch string(key) {
 		case "exit":
@@ -61,5 +60,5 @@ func statusByHand(data []byte, out *Status) bool {
 			return d.Bool(&out.OOM)
 		}
 		return false
-	}) && d.End()
+	})
 }
