@@ -55,7 +55,11 @@ func TestDaemonCheckpointAck(t *testing.T) {
 	wd := t.TempDir()
 	script := "#!/bin/sh\ntrap 'echo saved > ckpt; touch \"$TIDE_CHECKPOINT_ACK\"' USR1\n" +
 		"echo \"restart=$SLURM_RESTART_COUNT ack=$TIDE_CHECKPOINT_ACK\" > env.tmp && mv env.tmp env.txt\n" +
-		"while [ ! -e release ]; do sleep 0.05; done\n"
+		"while [ ! -e release ]; do sleep 0.05; done\n" +
+		// The USR1 reaches the whole group: a sleep it kills ends with
+		// 138, and a loop whose last body command was that sleep would
+		// too.
+		"exit 0\n"
 	spec := n.spec(t, 301, script, wd)
 	spec.Restart = 2
 	n.launch(spec)
