@@ -26,6 +26,9 @@ type nodeRec struct {
 	// a reconnect, say): the held one is then answered empty (nil when
 	// no sync is held).
 	supersede chan struct{}
+	// seq is the highest report sequence number applied since the
+	// node registered (api.NodeSyncRequest.Seq).
+	seq uint64
 	// signals and limits are one-shot commands waiting for the next sync.
 	signals []api.SignalCommand
 	limits  []api.LimitUpdate
@@ -190,6 +193,7 @@ func (s *Server) register(r api.NodeRegistration) (api.NodeSyncResponse, error) 
 	now := s.now()
 	n.registered = true
 	n.Responding = true
+	n.seq = r.Seq
 	n.LastSeen = now
 	n.Registered = now
 	n.Hostname, n.Addr, n.Version, n.OS, n.Arch, n.BootTime = r.Hostname, r.Addr, r.Version, r.OS, r.Arch, r.BootTime
@@ -258,7 +262,16 @@ func (s *Server) sync(ctx context.Context, r api.NodeSyncRequest) (api.NodeSyncR
 		n.supersede = nil
 	}
 	n.LastSeen = s.now()
-	n.CPULoad, n.FreeMemMB = r.CPULoad, r.FreeMemMB
+	// A request overtaken by a newer one on another connection carries
+	// old news: its reports would make a finished job look running or a
+	// launched one lost. It still polls for commands, and its GPU
+	// reading (each is sent until one request carrying it is answered,
+	// and a later request without one means "unchanged") still counts.
+	stale := r.Seq != 0 && r.Seq <= n.seq
+	if !stale {
+		n.seq = max(n.seq, r.Seq)
+		n.CPULoad, n.FreeMemMB = r.CPULoad, r.FreeMemMB
+	}
 	if r.GPUStatus != nil {
 		s.applyGPUStatus(n, r.GPUStatus)
 		s.reclaimGPUs(n, r.GPUStatus, r.GPUProcJobs)
@@ -269,7 +282,13 @@ func (s *Server) sync(ctx context.Context, r api.NodeSyncRequest) (api.NodeSyncR
 		s.log.Info("node responding again", "node", n.Name)
 		s.Kick()
 	}
-	resp := s.reconcile(n, r.Jobs)
+	var resp api.NodeSyncResponse
+	if stale {
+		s.log.Debug("stale node report ignored", "node", n.Name, "seq", r.Seq, "applied", n.seq)
+		s.commands(n, &resp)
+	} else {
+		resp = s.reconcile(n, r.Jobs)
+	}
 	s.flush()
 	if !emptyResponse(resp) || r.WaitMS <= 0 {
 		s.mu.Unlock()

@@ -844,3 +844,61 @@ func TestSupersededSyncKeepsCommands(t *testing.T) {
 		t.Errorf("after the syncs: inflight %d, supersede set %v", n.inflight, n.supersede != nil)
 	}
 }
+
+// TestStaleSyncIgnored checks that a node's report overtaken by a newer
+// one (tided sends its held poll and its at-once reports on separate
+// connections) cannot undo what the newer one said: a launched job is
+// not declared lost, a finished one is not forgotten as unknown.
+func TestStaleSyncIgnored(t *testing.T) {
+	h := newHarness(t)
+	gpus, _ := gres.Fake("gpu01", gres.FakeConfig{Count: 8})
+	if _, err := h.s.register(api.NodeRegistration{Name: "gpu01", CPUs: 8, MemoryMB: 64 * 1024, GPUs: gpus, Seq: 100}); err != nil {
+		t.Fatal(err)
+	}
+	sync := func(seq uint64, reports ...api.NodeJobReport) api.NodeSyncResponse {
+		t.Helper()
+		resp, err := h.s.sync(context.Background(), api.NodeSyncRequest{Name: "gpu01", Seq: seq, Jobs: reports})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	id := h.submit(api.JobSpec{})
+	h.s.schedulePass()
+	if resp := sync(101); len(resp.Launch) != 1 {
+		t.Fatalf("launch = %+v", resp.Launch)
+	}
+	sync(103, running(id, 0))
+	// Taken before the launch, arriving after the report of it.
+	if resp := sync(102); len(resp.Launch) != 0 {
+		t.Errorf("a stale report brought the launch again: %+v", resp.Launch)
+	}
+	if j := h.job(id); j.State != api.StateRunning {
+		t.Fatalf("job %s after a stale report without it, want RUNNING", j.State)
+	}
+	if resp := sync(104, finished(id, 0)); len(resp.Ack) != 1 {
+		t.Fatalf("no ack: %+v", resp)
+	}
+	if resp := sync(103, running(id, 0)); len(resp.Forget) != 0 || len(resp.Ack) != 0 {
+		t.Errorf("a stale running report was answered %+v", resp)
+	}
+	if j := h.job(id); j.State != api.StateCompleted {
+		t.Fatalf("job %s after a stale running report, want COMPLETED", j.State)
+	}
+
+	// A daemon without sequence numbers is always heard; a new
+	// registration starts the count again.
+	id2 := h.submit(api.JobSpec{})
+	h.s.schedulePass()
+	sync(0, running(id2, 0))
+	if j := h.job(id2); !j.Launched {
+		t.Fatal("a report without a sequence number was ignored")
+	}
+	if _, err := h.s.register(api.NodeRegistration{Name: "gpu01", CPUs: 8, MemoryMB: 64 * 1024, GPUs: gpus, Seq: 7, Jobs: []api.NodeJobReport{running(id2, 0)}}); err != nil {
+		t.Fatal(err)
+	}
+	sync(8, finished(id2, 0))
+	if j := h.job(id2); j.State != api.StateCompleted {
+		t.Fatalf("job %s: the report after a re-registration with a lower count was ignored", j.State)
+	}
+}

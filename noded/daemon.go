@@ -102,6 +102,10 @@ type Daemon struct {
 	// controller while a sync is in flight (nil when none is).
 	syncWake chan struct{}
 	wakeCh   chan struct{}
+	// seq numbers the snapshots of the job table sent to the controller
+	// (api.NodeSyncRequest.Seq), counting on from the daemon's start time
+	// in nanoseconds so that a successor's numbers are higher.
+	seq uint64
 
 	statsAt  time.Time
 	load     float64
@@ -135,6 +139,7 @@ func Setup(ctx context.Context, cfg Config, opts Options) (*Daemon, error) {
 		jobs:    make(map[api.JobRef]*job),
 		dropped: newDropLog(),
 		wakeCh:  make(chan struct{}, 1),
+		seq:     uint64(time.Now().UnixNano()),
 	}
 	d.memMB, _ = ParseMemory(cfg.Memory)
 	d.hostname, _ = os.Hostname()
@@ -319,9 +324,10 @@ func (d *Daemon) apply(r api.NodeSyncResponse) bool {
 // controller's commands.
 func (d *Daemon) register(ctx context.Context) (api.NodeSyncResponse, error) {
 	d.mu.Lock()
-	jobs := d.reportsLocked()
+	jobs, seq := d.reportsLocked(), d.nextSeqLocked()
 	d.mu.Unlock()
 	reg := api.NodeRegistration{
+		Seq:      seq,
 		Name:     d.cfg.Name,
 		Hostname: d.hostname,
 		CPUs:     d.cfg.CPUs,
@@ -356,12 +362,13 @@ func (d *Daemon) syncOnce(ctx context.Context) (resp api.NodeSyncResponse, sent 
 	hb := d.cfg.Heartbeat
 	d.mu.Lock()
 	sent = d.reportsLocked()
+	seq := d.nextSeqLocked()
 	sctx, cancel := context.WithTimeout(ctx, hb+15*time.Second)
 	defer cancel()
 	wake := make(chan struct{})
 	d.syncWake = wake
 	d.mu.Unlock()
-	req := api.NodeSyncRequest{Name: d.cfg.Name, Jobs: sent, WaitMS: int(hb / time.Millisecond), CPULoad: load, FreeMemMB: free}
+	req := api.NodeSyncRequest{Name: d.cfg.Name, Jobs: sent, Seq: seq, WaitMS: int(hb / time.Millisecond), CPULoad: load, FreeMemMB: free}
 	type result struct {
 		resp api.NodeSyncResponse
 		err  error
@@ -407,14 +414,20 @@ func (d *Daemon) syncOnce(ctx context.Context) (resp api.NodeSyncResponse, sent 
 // local change with the controller's answer.
 func (d *Daemon) reportNow(ctx context.Context, load float64, free int64) (chan struct{}, api.NodeSyncResponse, error) {
 	d.mu.Lock()
-	reps := d.reportsLocked()
+	reps, seq := d.reportsLocked(), d.nextSeqLocked()
 	wake := make(chan struct{})
 	d.syncWake = wake
 	d.mu.Unlock()
 	rctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
-	resp, err := d.sendSync(rctx, api.NodeSyncRequest{Name: d.cfg.Name, Jobs: reps, CPULoad: load, FreeMemMB: free})
+	resp, err := d.sendSync(rctx, api.NodeSyncRequest{Name: d.cfg.Name, Jobs: reps, Seq: seq, CPULoad: load, FreeMemMB: free})
 	return wake, resp, err
+}
+
+// nextSeqLocked numbers a snapshot of the job table taken under d.mu.
+func (d *Daemon) nextSeqLocked() uint64 {
+	d.seq++
+	return d.seq
 }
 
 // sendSync sends req with a GPU reading the controller has not had yet

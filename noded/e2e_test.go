@@ -180,6 +180,11 @@ func TestDaemonRunsJob(t *testing.T) {
 	if !r.StartTime.Equal(spec.StartTime) || r.EndTime.Before(r.StartTime) {
 		t.Errorf("report times start=%v end=%v, launch start %v", r.StartTime, r.EndTime, spec.StartTime)
 	}
+	n.fake.mu.Lock()
+	if reg, seq := n.fake.lastReg.Seq, n.fake.seq; reg == 0 || seq <= reg {
+		t.Errorf("report sequence numbers: registration %d, newest sync %d; want both set and growing", reg, seq)
+	}
+	n.fake.mu.Unlock()
 	if got := readFile(t, filepath.Join(wd, "slurm-101.out")); got != "101 1,3\n" {
 		t.Errorf("output = %q, want %q", got, "101 1,3\n")
 	}

@@ -54,6 +54,11 @@ type fakeCtld struct {
 	conns atomic.Int64
 	// gpuSyncs counts the syncs that carried GPU status.
 	gpuSyncs int
+	// seq is the newest report sequence number recorded; stale counts
+	// the syncs that arrived after a newer one (their reports are not
+	// recorded, as the real controller ignores them).
+	seq   uint64
+	stale int
 }
 
 func newFakeCtld(t testing.TB, key string) *fakeCtld {
@@ -173,6 +178,7 @@ func (f *fakeCtld) register(w http.ResponseWriter, r *http.Request) {
 	f.registered = true
 	f.registrations++
 	f.lastReg = reg
+	f.seq = reg.Seq
 	f.recordLocked(reg.Jobs)
 	f.signalChanged()
 	w.Write([]byte("{}"))
@@ -189,7 +195,12 @@ func (f *fakeCtld) sync(w http.ResponseWriter, r *http.Request) {
 		f.mu.Unlock()
 		return
 	}
-	f.recordLocked(req.Jobs)
+	if req.Seq != 0 && req.Seq <= f.seq {
+		f.stale++
+	} else {
+		f.seq = max(f.seq, req.Seq)
+		f.recordLocked(req.Jobs)
+	}
 	if !f.registered {
 		f.mu.Unlock()
 		json.NewEncoder(w).Encode(api.NodeSyncResponse{Unregistered: true})
@@ -310,7 +321,7 @@ func (f *fakeCtld) waitFor(t testing.TB, what string, cond func() bool) {
 		case <-deadline.C:
 			f.mu.Lock()
 			defer f.mu.Unlock()
-			t.Fatalf("gave up waiting for %s; reports: %+v", what, f.reports)
+			t.Fatalf("gave up waiting for %s; reports: %+v (stale syncs: %d)", what, f.reports, f.stale)
 		}
 	}
 }

@@ -270,6 +270,10 @@ type NodeRegistration struct {
 	Arch     string          `json:"arch,omitempty"`
 	BootTime time.Time       `json:"boot_time,omitzero"`
 	Jobs     []NodeJobReport `json:"jobs,omitempty"`
+	// Seq numbers Jobs in the node's sequence of reports (see
+	// NodeSyncRequest.Seq); a registration starts the controller's
+	// count for the node afresh.
+	Seq uint64 `json:"seq,omitempty"`
 }
 
 // NodeSyncRequest is the body of POST /api/v1/node/sync: the heartbeat,
@@ -281,6 +285,16 @@ type NodeSyncRequest struct {
 	Name   string          `json:"name"`
 	Jobs   []NodeJobReport `json:"jobs,omitempty"`
 	WaitMS int             `json:"wait_ms,omitempty"`
+	// Seq grows with every report the node takes of its jobs. tided
+	// sends its held long poll and its at-once reports on different
+	// connections, so a request can reach the controller after a newer
+	// one: the controller ignores the Jobs (and the load and GPU
+	// readings) of a request whose Seq is not above the last it applied,
+	// which would otherwise make a finished job look running again or a
+	// just-launched one look lost. Zero (an older node daemon) is never
+	// stale. tided starts the count from its start time in nanoseconds,
+	// so that a restarted daemon's reports stay above its predecessor's.
+	Seq uint64 `json:"seq,omitempty"`
 	// GPUStatus is the GPUs' health and usage, sent with each new reading
 	// (every few seconds, at once after an XID error) and absent from the
 	// syncs in between: the controller keeps the last one.

@@ -88,6 +88,8 @@ func (d syncDecoder) syncRequest(r *NodeSyncRequest) bool {
 			return structs(d, &jobs, &r.Jobs, d.jobReport)
 		case "wait_ms":
 			return d.Int(&r.WaitMS)
+		case "seq":
+			return d.Uint64(&r.Seq)
 		case "gpu_status":
 			return d.Value(&r.GPUStatus, true)
 		case "cpu_load":
@@ -369,6 +371,9 @@ func (r *NodeSyncRequest) AppendJSON(b []byte) ([]byte, error) {
 		b = append(b, ']')
 	}
 	b = appendIntField(b, `,"wait_ms":`, int64(r.WaitMS))
+	if r.Seq != 0 {
+		b = strconv.AppendUint(append(b, `,"seq":`...), r.Seq, 10)
+	}
 	if len(r.GPUStatus) > 0 {
 		b = append(b, `,"gpu_status":[`...)
 		for i := range r.GPUStatus {
