@@ -1,5 +1,11 @@
 // Command tide is Tide's multi-call CLI: sbatch, squeue, scancel, sinfo,
 // scontrol and sacct are links to it.
+//
+// A command lives for milliseconds: the runtime's watch for a changed CPU
+// limit (a goroutine, so one more thread started at every run) never gets
+// to act, and scripts run sbatch in loops of thousands.
+//
+//go:debug updatemaxprocs=0
 package main
 
 import (
