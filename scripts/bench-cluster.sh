@@ -58,6 +58,15 @@ submit_par() { # total par args...
   wait
   cat "$WORK"/ok.* | awk '{s+=$1} END{print s}'; rm -f "$WORK"/ok.*
 }
+# speed_ref: ms per iteration of a shell loop running /bin/true, taken
+# before each drain. The drains of a CPU-bound system follow the
+# machine's speed, which on a shared VM drifts within minutes; this row
+# shows how fast the machine was while each column was measured.
+speed_ref() {
+  local i t0=$EPOCHREALTIME
+  for ((i = 0; i < 300; i++)); do /bin/true; done
+  awk -v a="$EPOCHREALTIME" -v b="$t0" 'BEGIN{printf "%.3f", (a-b)*1000/300}'
+}
 rss_mib() { [ -n "${CTLD_PID:-}" ] && awk '$1=="VmRSS:" {printf "%.1f", $2/1024}' "/proc/$CTLD_PID/status"; }
 
 wait_empty
@@ -65,10 +74,12 @@ if part drain; then
 # --- submission rate and drain: NJOBS runnable jobs from 1, 4, 16 clients
 # (DRAIN_N runs each: the median is the figure; a 2-core VM's speed
 # drifts by a fifth within minutes)
+SPEED=()
 for par in 1 4 16; do
   R=() D=()
   for ((rep = 0; rep < DRAIN_N; rep++)); do
     wait_empty; sleep 1
+    SPEED+=("$(speed_ref)")
     t0=$EPOCHREALTIME
     if [ "$par" = 1 ]; then ok=$(submit_loop "$NJOBS" --wrap true -o /dev/null)
     else ok=$(submit_par "$NJOBS" "$par" --wrap true -o /dev/null); fi
@@ -81,6 +92,7 @@ for par in 1 4 16; do
   row "submit_rate_$par" jobs/s "${R[@]}"
   row "drain_$par" s "${D[@]}"
 done
+row speed_ref ms "${SPEED[@]}"
 fi
 
 if part array; then

@@ -17,6 +17,7 @@ label() {
     drain_1) echo "drain 1,000 --wrap true jobs (1 client)";;
     drain_4) echo "drain 1,000 --wrap true jobs (4 clients)";;
     drain_16) echo "drain 1,000 --wrap true jobs (16 clients)";;
+    speed_ref) echo "machine speed: shell loop of /bin/true (per run)";;
     array_submit) echo "sbatch --array=0-999 (one submission)";;
     array_drain) echo "drain a 1,000-task array (vs drain_1)";;
     start_latency) echo "submit -> start, idle cluster";;
