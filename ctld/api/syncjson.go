@@ -1,6 +1,7 @@
 package api
 
 import (
+	"cmp"
 	"encoding/json"
 	"math"
 	"slices"
@@ -495,15 +496,7 @@ func appendProcJobsJSON(b []byte, m map[int]uint64) []byte {
 	for k, v := range m {
 		es = append(es, entry{strconv.Itoa(k), v})
 	}
-	slices.SortFunc(es, func(x, y entry) int {
-		switch {
-		case x.key < y.key:
-			return -1
-		case x.key > y.key:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(es, func(x, y entry) int { return cmp.Compare(x.key, y.key) })
 	b = append(b, '{')
 	for i, e := range es {
 		if i > 0 {

@@ -7,6 +7,7 @@ package trace
 
 import (
 	"bufio"
+	"cmp"
 	"compress/gzip"
 	"encoding/csv"
 	"errors"
@@ -288,13 +289,5 @@ func optInt(v int64) string {
 // SortBySubmit orders jobs by submit time, keeping file order for equal
 // times (the order the simulator submits them in).
 func SortBySubmit(jobs []Job) {
-	slices.SortStableFunc(jobs, func(a, b Job) int {
-		switch {
-		case a.Submit < b.Submit:
-			return -1
-		case a.Submit > b.Submit:
-			return 1
-		}
-		return 0
-	})
+	slices.SortStableFunc(jobs, func(a, b Job) int { return cmp.Compare(a.Submit, b.Submit) })
 }
