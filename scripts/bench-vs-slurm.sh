@@ -13,8 +13,19 @@ OUT=${BENCH_OUT:-$ROOT/bench-results}
 mkdir -p "$OUT"
 [ -x "$REF/setup.sh" ] || { echo "bench-vs-slurm: $REF/setup.sh not found (set SLURM_REF)" >&2; exit 1; }
 
+# Both clusters' emulated nodes keep to the same host CPUs
+# (scripts/node-cpus.sh; up.sh does it for Tide's): slurmd and the
+# slurmstepd it forks, like tided, its supervisors and jobs.
+NODE_CPUS=$("$ROOT/scripts/node-cpus.sh")
+
 echo "== reference Slurm" >&2
 SCHED_PARAMS=${SCHED_PARAMS-batch_sched_delay=0} "$REF/setup.sh" >&2
+if [ -n "$NODE_CPUS" ]; then
+  for f in /tmp/slurm-bench/run/slurmd-*.mypid; do
+    taskset -a -p -c "$NODE_CPUS" "$(cat "$f")" >/dev/null
+  done
+  echo "bench-vs-slurm: slurmd and its jobs run on host CPUs $NODE_CPUS" >&2
+fi
 (
   export SLURM_CONF=/tmp/slurm-bench/etc/slurm.conf
   export PATH=/usr/bin:/usr/sbin:$PATH TARGET=slurm
@@ -24,4 +35,5 @@ SCHED_PARAMS=${SCHED_PARAMS-batch_sched_delay=0} "$REF/setup.sh" >&2
 "$REF/setup.sh" stop >&2 || true
 
 TIDE_RUN=$ROOT/run/bench TIDE_PORT=${TIDE_BENCH_PORT:-6818} "$ROOT/scripts/bench-tide.sh" > "$OUT/tide.tsv"
+echo "emulated nodes of both clusters on host CPUs: ${NODE_CPUS:-all}"
 "$ROOT/scripts/bench-table.sh" /dev/null "$OUT/tide.tsv" "$OUT/slurm.tsv"

@@ -19,6 +19,8 @@ TIDE_RUN=$ROOT/run/bench TIDE_PORT=${TIDE_BENCH_PORT:-6818} "$ROOT/scripts/bench
 echo "== submission storm against the submission buffer (scripts/bench-burst.sh)" >&2
 TIDE_RUN=$ROOT/run/bench-burst TIDE_PORT=$((${TIDE_BENCH_PORT:-6818} + 1)) "$ROOT/scripts/bench-burst.sh" >> "$OUT/tide.tsv"
 
+NODE_CPUS=$("$ROOT/scripts/node-cpus.sh")
+echo "emulated nodes on host CPUs: ${NODE_CPUS:-all} (scripts/node-cpus.sh; TIDE_NODE_CPUS=all for every CPU)"
 "$ROOT/scripts/bench-table.sh" "$OUT/go-bench.txt" "$OUT/tide.tsv"
 
 echo

@@ -8,7 +8,9 @@
 # TIDE_NODES (default 4), TIDE_CTLD_EXTRA (YAML appended to the
 # controller's config: queues, qos, scheduler settings), TIDE_CONTAINERD
 # (auto; "off" skips the private containerd), TIDE_BIN (default ./bin),
-# TIDE_TIDED_EXTRA (YAML appended to every tided's config).
+# TIDE_TIDED_EXTRA (YAML appended to every tided's config),
+# TIDE_NODE_CPUS (the host CPUs the nodes and their jobs run on:
+# scripts/node-cpus.sh; "all" for every CPU).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
@@ -24,6 +26,13 @@ fi
 for b in tide tidectld tided; do
   [ -x "$BIN/$b" ] || { echo "up: $BIN/$b missing; run make build" >&2; exit 1; }
 done
+
+# The nodes keep to some of the host's CPUs (scripts/node-cpus.sh):
+# decided before anything starts, so that a bad TIDE_NODE_CPUS starts
+# nothing.
+NODE_CPUS=$("$ROOT/scripts/node-cpus.sh")
+PIN=()
+[ -n "$NODE_CPUS" ] && PIN=(taskset -c "$NODE_CPUS")
 
 mkdir -p "$RUN/nodes"
 # Other local users use this cluster too: they need to reach the socket
@@ -92,7 +101,8 @@ elif [ "$(id -u)" != 0 ]; then
 elif ! command -v containerd >/dev/null || ! command -v runc >/dev/null; then
   echo "up: containerd or runc not installed (apt-get install containerd runc): nodes run without container support"
 else
-  scripts/containerd-private.sh start "$RUN/containerd"
+  # Its containers are the nodes' jobs too: same CPUs.
+  "${PIN[@]}" scripts/containerd-private.sh start "$RUN/containerd"
   CTRD_SOCK=$RUN/containerd/containerd.sock
   CTRD_YAML="containerd: {socket: $CTRD_SOCK, namespace: tide}"
   if scripts/build-test-image.sh "$RUN/containerd/tide-test-bb.tar" >/dev/null 2>&1; then
@@ -129,9 +139,13 @@ cgroup_parent: $CGPARENT
 ${TIDE_TIDED_EXTRA:-}
 $CTRD_YAML
 YAML
-  "$BIN/tided" --config "$RUN/nodes/$n.yaml" >"$RUN/nodes/$n.log" 2>&1 &
+  # taskset execs tided: $! is tided's own pid.
+  "${PIN[@]}" "$BIN/tided" --config "$RUN/nodes/$n.yaml" >"$RUN/nodes/$n.log" 2>&1 &
   echo $! > "$RUN/nodes/$n.pid"
 done
+if [ -n "$NODE_CPUS" ]; then
+  echo "up: the nodes and their jobs run on host CPUs $NODE_CPUS (TIDE_NODE_CPUS=all: on every CPU)"
+fi
 
 cat > "$RUN/env.sh" <<ENV
 # Source this file to use the local Tide cluster: . $RUN/env.sh
