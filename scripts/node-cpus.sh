@@ -11,8 +11,8 @@
 # the same CPUs in `make bench-vs-slurm`.
 #
 # TIDE_NODE_CPUS overrides: a CPU list ("2-3", "1,3") or "all" (no
-# confinement). With fewer than two CPUs, or without taskset, nodes run
-# everywhere.
+# confinement). With fewer than two CPUs, without taskset, or where
+# affinities cannot be set, nodes run everywhere.
 set -euo pipefail
 case "${TIDE_NODE_CPUS:-}" in
   all) exit 0 ;;
@@ -40,5 +40,8 @@ done
 n=${#cpus[@]}
 ((n >= 2)) || exit 0
 # The login side keeps the larger half: with 2 CPUs the nodes get the
-# second, with 3 the third, with 4 the last two.
-(IFS=,; echo "${cpus[*]:$(((n + 1) / 2))}")
+# second, with 3 the third, with 4 the last two. Where setting an
+# affinity is not allowed (some containers), nodes run everywhere.
+list=$(IFS=,; echo "${cpus[*]:$(((n + 1) / 2))}")
+taskset -c "$list" true 2>/dev/null || exit 0
+echo "$list"
