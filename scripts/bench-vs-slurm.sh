@@ -22,6 +22,7 @@ echo "== reference Slurm" >&2
 SCHED_PARAMS=${SCHED_PARAMS-batch_sched_delay=0} "$REF/setup.sh" >&2
 if [ -n "$NODE_CPUS" ]; then
   for f in /tmp/slurm-bench/run/slurmd-*.mypid; do
+    [ -f "$f" ] || continue
     taskset -a -p -c "$NODE_CPUS" "$(cat "$f")" >/dev/null
   done
   echo "bench-vs-slurm: slurmd and its jobs run on host CPUs $NODE_CPUS" >&2
