@@ -51,7 +51,7 @@ bench: build ## scheduler and store benchmarks plus the local-cluster benchmark 
 	./scripts/bench.sh
 
 bench-go: ## Go benchmarks only
-	$(GO) test -tags '$(GOTAGS)' -run '^$$' -bench . -benchmem ./ctld/sched/ ./accounting/ ./cli/squeue/
+	$(GO) test -tags '$(GOTAGS)' -run '^$$' -bench . -benchmem ./ctld/sched/ ./ctld/ ./accounting/ ./cli/squeue/
 
 bench-vs-slurm: build ## the same measurements against the reference Slurm, side by side
 	./scripts/bench-vs-slurm.sh

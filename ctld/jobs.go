@@ -240,7 +240,7 @@ func (s *Server) validateSpec(spec *api.JobSpec, c caller, warn *[]string) error
 	if err := s.checkFeatures(spec.Constraint, part); err != nil {
 		return err
 	}
-	nodes := s.nodeInfos(part.Nodes)
+	nodes := s.partCapacity(part)
 	if err := sliceSpec(spec, part, nodes); err != nil {
 		return err
 	}
@@ -369,19 +369,33 @@ func sliceSpec(spec *api.JobSpec, part *api.Partition, nodes []sched.NodeInfo) e
 	return nil
 }
 
-// nodeInfos describes nodes by their declared (or, once registered,
-// reported) capacity for feasibility checks at submit.
-func (s *Server) nodeInfos(names []string) []sched.NodeInfo {
+// capacityList is a partition's nodes at full capacity as of a
+// capVersion.
+type capacityList struct {
+	version uint64
+	nodes   []sched.NodeInfo
+}
+
+// partCapacity describes part's nodes at full capacity, by their
+// declared values or, once registered, reported ones. Every submission
+// checks its request against them: on 512 nodes, building the list anew
+// each time was most of a submission's checks (and 120 KB of garbage),
+// so it is kept until a node registers again. Callers share it and must
+// not modify it (the checks only read it; a pass copies what it
+// changes).
+func (s *Server) partCapacity(part *api.Partition) []sched.NodeInfo {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make([]sched.NodeInfo, 0, len(names))
-	for _, name := range names {
-		n := s.nodes[name]
-		if n == nil {
-			continue
-		}
-		out = append(out, s.capacity(n))
+	if c, ok := s.capacities[part.Name]; ok && c.version == s.capVersion {
+		return c.nodes
 	}
+	out := make([]sched.NodeInfo, 0, len(part.Nodes))
+	for _, name := range part.Nodes {
+		if n := s.nodes[name]; n != nil {
+			out = append(out, s.capacity(n))
+		}
+	}
+	s.capacities[part.Name] = capacityList{version: s.capVersion, nodes: out}
 	return out
 }
 

@@ -200,6 +200,7 @@ func (s *Server) register(r api.NodeRegistration) (api.NodeSyncResponse, error) 
 	n.StepAddr = r.StepAddr // issue 7 steps: where srun reaches the node
 	n.CPUs, n.MemoryMB, n.GPUs = r.CPUs, r.MemoryMB, r.GPUs
 	n.matrix = linkMatrix(r.GPUs)
+	s.capVersion++ // the node's capacity may have changed
 	// What the operator declared stays; the node adds what it found
 	// (containerd, for one), so a tided without features: of its own
 	// does not wipe the declared ones.

@@ -65,11 +65,16 @@ type Server struct {
 	// a new job, a forgotten one); listCache keys on it.
 	jobsVersion uint64
 	listCache   listCache
-	kick        chan struct{}
-	users       *userCache
-	metrics     *metrics
-	startTime   time.Time
-	lastPass    time.Duration
+	// capacities keeps each partition's nodes at full capacity for
+	// submission checks (partCapacity); a registration bumps capVersion,
+	// which retires them.
+	capacities map[string]capacityList
+	capVersion uint64
+	kick       chan struct{}
+	users      *userCache
+	metrics    *metrics
+	startTime  time.Time
+	lastPass   time.Duration
 	// buffer holds submissions over their queue's rate (buffer.go).
 	buffer submitBuffer
 	// schedule is the pure core (sched.Schedule; tests may stand in a
@@ -109,7 +114,7 @@ func newServer(cl *Cluster, log *slog.Logger, st Store, key string, now func() t
 	s := &Server{
 		cl: cl, log: log, store: st, key: key, self: uint32(os.Getuid()), now: now,
 		jobs: map[uint64]*api.Job{}, live: map[uint64]*api.Job{}, spool: newRecentSpool(recentSpoolBytes), nodes: map[string]*nodeRec{}, partitions: map[string]*api.Partition{},
-		dirty: map[uint64]bool{}, dirtyNodes: map[string]bool{}, lazy: map[uint64]bool{},
+		dirty: map[uint64]bool{}, dirtyNodes: map[string]bool{}, lazy: map[uint64]bool{}, capacities: map[string]capacityList{},
 		kick: make(chan struct{}, 1), users: newUserCache(), startTime: now(), schedule: sched.Schedule,
 	}
 	s.listCache.now = now

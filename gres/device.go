@@ -3,6 +3,8 @@ package gres
 import (
 	"fmt"
 	"strings"
+	"sync"
+	"sync/atomic"
 )
 
 // Health words a node reports for each GPU.
@@ -164,6 +166,30 @@ func (d *Device) ModelShort() string {
 // ShortModel is ModelShort for a bare model string, so that request
 // parsing and config validation can normalise names the same way.
 func ShortModel(model string) string {
+	if s, ok := shortModels.Load(model); ok {
+		return s.(string)
+	}
+	s := shortModel(model)
+	if shortModelsN.Add(1) <= maxShortModels {
+		shortModels.Store(model, s)
+	}
+	return s
+}
+
+// shortModels remembers ShortModel's answers. A cluster has a handful of
+// GPU models, and the controller asks for every node's at every
+// submission and scheduling pass: on 512 nodes, lower-casing and
+// splitting the same few strings was a third of a submission's checks.
+// At most maxShortModels are kept (shortModelsN counts the attempts), so
+// that nodes reporting endless distinct names cannot grow it.
+var (
+	shortModels  sync.Map // model -> short name
+	shortModelsN atomic.Int64
+)
+
+const maxShortModels = 256
+
+func shortModel(model string) string {
 	tokens := strings.FieldsFunc(strings.ToLower(model), func(r rune) bool {
 		return r == ' ' || r == '-' || r == '_' || r == '/'
 	})

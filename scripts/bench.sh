@@ -9,9 +9,9 @@ OUT=${BENCH_OUT:-$ROOT/bench-results}
 mkdir -p "$OUT"
 TAGS=$(test -f /usr/include/sqlite3.h && echo libsqlite3 || true)
 
-echo "== Go benchmarks (scheduler pass at 512 nodes x 8 GPUs, store, squeue rendering)" >&2
-go test -tags "$TAGS" -run '^$' -bench 'BenchmarkSchedule|BenchmarkWrite|BenchmarkSqueue' -benchmem -benchtime=2x \
-  ./ctld/sched/ ./accounting/ ./cli/squeue/ 2>&1 | tee "$OUT/go-bench.txt" | grep -E '^Benchmark' >&2 || true
+echo "== Go benchmarks (scheduler pass and submission checks at 512 nodes x 8 GPUs, store, squeue rendering)" >&2
+go test -tags "$TAGS" -run '^$' -bench 'BenchmarkSchedule|BenchmarkWrite|BenchmarkSqueue|BenchmarkValidateSpec' -benchmem -benchtime=2x \
+  ./ctld/sched/ ./ctld/ ./accounting/ ./cli/squeue/ 2>&1 | tee "$OUT/go-bench.txt" | grep -E '^Benchmark' >&2 || true
 
 echo "== local cluster" >&2
 TIDE_RUN=$ROOT/run/bench TIDE_PORT=${TIDE_BENCH_PORT:-6818} "$ROOT/scripts/bench-tide.sh" > "$OUT/tide.tsv"
