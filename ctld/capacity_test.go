@@ -1,6 +1,7 @@
 package ctld
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"path/filepath"
@@ -13,12 +14,10 @@ import (
 	"github.com/tide-hpc/tide/gres"
 )
 
-// BenchmarkValidateSpec times the checks every submission passes before
-// it is stored, on a registered cluster of 512 nodes × 8 GPUs: they look
-// at every node of the partition (is the request possible at all?), so
-// their cost grows with the cluster while the commit's does not.
-func BenchmarkValidateSpec(b *testing.B) {
-	const nodes = 512
+// scaleServer is a controller of nodes registered nodes (gpuNNN, 64
+// CPUs, 512 GB, 8 A100 each) in one partition.
+func scaleServer(b testing.TB, nodes int) *Server {
+	b.Helper()
 	cfg, err := ParseConfig(strings.NewReader(fmt.Sprintf(`
 version: 1
 cluster_name: t
@@ -53,6 +52,15 @@ nodes:
 			b.Fatal(err)
 		}
 	}
+	return s
+}
+
+// BenchmarkValidateSpec times the checks every submission passes before
+// it is stored, on a registered cluster of 512 nodes × 8 GPUs: they look
+// at every node of the partition (is the request possible at all?), so
+// their cost grows with the cluster while the commit's does not.
+func BenchmarkValidateSpec(b *testing.B) {
+	s := scaleServer(b, 512)
 	alice := caller{uid: 1000, gid: 1000, user: "alice", known: true}
 	check := func() {
 		spec := api.JobSpec{Script: "#!/bin/sh\ntrue\n", WorkDir: "/w", GPUs: 2}
@@ -100,5 +108,42 @@ func TestSubmitCapacityFollowsRegistration(t *testing.T) {
 	}
 	if err := try(8); err != nil {
 		t.Fatalf("8 GPUs after gpu02 came back with 8: %v", err)
+	}
+}
+
+// BenchmarkSchedulePassScale times the controller's scheduling pass (its
+// snapshot, the pure core, applying the plan) on 512 nodes × 8 GPUs, all
+// busy with 4,096 one-GPU jobs, and 10,000 pending jobs that cannot
+// start: the steady state of a full cluster.
+func BenchmarkSchedulePassScale(b *testing.B) {
+	s := scaleServer(b, 512)
+	alice := caller{uid: 1000, gid: 1000, user: "alice", known: true}
+	submit := func(spec api.JobSpec) {
+		spec.Script, spec.WorkDir = "#!/bin/sh\n", "/w"
+		if _, err := s.submit(context.Background(), alice, api.SubmitRequest{Spec: spec}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for range 512 * 8 {
+		submit(api.JobSpec{GPUs: 1, CPUsPerTask: 4})
+	}
+	s.schedulePass()
+	for range 10000 {
+		submit(api.JobSpec{GPUs: 1, CPUsPerTask: 4})
+	}
+	s.schedulePass()
+	s.mu.Lock()
+	running := 0
+	for _, j := range s.jobs {
+		if j.State == api.StateRunning {
+			running++
+		}
+	}
+	s.mu.Unlock()
+	if running != 512*8 {
+		b.Fatalf("%d jobs running, want %d: the cluster is not full", running, 512*8)
+	}
+	for b.Loop() {
+		s.schedulePass()
 	}
 }

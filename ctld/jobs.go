@@ -240,8 +240,8 @@ func (s *Server) validateSpec(spec *api.JobSpec, c caller, warn *[]string) error
 	if err := s.checkFeatures(spec.Constraint, part); err != nil {
 		return err
 	}
-	nodes := s.partCapacity(part)
-	if err := sliceSpec(spec, part, nodes); err != nil {
+	capa := s.partCapacity(part)
+	if err := sliceSpec(spec, part, capa.nodes); err != nil {
 		return err
 	}
 	// A slice brings no per-GPU CPU or memory defaults: a 10% slice is
@@ -257,7 +257,7 @@ func (s *Server) validateSpec(spec *api.JobSpec, c caller, warn *[]string) error
 	if spec.TimeLimit == api.NoValue && part.DefaultTime != api.Infinite {
 		spec.TimeLimit = part.DefaultTime
 	}
-	if ok, why := sched.CheckFeasible(spec, s.partInfo(part), nodes, s.schedConfig()); !ok {
+	if ok, why := capa.feasible.Check(spec); !ok {
 		return api.Invalid("Batch job submission failed: Requested node configuration is not available (%s)", why)
 	}
 	return nil
@@ -370,24 +370,26 @@ func sliceSpec(spec *api.JobSpec, part *api.Partition, nodes []sched.NodeInfo) e
 }
 
 // capacityList is a partition's nodes at full capacity as of a
-// capVersion.
+// capVersion, and the feasibility checks against them.
 type capacityList struct {
-	version uint64
-	nodes   []sched.NodeInfo
+	version  uint64
+	nodes    []sched.NodeInfo
+	feasible *sched.Feasibility
 }
 
 // partCapacity describes part's nodes at full capacity, by their
-// declared values or, once registered, reported ones. Every submission
-// checks its request against them: on 512 nodes, building the list anew
-// each time was most of a submission's checks (and 120 KB of garbage),
-// so it is kept until a node registers again. Callers share it and must
-// not modify it (the checks only read it; a pass copies what it
-// changes).
-func (s *Server) partCapacity(part *api.Partition) []sched.NodeInfo {
+// declared values or, once registered, reported ones, with the checks of
+// whether a request could ever run there. Every submission goes through
+// them: on 512 nodes, building the list and the checks' pass anew each
+// time was most of a submission's cost, so both are kept until a node
+// registers again (partitions and the scheduler's settings do not change
+// while the controller runs). Callers share the list and must not modify
+// it.
+func (s *Server) partCapacity(part *api.Partition) capacityList {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if c, ok := s.capacities[part.Name]; ok && c.version == s.capVersion {
-		return c.nodes
+		return c
 	}
 	out := make([]sched.NodeInfo, 0, len(part.Nodes))
 	for _, name := range part.Nodes {
@@ -395,8 +397,9 @@ func (s *Server) partCapacity(part *api.Partition) []sched.NodeInfo {
 			out = append(out, s.capacity(n))
 		}
 	}
-	s.capacities[part.Name] = capacityList{version: s.capVersion, nodes: out}
-	return out
+	c := capacityList{version: s.capVersion, nodes: out, feasible: sched.NewFeasibility(s.partInfo(part), out, s.schedConfig())}
+	s.capacities[part.Name] = c
+	return c
 }
 
 // capacity is a node at full capacity: declared values until the node

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/tide-hpc/tide/ctld/api"
 	"github.com/tide-hpc/tide/hostlist"
@@ -283,13 +284,62 @@ func (p *pass) why(r *Request) string {
 // count. It checks neither time limits nor MaxNodes (those leave a job
 // pending, as in Slurm) and does not modify its arguments.
 func CheckFeasible(spec *api.JobSpec, part *PartitionInfo, nodes []NodeInfo, cfg Config) (ok bool, why string) {
+	return NewFeasibility(part, nodes, cfg).Check(spec)
+}
+
+// Feasibility answers CheckFeasible for any number of requests against
+// one partition and capacity, building the pass (copies and indexes of
+// every node) once: on 512 nodes that was most of a submission's
+// checks. Checks run one at a time; it is safe for concurrent use.
+type Feasibility struct {
+	part  *PartitionInfo
+	nodes []NodeInfo
+	cfg   Config
+
+	mu sync.Mutex
+	p  *pass // nil until the first check, and when its stamps run out
+}
+
+// NewFeasibility prepares checks against part (nil: no such partition)
+// and nodes, which it keeps and never modifies.
+func NewFeasibility(part *PartitionInfo, nodes []NodeInfo, cfg Config) *Feasibility {
+	return &Feasibility{part: part, nodes: nodes, cfg: cfg}
+}
+
+// maxFeasibilityStamps bounds the checks one pass serves: each takes a
+// stamp, and node marks compare equal to the current one, so the
+// counter must never wrap.
+const maxFeasibilityStamps = 1 << 31
+
+// Check is CheckFeasible for spec.
+func (f *Feasibility) Check(spec *api.JobSpec) (ok bool, why string) {
 	if spec == nil {
 		return false, "no job specification"
 	}
-	if part == nil {
+	if f.part == nil {
 		return false, fmt.Sprintf("partition %s does not exist", spec.Partition)
 	}
-	p := newPass(&Snapshot{Nodes: nodes, Partitions: map[string]*PartitionInfo{part.Name: part}}, cfg)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.p == nil || f.p.stamp >= maxFeasibilityStamps {
+		f.p = newPass(&Snapshot{Nodes: f.nodes, Partitions: map[string]*PartitionInfo{f.part.Name: f.part}}, f.cfg)
+	}
+	ok, why = f.p.feasible(spec, f.part)
+	// The pass outlives the check: it keeps neither the submission (its
+	// script and environment) nor every --constraint ever parsed.
+	f.p.req.Job = nil
+	if len(f.p.chain.constraints) > maxFeasibilityConstraints {
+		f.p.chain.constraints = nil
+	}
+	return ok, why
+}
+
+// maxFeasibilityConstraints bounds the parsed --constraint strings a
+// Feasibility keeps between checks.
+const maxFeasibilityConstraints = 256
+
+// feasible is Check on a pass at full capacity.
+func (p *pass) feasible(spec *api.JobSpec, part *PartitionInfo) (ok bool, why string) {
 	job := &api.Job{JobSpec: *spec}
 	if _, detail, ok := p.resolve(job, 0); !ok {
 		return false, detail
