@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/tide-hpc/tide/ctld/api"
@@ -120,9 +121,11 @@ func WriteFileAtomic(path string, data []byte, perm fs.FileMode) error {
 		os.Remove(name)
 		return err
 	}
-	if err := os.Rename(name, path); err != nil {
+	// rename(2) itself: os.Rename first looks whether path is a
+	// directory, one system call more for every status and pid file.
+	if err := syscall.Rename(name, path); err != nil {
 		os.Remove(name)
-		return err
+		return &os.LinkError{Op: "rename", Old: name, New: path, Err: err}
 	}
 	return nil
 }

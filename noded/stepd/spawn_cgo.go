@@ -94,7 +94,6 @@ import "C"
 import (
 	"encoding/binary"
 	"fmt"
-	"io"
 	"os"
 	"syscall"
 	"unsafe"
@@ -152,20 +151,25 @@ func spawnTask(plan *Plan, files *jobFiles, umask int, join cgroupJoin) (*os.Pro
 		strict = 1
 	}
 
-	errR, errW, err := os.Pipe()
-	if err != nil {
+	// A plain pipe, not os.Pipe: the read below never waits (vfork
+	// resumes this thread only once the child has exec'd, closing its
+	// end, or written its errno and exited), so offering both ends to
+	// Go's poller would only cost system calls.
+	var pfd [2]int
+	if err := syscall.Pipe2(pfd[:], syscall.O_CLOEXEC); err != nil {
 		return nil, fmt.Errorf("create pipe: %w", err)
 	}
-	defer errR.Close()
+	errR, errW := pfd[0], pfd[1]
+	defer syscall.Close(errR)
 	pid := C.tide_spawn(cstr(plan.Script), cArray(argv), cArray(env), cArray(slots), C.int(len(slots)),
 		cstr(files.dir), C.int(files.std[0].Fd()), C.int(files.std[1].Fd()), C.int(files.std[2].Fd()),
-		C.int(umask), C.int(errW.Fd()), &cgfds[0], C.int(len(join.procs)), strict)
-	errW.Close()
+		C.int(umask), C.int(errW), &cgfds[0], C.int(len(join.procs)), strict)
+	syscall.Close(errW)
 	if pid < 0 {
 		return nil, fmt.Errorf("fork: %w", syscall.Errno(-pid))
 	}
 	var buf [4]byte
-	if n, _ := io.ReadFull(errR, buf[:]); n == len(buf) {
+	if n := readFull(errR, buf[:]); n == len(buf) {
 		var ws syscall.WaitStatus
 		_, _ = syscall.Wait4(int(pid), &ws, 0, nil)
 		if e := int32(binary.NativeEndian.Uint32(buf[:])); e < 0 {
@@ -174,4 +178,21 @@ func spawnTask(plan *Plan, files *jobFiles, umask int, join cgroupJoin) (*os.Pro
 		return nil, syscall.Errno(binary.NativeEndian.Uint32(buf[:]))
 	}
 	return os.FindProcess(int(pid))
+}
+
+// readFull reads fd until buf is full or the writers are gone, and
+// returns how much it read.
+func readFull(fd int, buf []byte) int {
+	got := 0
+	for got < len(buf) {
+		n, err := syscall.Read(fd, buf[got:])
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil || n <= 0 {
+			break
+		}
+		got += n
+	}
+	return got
 }
