@@ -1,10 +1,8 @@
 package ctld
 
 import (
-	"runtime"
 	"runtime/debug"
 	rtmetrics "runtime/metrics"
-	"sync"
 )
 
 // The controller runs with a low GC target (gcPercent) so that its
@@ -12,9 +10,9 @@ import (
 // the same target makes the collector run after every couple of
 // megabytes of garbage, and a busy controller (a thousand job
 // submissions, launches and completions a second) then spends a tenth of
-// its CPU collecting a heap of a few megabytes. So after each collection
-// the target is raised for small heaps: the next collection comes when
-// the heap reaches max(live × (1 + gcPercent/100), gcFloorBytes).
+// its CPU collecting a heap of a few megabytes. So internal/gcfloor
+// raises the target for small heaps: the next collection comes when the
+// heap reaches max(live × (1 + gcPercent/100), gcFloorBytes).
 //
 // The floor was 12 MiB. A short job costs the controller about 80 KB of
 // allocation, and the finished jobs it keeps for min_job_age (3.4 KB
@@ -27,50 +25,6 @@ const (
 	gcPercent    = 40
 	gcFloorBytes = 32 << 20
 )
-
-var gcFloorOnce sync.Once
-
-// startGCFloor installs the per-collection adjustment (once per process).
-func startGCFloor(percent int, floor uint64) {
-	gcFloorOnce.Do(func() {
-		sample := []rtmetrics.Sample{{Name: "/gc/heap/live:bytes"}}
-		var rearm func()
-		rearm = func() {
-			// A finalizer runs once per collection that frees its object;
-			// a fresh object each time makes it a per-cycle hook.
-			s := new([16]byte)
-			runtime.SetFinalizer(s, func(*[16]byte) {
-				rtmetrics.Read(sample)
-				if sample[0].Value.Kind() == rtmetrics.KindUint64 {
-					debug.SetGCPercent(floorPercent(sample[0].Value.Uint64(), percent, floor))
-				}
-				rearm()
-			})
-		}
-		rearm()
-	})
-}
-
-// floorPercent is the GOGC that puts the next collection at
-// max(live × (1 + percent/100), floor).
-//
-// The runtime never collects below a heap minimum either, 4 MiB scaled
-// by GOGC/100: for a live heap under 4 MiB the percentage that stretches
-// it to the floor (thousands) would put that minimum, and the next
-// collection, far above the floor (a 0.4 MiB heap after start-up went
-// uncollected to 200 MiB). There the percentage is the one whose minimum
-// is the floor.
-func floorPercent(live uint64, percent int, floor uint64) int {
-	if live == 0 || live*uint64(100+percent)/100 >= floor {
-		return percent
-	}
-	p := min((floor-live)*100/live, floor*100/runtimeHeapMinimum)
-	return max(int(p), percent)
-}
-
-// runtimeHeapMinimum is the Go runtime's heap minimum at GOGC=100
-// (defaultHeapMinimum in runtime/mgcpacer.go).
-const runtimeHeapMinimum = 4 << 20
 
 // idleReturnBytes is how much free heap the runtime may keep before the
 // once-a-second housekeeping hands it back to the OS. After a burst (a

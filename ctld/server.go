@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
@@ -18,6 +17,7 @@ import (
 	"github.com/tide-hpc/tide/accounting"
 	"github.com/tide-hpc/tide/ctld/api"
 	"github.com/tide-hpc/tide/ctld/sched"
+	"github.com/tide-hpc/tide/internal/gcfloor"
 )
 
 // Version is the controller's version string.
@@ -88,8 +88,7 @@ func New(cl *Cluster, log *slog.Logger) (*Server, error) {
 		// The controller's heap is mostly long-lived job records; a lower
 		// GC target keeps its memory near the live set (10,000 pending
 		// jobs fit in well under 50 MiB) for a little more GC CPU.
-		debug.SetGCPercent(gcPercent)
-		startGCFloor(gcPercent, gcFloorBytes)
+		gcfloor.Start(gcPercent, gcFloorBytes)
 	}
 	if err := os.MkdirAll(cl.StateDir, 0o700); err != nil {
 		return nil, fmt.Errorf("create state dir: %w", err)
