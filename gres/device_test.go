@@ -1,9 +1,33 @@
 package gres
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
+
+// TestShortModelRemembered: a remembered answer costs no allocation,
+// answers stay right past the memo's bound, and the memo stops growing
+// there.
+func TestShortModelRemembered(t *testing.T) {
+	ShortModel("NVIDIA A100-SXM4-80GB")
+	if n := testing.AllocsPerRun(100, func() { _ = ShortModel("NVIDIA A100-SXM4-80GB") }); n != 0 {
+		t.Errorf("a remembered model allocates %v times", n)
+	}
+	for i := range maxShortModels + 50 {
+		model := fmt.Sprintf("NVIDIA X%d Ultra", i)
+		for range 2 {
+			if got, want := ShortModel(model), fmt.Sprintf("x%d", i); got != want {
+				t.Fatalf("ShortModel(%q) = %q, want %q", model, got, want)
+			}
+		}
+	}
+	kept := 0
+	shortModels.Range(func(any, any) bool { kept++; return true })
+	if kept > maxShortModels {
+		t.Errorf("%d models remembered, at most %d", kept, maxShortModels)
+	}
+}
 
 func TestShortModel(t *testing.T) {
 	tests := []struct {
