@@ -151,10 +151,12 @@ func spawnTask(plan *Plan, files *jobFiles, umask int, join cgroupJoin) (*os.Pro
 		strict = 1
 	}
 
-	// A plain pipe, not os.Pipe: the read below never waits (vfork
-	// resumes this thread only once the child has exec'd, closing its
-	// end, or written its errno and exited), so offering both ends to
-	// Go's poller would only cost system calls.
+	// A plain pipe, not os.Pipe: the read below finds its answer at
+	// once (vfork resumes this thread only once the child has exec'd,
+	// closing its end, or written its errno and exited; at most another
+	// job's child forked meanwhile holds a copy until its own exec, a
+	// moment), so offering both ends to Go's poller would only cost
+	// system calls.
 	var pfd [2]int
 	if err := syscall.Pipe2(pfd[:], syscall.O_CLOEXEC); err != nil {
 		return nil, fmt.Errorf("create pipe: %w", err)
