@@ -345,7 +345,21 @@ func BenchmarkPassWithLargeArray(b *testing.B) {
 
 // benchServer is a controller on testConfig with both nodes registered.
 func benchServer(b *testing.B) *Server {
-	cfg, err := ParseConfig(strings.NewReader(testConfig))
+	s := benchServerOf(b, testConfig)
+	for _, node := range []string{"gpu01", "gpu02"} {
+		gpus, _ := gres.Fake(node, gres.FakeConfig{Count: 8})
+		if _, err := s.register(api.NodeRegistration{Name: node, CPUs: 8, MemoryMB: 64 * 1024, GPUs: gpus}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return s
+}
+
+// benchServerOf is a controller of config (YAML) on a fresh store, for
+// benchmarks (tests use the harness, which keeps a fake clock).
+func benchServerOf(b testing.TB, config string) *Server {
+	b.Helper()
+	cfg, err := ParseConfig(strings.NewReader(config))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -362,11 +376,5 @@ func benchServer(b *testing.B) *Server {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { s.Close() })
-	for _, node := range []string{"gpu01", "gpu02"} {
-		gpus, _ := gres.Fake(node, gres.FakeConfig{Count: 8})
-		if _, err := s.register(api.NodeRegistration{Name: node, CPUs: 8, MemoryMB: 64 * 1024, GPUs: gpus}); err != nil {
-			b.Fatal(err)
-		}
-	}
 	return s
 }

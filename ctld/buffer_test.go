@@ -5,17 +5,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/tide-hpc/tide/accounting"
 	"github.com/tide-hpc/tide/ctld/api"
 )
 
@@ -144,24 +141,8 @@ func TestSubmitBufferRetryAfterHeader(t *testing.T) {
 // the buffer), and the passes report how long they took meanwhile
 // (pass-max-ms: they must not queue behind the submissions' commits).
 func BenchmarkSubmitBurst(b *testing.B) {
-	cfg, err := ParseConfig(strings.NewReader(strings.Replace(shareConfig, "submit: {rate_per_queue: 1000}",
-		"submit: {rate_per_queue: 50, buffer: 1000000}", 1)))
-	if err != nil {
-		b.Fatal(err)
-	}
-	cl, err := cfg.Validate()
-	if err != nil {
-		b.Fatal(err)
-	}
-	st, err := accounting.Open(filepath.Join(b.TempDir(), "tide.db"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	s, err := newServer(cl, slog.New(slog.DiscardHandler), st, "k", time.Now)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { s.Close() })
+	s := benchServerOf(b, strings.Replace(shareConfig, "submit: {rate_per_queue: 1000}",
+		"submit: {rate_per_queue: 50, buffer: 1000000}", 1))
 	alice := caller{uid: 1000, gid: 1000, user: "alice", known: true}
 	const burst, clients = 1000, 16
 	var worst time.Duration

@@ -3,13 +3,9 @@ package ctld
 import (
 	"context"
 	"fmt"
-	"log/slog"
-	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/tide-hpc/tide/accounting"
 	"github.com/tide-hpc/tide/ctld/api"
 	"github.com/tide-hpc/tide/gres"
 )
@@ -18,7 +14,7 @@ import (
 // CPUs, 512 GB, 8 A100 each) in one partition.
 func scaleServer(b testing.TB, nodes int) *Server {
 	b.Helper()
-	cfg, err := ParseConfig(strings.NewReader(fmt.Sprintf(`
+	s := benchServerOf(b, fmt.Sprintf(`
 version: 1
 cluster_name: t
 state_dir: /unused
@@ -28,23 +24,7 @@ partitions:
   - {name: gpu, nodes: "gpu[001-%03d]", default: true, default_time: "1:00:00"}
 nodes:
   - {names: "gpu[001-%03d]", cpus: 64, memory: 512G, gpus: 8}
-`, nodes, nodes)))
-	if err != nil {
-		b.Fatal(err)
-	}
-	cl, err := cfg.Validate()
-	if err != nil {
-		b.Fatal(err)
-	}
-	st, err := accounting.Open(filepath.Join(b.TempDir(), "tide.db"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	s, err := newServer(cl, slog.New(slog.DiscardHandler), st, "k", time.Now)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { s.Close() })
+`, nodes, nodes))
 	for i := 1; i <= nodes; i++ {
 		name := fmt.Sprintf("gpu%03d", i)
 		gpus, _ := gres.Fake(name, gres.FakeConfig{Count: 8, Model: "NVIDIA A100-SXM4-80GB", MemoryMB: 81920})
