@@ -17,6 +17,7 @@ mkdir -p "$OUT"
 # (scripts/node-cpus.sh; up.sh does it for Tide's): slurmd and the
 # slurmstepd it forks, like tided, its supervisors and jobs.
 NODE_CPUS=$("$ROOT/scripts/node-cpus.sh")
+export TIDE_NODE_CPUS=${NODE_CPUS:-all} # up.sh takes exactly these
 
 echo "== reference Slurm" >&2
 SCHED_PARAMS=${SCHED_PARAMS-batch_sched_delay=0} "$REF/setup.sh" >&2

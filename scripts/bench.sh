@@ -8,6 +8,10 @@ ROOT=$(pwd)
 OUT=${BENCH_OUT:-$ROOT/bench-results}
 mkdir -p "$OUT"
 TAGS=$(test -f /usr/include/sqlite3.h && echo libsqlite3 || true)
+# The local clusters' nodes keep to these CPUs (up.sh takes them as
+# given; the table says which).
+NODE_CPUS=$("$ROOT/scripts/node-cpus.sh")
+export TIDE_NODE_CPUS=${NODE_CPUS:-all}
 
 echo "== Go benchmarks (scheduler pass and submission checks at 512 nodes x 8 GPUs, store, squeue rendering)" >&2
 go test -tags "$TAGS" -run '^$' -bench 'BenchmarkSchedule|BenchmarkWrite|BenchmarkSqueue|BenchmarkValidateSpec' -benchmem -benchtime=2x \
@@ -19,7 +23,6 @@ TIDE_RUN=$ROOT/run/bench TIDE_PORT=${TIDE_BENCH_PORT:-6818} "$ROOT/scripts/bench
 echo "== submission storm against the submission buffer (scripts/bench-burst.sh)" >&2
 TIDE_RUN=$ROOT/run/bench-burst TIDE_PORT=$((${TIDE_BENCH_PORT:-6818} + 1)) "$ROOT/scripts/bench-burst.sh" >> "$OUT/tide.tsv"
 
-NODE_CPUS=$("$ROOT/scripts/node-cpus.sh")
 echo "emulated nodes on host CPUs: ${NODE_CPUS:-all} (scripts/node-cpus.sh; TIDE_NODE_CPUS=all for every CPU)"
 "$ROOT/scripts/bench-table.sh" "$OUT/go-bench.txt" "$OUT/tide.tsv"
 
