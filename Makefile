@@ -56,7 +56,7 @@ bench-go: ## Go benchmarks only
 bench-vs-slurm: build ## the same measurements against the reference Slurm, side by side
 	./scripts/bench-vs-slurm.sh
 
-up: build ## start tidectld and four tided (gpu[01-04]) under ./run, wait until idle
+up: build ## start tidectld and four tided (gpu[01-04]) under ./run (again: restart only what died), wait until they respond
 	./scripts/up.sh
 
 down: ## stop exactly the daemons `make up` started

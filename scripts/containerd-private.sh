@@ -10,21 +10,45 @@
 # and the Debian packages containerd and runc. The snapshotter is
 # overlayfs unless TIDE_SNAPSHOTTER says otherwise (native where overlay
 # on overlay fails, as in some CI containers).
+#
+# DIR/containerd.pid names the daemon by pid and start time
+# (scripts/lib/pidfile.sh): a pid that another process has taken since
+# (after a crash or a reboot) is neither reported running nor stopped.
 set -eu
 cmd=${1:-}
 dir=${2:-}
 [ -n "$cmd" ] && [ -n "$dir" ] || { echo "usage: $0 start|stop DIR" >&2; exit 2; }
+# shellcheck source=lib/pidfile.sh
+. "$(dirname "$0")/lib/pidfile.sh"
+# Absolute: the directory is part of containerd's command line, by
+# which it is recognised.
+[ -d "$dir" ] && dir=$(cd "$dir" && pwd)
 sock=$dir/containerd.sock
+pidf=$dir/containerd.pid
 
 case $cmd in
 start)
 	command -v containerd >/dev/null || { echo "containerd-private: containerd is not installed (apt-get install containerd runc)" >&2; exit 1; }
 	[ "$(id -u)" = 0 ] || { echo "containerd-private: containerd needs root" >&2; exit 1; }
-	if [ -f "$dir/containerd.pid" ] && kill -0 "$(cat "$dir/containerd.pid")" 2>/dev/null; then
-		echo "containerd-private: already running (pid $(cat "$dir/containerd.pid")) on $sock"
+	if is_ours "$pidf" containerd --config "$dir/config.toml"; then
+		echo "containerd-private: already running (pid $(pidfile_pid "$pidf")) on $sock"
+		exit 0
+	fi
+	if [ -f "$pidf" ]; then
+		echo "containerd-private: $why_not: stale pid file removed"
+		forget_pid "$pidf"
+	fi
+	# One that runs on this directory without a pid file (lost in a
+	# crash) is kept: a second one would fight it for the socket.
+	pid=$(find_proc containerd --config "$dir/config.toml" | head -n 1)
+	if [ -n "$pid" ] && record_pid "$pidf" "$pid"; then
+		echo "containerd-private: already running (pid $pid, recorded now) on $sock"
 		exit 0
 	fi
 	mkdir -p "$dir"
+	dir=$(cd "$dir" && pwd)
+	sock=$dir/containerd.sock
+	pidf=$dir/containerd.pid
 	# Job users never talk to containerd; tided and the admin (root) do.
 	chmod 711 "$dir"
 	cat >"$dir/config.toml" <<TOML
@@ -40,23 +64,27 @@ disabled_plugins = ["io.containerd.grpc.v1.cri"]
   path = "$dir/opt"
 TOML
 	containerd --config "$dir/config.toml" >"$dir/containerd.log" 2>&1 &
-	echo $! >"$dir/containerd.pid"
+	record_pid "$pidf" $! || true
+	start=$(head -n 1 "$pidf.start" 2>/dev/null || true)
 	i=0
 	until ctr --address "$sock" version >/dev/null 2>&1; do
 		i=$((i + 1))
-		if [ $i -gt 100 ] || ! kill -0 "$(cat "$dir/containerd.pid")" 2>/dev/null; then
+		if [ $i -gt 100 ] || [ "$(proc_start "$(pidfile_pid "$pidf")")" != "$start" ]; then
 			echo "containerd-private: containerd did not come up; its log:" >&2
 			tail -20 "$dir/containerd.log" >&2
 			exit 1
 		fi
 		sleep 0.1
 	done
-	echo "containerd-private: containerd (pid $(cat "$dir/containerd.pid")) on $sock"
+	echo "containerd-private: containerd (pid $(pidfile_pid "$pidf")) on $sock"
 	;;
 stop)
-	[ -f "$dir/containerd.pid" ] || exit 0
-	pid=$(cat "$dir/containerd.pid")
-	if kill -0 "$pid" 2>/dev/null; then
+	[ -f "$pidf" ] || exit 0
+	pid=$(pidfile_pid "$pidf")
+	if ! is_ours "$pidf" containerd --config "$dir/config.toml"; then
+		echo "containerd-private: $why_not: stale pid file removed, nothing stopped"
+	else
+		start=$(head -n 1 "$pidf.start")
 		# Shims outlive containerd: end the tasks first, then the daemon.
 		for ns in $(ctr --address "$sock" namespaces ls -q 2>/dev/null); do
 			for t in $(ctr --address "$sock" -n "$ns" tasks ls -q 2>/dev/null); do
@@ -69,11 +97,11 @@ stop)
 		done
 		kill -TERM "$pid" 2>/dev/null || true
 		i=0
-		while kill -0 "$pid" 2>/dev/null && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
-		kill -0 "$pid" 2>/dev/null && kill -KILL "$pid" 2>/dev/null || true
+		while proc_is "$pid" "$start" containerd --config "$dir/config.toml" && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+		proc_is "$pid" "$start" containerd --config "$dir/config.toml" && kill -KILL "$pid" 2>/dev/null || true
 		echo "containerd-private: stopped containerd (pid $pid)"
 	fi
-	rm -f "$dir/containerd.pid"
+	forget_pid "$pidf"
 	# Mounts left by a killed shim would keep the directory busy.
 	grep " $dir/" /proc/mounts | cut -d' ' -f2 | sort -r | while read -r m; do umount "$m" 2>/dev/null || true; done
 	;;
