@@ -122,10 +122,13 @@ func fullJob(id uint64) *api.Job {
 		CancelRequested:  true,
 		TimedOut:         true,
 		Launched:         true,
+		LaunchFailures:   2,
+		LaunchFailNodes:  []string{"gpu02", "gpu01"},
 		RequeueRequested: true,
 		CancelledBy:      ptr(uint32(0)), // root: a non-nil pointer to zero must survive
 		Cluster:          "tide",
 		ArrayJobID:       id, ArrayTaskID: 3, ArrayPending: api.TaskSet{{First: 4, Last: 9, Step: 1}}, ArrayThrottle: 2,
+		SubmitToken: "0123456789abcdef0123456789abcdef",
 		Share: api.Share{Level: 7, Starving: t0.Add(time.Hour), StartedStarving: true, Borrowing: true, Preemptions: 2,
 			Preempting: &api.Preempting{By: id + 1, Reclaim: true, Mode: api.PreemptRequeue, Since: t0,
 				Deadline: t0.Add(time.Minute), Acked: true, Why: "reclaim"},

@@ -1,7 +1,6 @@
 package ctld
 
 import (
-	"context"
 	"net"
 	"net/http"
 	"os/user"
@@ -23,26 +22,26 @@ type caller struct {
 
 type credKey struct{}
 
-// peerCredContext stores the connecting process's credentials in the
-// connection's context. A client cannot claim another identity: the
+// peerCred returns the credentials of the process at the other end of a
+// unix socket connection. A client cannot claim another identity: the
 // kernel fills them in at connect time.
-func peerCredContext(ctx context.Context, c net.Conn) context.Context {
+func peerCred(c net.Conn) (syscall.Ucred, bool) {
 	uc, ok := c.(*net.UnixConn)
 	if !ok {
-		return ctx
+		return syscall.Ucred{}, false
 	}
 	raw, err := uc.SyscallConn()
 	if err != nil {
-		return ctx
+		return syscall.Ucred{}, false
 	}
 	var cred *syscall.Ucred
 	var cerr error
 	if err := raw.Control(func(fd uintptr) {
 		cred, cerr = syscall.GetsockoptUcred(int(fd), syscall.SOL_SOCKET, syscall.SO_PEERCRED)
 	}); err != nil || cerr != nil || cred == nil {
-		return ctx
+		return syscall.Ucred{}, false
 	}
-	return context.WithValue(ctx, credKey{}, *cred)
+	return *cred, true
 }
 
 // callerOf resolves the request's caller; known is false without
@@ -54,13 +53,35 @@ func (s *Server) callerOf(r *http.Request) caller {
 	}
 	c := caller{uid: cred.Uid, gid: cred.Gid, pid: cred.Pid, known: true}
 	c.user = s.users.name(c.uid)
-	c.admin = c.uid == 0 || c.uid == s.self
+	c.admin = s.isOperator(c.uid, c.user)
+	return c
+}
+
+// isOperator reports whether uid (named user) may act on every job and
+// node: root, the controller's own user, and the configured operators.
+func (s *Server) isOperator(uid uint32, user string) bool {
+	if uid == 0 || uid == s.self {
+		return true
+	}
 	for _, op := range s.cl.Operators {
-		if op == c.user {
-			c.admin = true
+		if op == user {
+			return true
 		}
 	}
-	return c
+	return false
+}
+
+// privilegedPeer reports whether a socket peer may take the operator
+// reserve of connections (limitListener.privileged). The name is looked
+// up only for uids that are not root or the controller's own.
+func (s *Server) privilegedPeer(p connPeer) bool {
+	if !p.hasCred {
+		return false
+	}
+	if p.cred.Uid == 0 || p.cred.Uid == s.self {
+		return true
+	}
+	return len(s.cl.Operators) > 0 && s.isOperator(p.cred.Uid, s.users.name(p.cred.Uid))
 }
 
 // userCache caches uid and gid lookups (NSS can be slow).

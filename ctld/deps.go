@@ -22,12 +22,18 @@ func hasSingleton(dep string) bool { return strings.Contains(strings.ToLower(dep
 // problem"); it returns the dependency in display form. Called with mu
 // held.
 func (s *Server) checkDependency(dep string, self *api.Job) (string, error) {
+	if len(dep) > api.MaxDependencyLen {
+		return "", api.Invalid("%s (dependency is %d bytes, at most %d)", api.ErrTooLong, len(dep), api.MaxDependencyLen)
+	}
 	d, err := api.ParseDependency(dep)
 	if err != nil {
 		return "", api.Invalid("%s", api.ErrDependency)
 	}
 	if d == nil {
 		return "", nil
+	}
+	if len(d.Items) > api.MaxDependencyItems {
+		return "", api.Invalid("%s: %d jobs named, at most %d", api.ErrDependency, len(d.Items), api.MaxDependencyItems)
 	}
 	for _, it := range d.Items {
 		if it.Kind == api.DepSingleton {
@@ -44,7 +50,68 @@ func (s *Server) checkDependency(dep string, self *api.Job) (string, error) {
 			}
 		}
 	}
+	if self != nil && s.dependsOn(d, depKey(self)) {
+		return "", api.Invalid("%s", api.ErrCircularDependency)
+	}
 	return d.String(), nil
+}
+
+// depKey is what a dependency waits for when it names j: the whole array
+// for an array's records (a task's dependency holds back its array),
+// else the job.
+func depKey(j *api.Job) uint64 {
+	if j.ArrayJobID != 0 {
+		return j.ArrayJobID
+	}
+	return j.ID
+}
+
+// dependsOn reports whether d, through the dependencies of the jobs it
+// names and theirs in turn, waits for the job or array target: a
+// dependency that would close a cycle, whose jobs would wait for ever.
+// Only pending jobs still carry unsatisfied dependencies, so the walk
+// visits each waiting job at most once. Called with mu held.
+func (s *Server) dependsOn(d *api.Dependency, target uint64) bool {
+	// The dependencies of every waiting job or array, by depKey: an
+	// array's records may carry different ones after task updates.
+	var waits map[uint64][]string
+	seen := map[uint64]bool{}
+	stack := []*api.Dependency{d}
+	for len(stack) > 0 {
+		cur := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		for _, it := range cur.Items {
+			if it.Kind == api.DepSingleton {
+				continue
+			}
+			j := s.jobs[it.JobID]
+			if j == nil {
+				continue
+			}
+			k := depKey(j)
+			if k == target {
+				return true
+			}
+			if seen[k] {
+				continue
+			}
+			seen[k] = true
+			if waits == nil {
+				waits = map[uint64][]string{}
+				for _, o := range s.live {
+					if o.State == api.StatePending && o.Dependency != "" {
+						waits[depKey(o)] = append(waits[depKey(o)], o.Dependency)
+					}
+				}
+			}
+			for _, ds := range waits[k] {
+				if next, err := api.ParseDependency(ds); err == nil && next != nil {
+					stack = append(stack, next)
+				}
+			}
+		}
+	}
+	return false
 }
 
 // depsReady evaluates pending job j's dependency. It returns whether j

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/pprof"
 	"strconv"
@@ -18,34 +19,33 @@ import (
 	"github.com/tide-hpc/tide/ctld/client"
 )
 
-// maxBody bounds request bodies (a script plus environment fits well).
-const maxBody = 8 << 20
-
 // localHandler serves local clients on the unix socket.
 func (s *Server) localHandler() http.Handler {
-	mux := http.NewServeMux()
-	mux.HandleFunc("POST /api/v1/jobs", s.handleSubmit)
+	mux := newLimitedMux()
+	post := mux.post
+	post("/api/v1/jobs", s.submitBodyLimit(), "Batch job submission failed", s.handleSubmit)
 	mux.HandleFunc("GET /api/v1/jobs", s.handleList)
 	mux.HandleFunc("GET /api/v1/jobs/{id}", s.handleJob)
 	mux.HandleFunc("GET /api/v1/jobs/{id}/events", s.handleEvents)
-	mux.HandleFunc("POST /api/v1/jobs/cancel", s.handleCancel)
-	mux.HandleFunc("POST /api/v1/jobs/update", s.handleUpdate)
+	post("/api/v1/jobs/cancel", smallBody, "Job cancellation failed", s.handleCancel)
+	post("/api/v1/jobs/update", smallBody, "Job update failed", s.handleUpdate)
 	mux.HandleFunc("GET /api/v1/accounting/jobs", s.handleAccounting)
 	mux.HandleFunc("GET /api/v1/audit", s.handleAudit)
 	mux.HandleFunc("GET /api/v1/nodes", s.handleNodes)
-	mux.HandleFunc("POST /api/v1/nodes/update", s.handleNodeUpdate)
+	post("/api/v1/nodes/update", smallBody, "Node update failed", s.handleNodeUpdate)
 	mux.HandleFunc("GET /api/v1/cluster", s.handleCluster)
 	mux.HandleFunc("GET "+api.PathQueues, s.handleQueues)
-	mux.HandleFunc("POST /api/v1/jobs/{id}/checkpoint", s.handleCheckpoint)
+	post("/api/v1/jobs/{id}/checkpoint", smallBody, "Checkpoint failed", s.handleCheckpoint)
 	// Steps and allocations (issue 7; handlers in steps.go).
-	mux.HandleFunc("POST /api/v1/jobs/{id}/steps", s.handleCreateStep)
-	mux.HandleFunc("POST /api/v1/jobs/{id}/steps/{step}/end", s.handleStepEnd)
-	mux.HandleFunc("POST /api/v1/jobs/{id}/release", s.handleRelease)
+	post("/api/v1/jobs/{id}/steps", stepBody, "Step creation failed", s.handleCreateStep)
+	post("/api/v1/jobs/{id}/steps/{step}/end", smallBody, "Step end failed", s.handleStepEnd)
+	post("/api/v1/jobs/{id}/release", smallBody, "Allocation release failed", s.handleRelease)
 	mux.HandleFunc("GET /api/v1/accounting/steps", s.handleSteps)
 	mux.Handle("GET /metrics", s.metrics.handler())
-	// Profiles for operators, on the local socket only.
-	mux.HandleFunc("GET /debug/pprof/{name...}", s.operatorOnly(pprof.Index))
-	mux.HandleFunc("GET /debug/pprof/profile", s.operatorOnly(pprof.Profile))
+	// Profiles for operators, on the local socket only; they hold the
+	// connection for their duration.
+	mux.HandleFunc("GET /debug/pprof/{name...}", s.operatorOnly(s.profileDeadline(pprof.Index)))
+	mux.HandleFunc("GET /debug/pprof/profile", s.operatorOnly(s.profileDeadline(pprof.Profile)))
 	return mux
 }
 
@@ -60,19 +60,25 @@ func (s *Server) operatorOnly(h http.HandlerFunc) http.HandlerFunc {
 }
 
 // nodeHandler serves node daemons on TCP. Every API call needs the
-// cluster key; /metrics is open for scrapers.
+// cluster key; /metrics is open for scrapers unless metrics_addr moves
+// it to a listener of its own.
 func (s *Server) nodeHandler() http.Handler {
-	mux := http.NewServeMux()
-	mux.HandleFunc("POST /api/v1/node/register", s.withKey(s.handleRegister))
-	mux.HandleFunc("POST /api/v1/node/sync", s.withKey(s.handleSync))
-	mux.Handle("GET /metrics", s.metrics.handler())
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		if !s.keyOK(r) {
-			writeErr(w, api.Errorf(api.ErrUnauthenticated, "cluster key required"))
-			return
-		}
+	mux := newLimitedMux()
+	mux.post("/api/v1/node/register", nodeBody, "Node registration failed", s.withKey(s.handleRegister))
+	mux.post("/api/v1/node/sync", nodeBody, "Node sync failed", s.withKey(s.handleSync))
+	if s.cl.MetricsAddr == "" {
+		mux.Handle("GET /metrics", s.metrics.handler())
+	}
+	mux.HandleFunc("/", s.withKey(func(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, api.Errorf(api.ErrNotFound, "%s %s: not a node API call (clients use the local socket)", r.Method, r.URL.Path))
-	})
+	}))
+	return mux
+}
+
+// metricsHandler serves metrics_addr: /metrics only.
+func (s *Server) metricsHandler() http.Handler {
+	mux := newLimitedMux()
+	mux.Handle("GET /metrics", s.metrics.handler())
 	return mux
 }
 
@@ -81,19 +87,48 @@ func (s *Server) keyOK(r *http.Request) bool {
 	return k != "" && subtle.ConstantTimeCompare([]byte(k), []byte(s.key)) == 1
 }
 
+// withKey admits requests that carry the cluster key. Their connection
+// leaves the unauthenticated pool (limitListener.promote); requests
+// without it are refused, and logged at most once per peer per
+// interval.
 func (s *Server) withKey(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if !s.keyOK(r) {
-			s.log.Warn("refused node request without a valid cluster key", "remote", r.RemoteAddr, "path", r.URL.Path)
+			if s.keyLog != nil {
+				s.keyLog.note(time.Now(), "node", remoteIP(r), "no_key", r.Method+" "+r.URL.Path)
+			}
 			writeErr(w, api.Errorf(api.ErrUnauthenticated, "cluster key required"))
 			return
+		}
+		if tc := connOf(r); tc != nil {
+			if err := tc.l.promote(tc); err != nil {
+				w.Header().Set("Retry-After", "1")
+				w.Header().Set("Connection", "close")
+				writeErr(w, err)
+				return
+			}
 		}
 		h(w, r)
 	}
 }
 
+// remoteIP is the address part of r.RemoteAddr.
+func remoteIP(r *http.Request) string {
+	if host, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
+		return host
+	}
+	return r.RemoteAddr
+}
+
 func writeErr(w http.ResponseWriter, err error) {
 	status, body := api.NewErrorBody(err)
+	var tl *bodyTooLarge
+	if errors.As(err, &tl) {
+		// The rest of the body is not read: the connection closes after
+		// the answer (the client reads it even while still sending).
+		status = http.StatusRequestEntityTooLarge
+		w.Header().Set("Connection", "close")
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(body)
@@ -127,28 +162,30 @@ func writeJSON(w http.ResponseWriter, v any) {
 	responseWriters.Put(bw)
 }
 
+// decode reads a JSON request body into v; the body is bounded by its
+// endpoint's limit (limitedMux).
 func decode(r *http.Request, v any) error {
-	dec := json.NewDecoder(io.LimitReader(r.Body, maxBody))
+	dec := json.NewDecoder(r.Body)
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return api.Invalid("bad request body: %v", err)
+		return badBody(err)
 	}
 	return nil
 }
 
-// readBody reads a request body of at most maxBody bytes (beyond that it
-// is cut, and the decoder refuses it). A body of known length is read
-// into one buffer of that size: io.ReadAll grows its buffer from 512
-// bytes, several allocations for every submission and sync.
+// readBody reads a request body, bounded by its endpoint's limit
+// (limitedMux). A body of known length is read into one buffer of that
+// size: io.ReadAll grows its buffer from 512 bytes, several allocations
+// for every submission and sync.
 func readBody(r *http.Request) ([]byte, error) {
-	if n := r.ContentLength; n > 0 && n <= maxBody {
+	if n := r.ContentLength; n > 0 {
 		data := make([]byte, n)
 		if _, err := io.ReadFull(r.Body, data); err != nil {
 			return nil, err
 		}
 		return data, nil
 	}
-	return io.ReadAll(io.LimitReader(r.Body, maxBody))
+	return io.ReadAll(r.Body)
 }
 
 func pathID(r *http.Request) (uint64, error) {
@@ -170,7 +207,7 @@ func (s *Server) handleSubmit(w http.ResponseWriter, r *http.Request) {
 		err = api.DecodeSubmitRequest(data, &req)
 	}
 	if err != nil {
-		writeErr(w, api.Invalid("bad request body: %v", err))
+		writeErr(w, badBody(err))
 		return
 	}
 	resp, err := s.submit(withArrival(r.Context(), a), s.callerOf(r), req)
@@ -303,7 +340,7 @@ func (s *Server) handleAccounting(w http.ResponseWriter, r *http.Request) {
 	s.mu.Unlock()
 	jobs, err := s.store.QueryJobs(r.Context(), f)
 	if err != nil {
-		writeErr(w, fmt.Errorf("query accounting: %w", errors.Join(api.ErrInternal, err)))
+		writeErr(w, fmt.Errorf("query accounting: %w: %w", api.ErrInternal, err))
 		return
 	}
 	writeList(w, r, api.JobList{Jobs: jobs, Now: now})
@@ -366,7 +403,7 @@ func (s *Server) handleNodeUpdate(w http.ResponseWriter, r *http.Request) {
 func (s *Server) handleCluster(w http.ResponseWriter, r *http.Request) {
 	c := s.callerOf(r)
 	info := api.ClusterInfo{Name: s.cl.ClusterName, Version: Version, StartTime: s.startTime, Now: s.now(),
-		CallerUID: c.uid, CallerUser: c.user, CallerAdmin: c.admin, Config: s.configSummary()}
+		CallerUID: c.uid, CallerUser: c.user, CallerAdmin: c.admin, Config: s.configSummary(), Limits: s.specLimits()}
 	for _, p := range s.cl.Partitions {
 		info.Partitions = append(info.Partitions, *s.partitions[p.Name])
 	}
@@ -399,6 +436,8 @@ func (s *Server) configSummary() map[string]string {
 		"SLURM_VERSION":         "tide-" + Version,
 		"AccountingStorageType": "accounting_storage/tide_sqlite",
 		"DefMemPerCPU":          strconv.FormatInt(c.Scheduler.DefMemPerCPUMB, 10),
+		"SchedulerParameters": fmt.Sprintf("max_script_size=%d,max_env_size=%d,max_env_vars=%d",
+			c.Submit.MaxScriptSize, c.Submit.MaxEnvSize, c.Submit.MaxEnvVars),
 	}
 }
 
@@ -426,8 +465,12 @@ func (s *Server) handleSync(w http.ResponseWriter, r *http.Request) {
 		err = api.DecodeNodeSyncRequest(data, &req)
 	}
 	if err != nil {
-		writeErr(w, api.Invalid("bad request body: %v", err))
+		writeErr(w, badBody(err))
 		return
+	}
+	if req.WaitMS > 0 {
+		// The controller may hold the answer up to the node's wait.
+		s.extendDeadline(w, time.Duration(min(req.WaitMS, maxSyncWaitMS))*time.Millisecond)
 	}
 	resp, err := s.sync(r.Context(), req)
 	if err != nil {

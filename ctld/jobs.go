@@ -16,12 +16,8 @@ import (
 	"github.com/tide-hpc/tide/gres"
 )
 
-// Limits on what one submission may carry.
-const (
-	maxScriptBytes = 4 << 20
-	maxEnvBytes    = 1 << 20
-	basePriority   = 1000000
-)
+// basePriority is the Slurm-style priority of a job without --nice.
+const basePriority = 1000000
 
 // submit validates and stores a submission; the id is returned only after
 // the job is committed.
@@ -30,22 +26,45 @@ func (s *Server) submit(ctx context.Context, c caller, req api.SubmitRequest) (a
 	if !c.known {
 		return api.SubmitResponse{}, api.Errorf(api.ErrUnauthenticated, "submissions are only accepted on the local socket")
 	}
-	if c.uid == 0 && !s.cl.AllowRootJobs {
+	if len(req.Token) > api.MaxTokenLen || len(req.User) > api.MaxStringLen || len(req.Group) > api.MaxStringLen {
+		return api.SubmitResponse{}, api.Invalid("Batch job submission failed: %s (submission token, --uid or --gid)", api.ErrTooLong)
+	}
+	// The job's owner: the caller, or with --uid/--gid (root and
+	// operators only) the user it names. Everything below is checked
+	// for the owner, and the job runs as the owner.
+	o, err := s.jobOwner(c, req.User, req.Group)
+	if err != nil {
+		return api.SubmitResponse{}, err
+	}
+	if o.uid == 0 && !s.cl.AllowRootJobs {
 		return api.SubmitResponse{}, api.Errorf(api.ErrPermissionDenied, "Access/permission denied: root jobs are not allowed on this cluster (allow_root_jobs)")
+	}
+	token := tokenKey{uid: o.uid, token: req.Token}
+	if req.Token != "" && !req.TestOnly {
+		// A repeat of a submission that was stored (its answer lost) or
+		// is being stored gets that job, checked before anything that
+		// the first job itself could now make fail (max_submit_per_user).
+		if id, ok, err := s.awaitToken(ctx, token); err != nil || ok {
+			return api.SubmitResponse{JobID: id}, err
+		}
 	}
 	var warn []string
 	timeGiven := spec.TimeLimit != api.NoValue
-	if err := s.validateSpec(&spec, c, &warn); err != nil {
+	if err := s.validateSpec(&spec, o, &warn); err != nil {
 		return api.SubmitResponse{}, err
 	}
-	level, err := s.shareSubmit(&spec, c, timeGiven)
+	level, err := s.shareSubmit(&spec, o, timeGiven)
 	if err != nil {
+		return api.SubmitResponse{}, err
+	}
+	if err := s.checkPartitionAccess(o, s.partitions[spec.Partition], spec.Account, spec.QOS); err != nil {
 		return api.SubmitResponse{}, err
 	}
 	now := s.now()
 	j := &api.Job{
-		JobSpec: spec, UserID: c.uid, GroupID: c.gid, User: c.user, Group: s.users.group(c.gid),
+		JobSpec: spec, UserID: o.uid, GroupID: o.gid, User: o.user, Group: s.users.group(o.gid),
 		State: api.StatePending, Reason: api.ReasonNone, SubmitTime: now, Cluster: s.cl.ClusterName,
+		SubmitToken: req.Token,
 	}
 	j.Level = level
 	j.EffPriority = s.priorityOf(j)
@@ -72,7 +91,7 @@ func (s *Server) submit(ctx context.Context, c caller, req api.SubmitRequest) (a
 	dep, err := s.checkDependency(spec.Dependency, nil)
 	if err != nil {
 		s.mu.Unlock()
-		return api.SubmitResponse{}, api.Invalid("Batch job submission failed: %s", api.ErrDependency)
+		return api.SubmitResponse{}, api.Invalid("Batch job submission failed: %v", err)
 	}
 	if j.Dependency = dep; dep != "" && j.Reason == api.ReasonNone {
 		j.Reason = api.ReasonDependency
@@ -81,6 +100,12 @@ func (s *Server) submit(ctx context.Context, c caller, req api.SubmitRequest) (a
 		s.mu.Unlock()
 		return api.SubmitResponse{}, err
 	}
+	if req.Token != "" && s.tokens[token] != nil {
+		// A twin of this submission (the same token) got here first
+		// while this one was being checked: answer as it is answered.
+		s.mu.Unlock()
+		return s.submit(ctx, c, req)
+	}
 	buffered, err := s.admit(j, now)
 	if err != nil {
 		s.mu.Unlock()
@@ -88,6 +113,11 @@ func (s *Server) submit(ctx context.Context, c caller, req api.SubmitRequest) (a
 	}
 	j.ID = s.nextID
 	s.nextID++
+	var tok *tokenEntry
+	if req.Token != "" {
+		tok = &tokenEntry{id: j.ID, done: make(chan struct{})}
+		s.tokens[token] = tok
+	}
 	if j.ArrayPending != nil {
 		j.ArrayJobID = j.ID
 	}
@@ -102,13 +132,20 @@ func (s *Server) submit(ctx context.Context, c caller, req api.SubmitRequest) (a
 	s.buffer.storing[j.ID] = true
 	s.mu.Unlock()
 
+	by := c.user
+	if o.uid != c.uid || o.gid != c.gid {
+		by = fmt.Sprintf("%s as %s (group %s)", c.user, o.user, j.Group)
+	}
 	ev := api.Event{JobID: j.ID, Time: now, Kind: api.EventSubmit, State: j.State, Reason: string(j.Reason),
-		Message: fmt.Sprintf("submitted by %s from %s to partition %s", c.user, spec.SubmitHost, spec.Partition), Actor: c.user}
+		Message: fmt.Sprintf("submitted by %s from %s to partition %s", by, spec.SubmitHost, spec.Partition), Actor: c.user}
 	if j.Account != "" {
 		ev.Message += fmt.Sprintf(", queue %s, qos %s, level %d", j.Account, j.QOS, j.Level)
 	}
 	au := api.AuditRecord{Time: now, UID: c.uid, User: c.user, Action: "submit", Target: fmt.Sprintf("job %d", j.ID),
 		Detail: fmt.Sprintf("name=%s partition=%s", j.Name, j.Partition)}
+	if o.uid != c.uid || o.gid != c.gid {
+		au.Detail += fmt.Sprintf(" uid=%d gid=%d", o.uid, o.gid)
+	}
 	// The submission is written outside mu: scheduling passes and node
 	// syncs never wait behind a storm of submissions' commits (the id
 	// is answered only once it is stored).
@@ -118,6 +155,13 @@ func (s *Server) submit(ctx context.Context, c caller, req api.SubmitRequest) (a
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.buffer.storing, j.ID)
+	if tok != nil {
+		if werr != nil {
+			delete(s.tokens, token)
+			tok.failed = true
+		}
+		close(tok.done)
+	}
 	if werr != nil {
 		if buffered {
 			s.buffer.remove(j.Account, j.ID)
@@ -167,18 +211,11 @@ func (s *Server) validateSpec(spec *api.JobSpec, c caller, warn *[]string) error
 	case len(spec.Script) == 0:
 		return api.Invalid("Batch job submission failed: empty batch script")
 	}
-	if len(spec.Script) > maxScriptBytes {
-		return api.Invalid("Batch job submission failed: batch script is %d bytes, more than the %d allowed", len(spec.Script), maxScriptBytes)
+	if err := api.CheckSpecLimits(spec, s.specLimits()); err != nil {
+		return api.Invalid("Batch job submission failed: %v", err)
 	}
 	if !spec.Allocation && !strings.HasPrefix(spec.Script, "#!") {
 		return api.Invalid("Batch job submission failed: the script must start with #! followed by an interpreter path")
-	}
-	envBytes := 0
-	for _, e := range spec.Environment {
-		envBytes += len(e)
-	}
-	if envBytes > maxEnvBytes {
-		return api.Invalid("Batch job submission failed: environment is %d bytes, more than the %d allowed", envBytes, maxEnvBytes)
 	}
 	if spec.WorkDir == "" || !filepath.IsAbs(spec.WorkDir) {
 		return api.Invalid("Batch job submission failed: working directory %q must be an absolute path", spec.WorkDir)
@@ -261,6 +298,12 @@ func (s *Server) validateSpec(spec *api.JobSpec, c caller, warn *[]string) error
 		return api.Invalid("Batch job submission failed: Requested node configuration is not available (%s)", why)
 	}
 	return nil
+}
+
+// specLimits are the configured bounds of a submission.
+func (s *Server) specLimits() api.SpecLimits {
+	sub := &s.cl.Submit
+	return api.SpecLimits{MaxScriptSize: sub.MaxScriptSize, MaxEnvSize: sub.MaxEnvSize, MaxEnvVars: sub.MaxEnvVars}
 }
 
 // containerSpec normalises --container-image and constrains the job to
@@ -388,6 +431,11 @@ type capacityList struct {
 func (s *Server) partCapacity(part *api.Partition) capacityList {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.partCapacityLocked(part)
+}
+
+// partCapacityLocked is partCapacity with mu held.
+func (s *Server) partCapacityLocked(part *api.Partition) capacityList {
 	if c, ok := s.capacities[part.Name]; ok && c.version == s.capVersion {
 		return c
 	}

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -26,6 +27,13 @@ type metrics struct {
 	throttled   *prometheus.CounterVec
 	syncs       *prometheus.CounterVec
 	commits     prometheus.Counter
+	// Connection limits (connlimit.go): refusals, evictions, and the
+	// listeners whose open connections the tide_connections gauge shows.
+	connRefused *prometheus.CounterVec
+	connEvicted *prometheus.CounterVec
+	conns       connGauge
+	// cache serves every scrape (metricscache.go).
+	cache *cachedGatherer
 }
 
 func newMetrics(s *Server) *metrics {
@@ -56,10 +64,23 @@ func newMetrics(s *Server) *metrics {
 		Help: "Node syncs (heartbeats and reports), by how they were answered: at once, after being held, or empty because the node's next sync came (or its caller left)."}, []string{"answer"})
 	m.commits = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "tide_store_commits_total", Help: "Transactions committed to the state database."})
+	m.connRefused = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "tide_connections_refused_total",
+		Help: "Connections turned away at accept (or at their first keyed request) for a limit, by listener (socket, node, metrics) and limit (peer_limit, limit, reserve, unauthenticated_peer_limit, unauthenticated_limit)."},
+		[]string{"listener", "reason"})
+	m.connEvicted = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "tide_connections_evicted_total",
+		Help: "Idle connections without the cluster key closed to make room for new ones, by listener."}, []string{"listener"})
 	m.reg.MustRegister(m.submissions, m.ends, m.cycle, m.startDelay, m.reclaims, m.preemptions, m.throttled,
-		m.syncs, m.commits, &stateCollector{s: s})
+		m.syncs, m.commits, m.connRefused, m.connEvicted, &m.conns, &stateCollector{s: s})
+	m.cache = newCachedGatherer(m.reg, time.Second, time.Now)
 	return m
 }
+
+func (m *metrics) refused(listener, reason string) {
+	m.connRefused.WithLabelValues(listener, reason).Inc()
+}
+func (m *metrics) evicted(listener string) { m.connEvicted.WithLabelValues(listener).Inc() }
 
 func (m *metrics) submitted()                 { m.submissions.Inc() }
 func (m *metrics) ended(st api.JobState)      { m.ends.WithLabelValues(string(st)).Inc() }
@@ -77,8 +98,42 @@ func (m *metrics) throttle(outcome string) { m.throttled.WithLabelValues(outcome
 func (m *metrics) synced(answer string)    { m.syncs.WithLabelValues(answer).Inc() }
 func (m *metrics) committed()              { m.commits.Inc() }
 
+// handler serves the metrics from the cache: however many scrapers
+// come, the state collector (which takes the server lock) runs at most
+// once a second.
 func (m *metrics) handler() http.Handler {
-	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
+	return promhttp.HandlerFor(m.cache, promhttp.HandlerOpts{})
+}
+
+var descConns = prometheus.NewDesc("tide_connections",
+	"Open connections, by listener and whether they showed the cluster key (on the socket every connection counts as authenticated).",
+	[]string{"listener", "auth"}, nil)
+
+// connGauge reports the open connections of the listeners Run serves.
+type connGauge struct {
+	mu        sync.Mutex
+	listeners []*limitListener
+}
+
+func (g *connGauge) set(ls ...*limitListener) {
+	g.mu.Lock()
+	g.listeners = ls
+	g.mu.Unlock()
+}
+
+func (g *connGauge) Describe(ch chan<- *prometheus.Desc) { ch <- descConns }
+
+func (g *connGauge) Collect(ch chan<- prometheus.Metric) {
+	g.mu.Lock()
+	ls := g.listeners
+	g.mu.Unlock()
+	for _, l := range ls {
+		auth, unauth := l.counts()
+		ch <- prometheus.MustNewConstMetric(descConns, prometheus.GaugeValue, float64(auth), l.name, "yes")
+		if l.lim.unauth > 0 {
+			ch <- prometheus.MustNewConstMetric(descConns, prometheus.GaugeValue, float64(unauth), l.name, "no")
+		}
+	}
 }
 
 var (

@@ -170,6 +170,9 @@ func (s *Server) finish(j *api.Job, rep api.NodeJobReport) {
 		state, reason = api.StateTimeout, api.ReasonTimeLimit
 	case rep.OOM:
 		state, reason = api.StateOOM, api.ReasonOutOfMemory
+	case rep.LaunchFailed && s.retryLaunch(j, rep, end):
+		// The node could not launch it: nothing ran (launchfail.go).
+		return
 	case rep.Error != "":
 		state, reason, msg = api.StateFailed, api.ReasonLaunchFailed, rep.Error
 	case rep.Exit.Code != 0 || rep.Exit.Signal != 0:
@@ -225,6 +228,9 @@ func (s *Server) requeue(j *api.Job, now time.Time, msg string) {
 	s.addLive(j)
 	j.Restarts++
 	j.Alloc, j.Placement, j.Launched, j.CancelRequested, j.RequeueRequested, j.TimedOut = nil, "", false, false, false, false
+	// A requeue ends a launch that worked (or was never tried): failed
+	// launches count again from none (retryLaunch restores its count).
+	j.LaunchFailures, j.LaunchFailNodes = 0, nil
 	j.StartTime, j.EndTime, j.EligibleTime = time.Time{}, time.Time{}, now
 	j.Exit = api.ExitStatus{}
 	s.markDirty(j)

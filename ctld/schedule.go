@@ -3,6 +3,8 @@ package ctld
 import (
 	"cmp"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/tide-hpc/tide/ctld/api"
@@ -105,7 +107,7 @@ func (s *Server) schedulePass() {
 		host.batch[j.ID] = j
 		touched[host.Name] = true
 		s.markDirty(j)
-		s.event(j, api.EventStart, "", st.Why, "")
+		s.event(j, api.EventStart, "", startMessage(st.Why, st.Alloc), "")
 		s.shareStarted(j, st, snap, &plan)
 		s.metrics.started(now.Sub(j.SubmitTime))
 	}
@@ -251,4 +253,42 @@ func countOf(xs []int, x int) int {
 		}
 	}
 	return c
+}
+
+// startMessage is a start event's message: the placement's why, then
+// the allocation in a fixed form, "[alloc gpu01 cpus=4 mem_mb=8192
+// gpus=0,1; gpu02 ...]" (gpu_mem_mb= and gpu_pct= follow for slices), so
+// that the trail alone says what every incarnation of a job held from
+// its start to its end or requeue event; the chaos test
+// (test/integration) rebuilds allocation intervals from it.
+func startMessage(why string, alloc []api.NodeAlloc) string {
+	var b strings.Builder
+	if why != "" {
+		b.WriteString(why)
+		b.WriteByte(' ')
+	}
+	b.WriteString("[alloc")
+	for i, a := range alloc {
+		if i > 0 {
+			b.WriteByte(';')
+		}
+		b.WriteString(" " + a.Node + " cpus=" + strconv.Itoa(a.CPUs) + " mem_mb=" + strconv.FormatInt(a.MemoryMB, 10))
+		if len(a.GPUs) > 0 {
+			b.WriteString(" gpus=")
+			for k, g := range a.GPUs {
+				if k > 0 {
+					b.WriteByte(',')
+				}
+				b.WriteString(strconv.Itoa(g))
+			}
+		}
+		if a.GPUMemMB > 0 {
+			b.WriteString(" gpu_mem_mb=" + strconv.FormatInt(a.GPUMemMB, 10))
+		}
+		if a.GPUComputePct > 0 {
+			b.WriteString(" gpu_pct=" + strconv.Itoa(a.GPUComputePct))
+		}
+	}
+	b.WriteByte(']')
+	return b.String()
 }

@@ -77,10 +77,20 @@ type Server struct {
 	lastPass   time.Duration
 	// buffer holds submissions over their queue's rate (buffer.go).
 	buffer submitBuffer
+	// tokens are the submission tokens of the jobs in memory
+	// (tokens.go).
+	tokens map[tokenKey]*tokenEntry
 	// schedule is the pure core (sched.Schedule; tests may stand in a
 	// plan of their own).
 	schedule func(*sched.Snapshot, time.Time, sched.Config) sched.Plan
+	// keyLog logs node requests without the cluster key, at most once
+	// per peer per interval.
+	keyLog *refusalLog
 }
+
+// refusalLogEvery is how often refused connections and keyless node
+// requests of one peer are logged (the counters count every one).
+const refusalLogEvery = 10 * time.Second
 
 // New opens the store and recovers state. The caller must Close it.
 func New(cl *Cluster, log *slog.Logger) (*Server, error) {
@@ -114,10 +124,11 @@ func newServer(cl *Cluster, log *slog.Logger, st Store, key string, now func() t
 		cl: cl, log: log, store: st, key: key, self: uint32(os.Getuid()), now: now,
 		jobs: map[uint64]*api.Job{}, live: map[uint64]*api.Job{}, spool: newRecentSpool(recentSpoolBytes), nodes: map[string]*nodeRec{}, partitions: map[string]*api.Partition{},
 		dirty: map[uint64]bool{}, dirtyNodes: map[string]bool{}, lazy: map[uint64]bool{}, capacities: map[string]capacityList{},
-		kick: make(chan struct{}, 1), users: newUserCache(), startTime: now(), schedule: sched.Schedule,
+		tokens: map[tokenKey]*tokenEntry{}, kick: make(chan struct{}, 1), users: newUserCache(), startTime: now(), schedule: sched.Schedule,
 	}
 	s.listCache.now = now
 	s.submits.write = s.storeWrite
+	s.keyLog = newRefusalLog(log, refusalLogEvery, "refused node request without a valid cluster key")
 	for i := range cl.Partitions {
 		p := cl.Partitions[i]
 		s.partitions[p.Name] = &p
@@ -169,6 +180,7 @@ func (s *Server) recover(ctx context.Context) error {
 		s.strings.job(j)
 		s.jobs[j.ID] = j
 		s.addLive(j)
+		s.rememberToken(j)
 		if j.State.Active() {
 			running++
 			for _, a := range j.Alloc {
@@ -205,30 +217,76 @@ func (s *Server) Close() error { return s.store.Close() }
 // Run serves the API and runs the scheduling and housekeeping loops until
 // ctx ends.
 func (s *Server) Run(ctx context.Context) error {
+	nofile, err := raiseNoFile()
+	if err != nil {
+		s.log.Warn("file descriptor limit", "err", err)
+	}
 	ul, err := listenUnix(s.cl.Socket)
 	if err != nil {
 		return err
 	}
-	tl, err := net.Listen("tcp", s.cl.NodeAddr)
-	if err != nil {
-		ul.Close()
-		return fmt.Errorf("listen %s: %w", s.cl.NodeAddr, err)
-	}
-	local := &http.Server{Handler: s.localHandler(), ConnContext: peerCredContext, ReadHeaderTimeout: 10 * time.Second}
-	remote := &http.Server{Handler: s.nodeHandler(), ReadHeaderTimeout: 10 * time.Second}
-	s.log.Info("tidectld serving", "socket", s.cl.Socket, "node_addr", tl.Addr().String(), "cluster", s.cl.ClusterName)
-
-	var wg sync.WaitGroup
-	errc := make(chan error, 2)
-	serve := func(srv *http.Server, l net.Listener) {
-		defer wg.Done()
-		if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			errc <- err
+	listeners := []net.Listener{ul}
+	closeAll := func() {
+		for _, l := range listeners {
+			l.Close()
 		}
 	}
-	wg.Add(3)
-	go serve(local, ul)
-	go serve(remote, tl)
+	tl, err := net.Listen("tcp", s.cl.NodeAddr)
+	if err != nil {
+		closeAll()
+		return fmt.Errorf("listen %s: %w", s.cl.NodeAddr, err)
+	}
+	listeners = append(listeners, tl)
+	var ml net.Listener
+	if s.cl.MetricsAddr != "" {
+		if ml, err = net.Listen("tcp", s.cl.MetricsAddr); err != nil {
+			closeAll()
+			return fmt.Errorf("listen %s (metrics_addr): %w", s.cl.MetricsAddr, err)
+		}
+		listeners = append(listeners, ml)
+	}
+
+	sockLim, nodeLim, metricsLim := s.connLimits()
+	lims := []*connLimits{&sockLim, &nodeLim}
+	if ml != nil {
+		lims = append(lims, &metricsLim)
+	}
+	if fitConnLimits(lims, nofile) {
+		s.log.Warn("connection limits lowered to fit the file descriptor limit (raise the hard RLIMIT_NOFILE, LimitNOFILE= under systemd)",
+			"nofile", nofile, "socket", sockLim.total, "node_addr", nodeLim.total, "metrics_addr", metricsLim.total)
+	}
+	rlog := newRefusalLog(s.log, refusalLogEvery, "refused connections")
+	sock := newLimitListener(ul, "socket", sockLim, s.metrics, rlog)
+	sock.identify, sock.privileged, sock.answer = uidPeer, s.privilegedPeer, true
+	node := newLimitListener(tl, "node", nodeLim, s.metrics, rlog)
+	gauged := []*limitListener{sock, node}
+
+	local := s.httpServer(s.localHandler(), sock)
+	remote := s.httpServer(s.nodeHandler(), node)
+	servers := []*http.Server{local, remote}
+	serving := []net.Listener{sock, node}
+	if ml != nil {
+		mlim := newLimitListener(ml, "metrics", metricsLim, s.metrics, rlog)
+		gauged = append(gauged, mlim)
+		servers = append(servers, s.httpServer(s.metricsHandler(), mlim))
+		serving = append(serving, mlim)
+	}
+	s.metrics.conns.set(gauged...)
+	s.log.Info("tidectld serving", "socket", s.cl.Socket, "node_addr", tl.Addr().String(), "metrics_addr", s.cl.MetricsAddr,
+		"cluster", s.cl.ClusterName, "nofile", nofile, "max_connections", sockLim.total)
+
+	var wg sync.WaitGroup
+	errc := make(chan error, len(servers))
+	for i, srv := range servers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := srv.Serve(serving[i]); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				errc <- err
+			}
+		}()
+	}
+	wg.Add(1)
 	go func() { defer wg.Done(); s.loop(ctx) }()
 	s.Kick()
 
@@ -240,8 +298,9 @@ func (s *Server) Run(ctx context.Context) error {
 	sctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
 	s.wakeAllNodes()
-	_ = local.Shutdown(sctx)
-	_ = remote.Shutdown(sctx)
+	for _, srv := range servers {
+		_ = srv.Shutdown(sctx)
+	}
 	wg.Wait()
 	removeIfSame(s.cl.Socket, ul.(*sockListener).fi)
 	s.mu.Lock()
@@ -249,6 +308,40 @@ func (s *Server) Run(ctx context.Context) error {
 	s.mu.Unlock()
 	return runErr
 }
+
+// connLimits turns limits.* into the socket's, node_addr's and
+// metrics_addr's caps. The socket knows its peers at accept; the TCP
+// listeners start every connection unauthenticated, and metrics_addr
+// has nothing else (nothing there shows the key).
+func (s *Server) connLimits() (sock, node, metrics connLimits) {
+	l := s.cl.Limits
+	sock = connLimits{total: l.Connections, perPeer: l.ConnectionsPerPeer, reserve: l.OperatorReserve}
+	node = connLimits{total: l.Connections, perPeer: l.ConnectionsPerPeer,
+		unauth: l.Unauthenticated, unauthPerPeer: l.UnauthenticatedPerPeer, unauthIdle: l.UnauthenticatedTimeout}
+	metrics = node
+	metrics.total = l.Unauthenticated
+	return sock, node, metrics
+}
+
+// httpServer serves h on l with limits.*'s timeouts (see reqlimits.go
+// for why there is no ReadTimeout or WriteTimeout).
+func (s *Server) httpServer(h http.Handler, l *limitListener) *http.Server {
+	lim := s.cl.Limits
+	return &http.Server{
+		Handler:           s.requestLimits(h),
+		ConnContext:       connContext,
+		ConnState:         l.connState,
+		ReadHeaderTimeout: lim.HeaderTimeout,
+		IdleTimeout:       lim.IdleTimeout,
+		MaxHeaderBytes:    maxHeaderBytes,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelInfo),
+	}
+}
+
+// maxHeaderBytes bounds a request's headers (net/http's default is
+// 1 MiB; Tide's requests carry a few hundred bytes, and a listing's
+// query string a few kilobytes).
+const maxHeaderBytes = 64 << 10
 
 func listenUnix(path string) (net.Listener, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
@@ -347,6 +440,7 @@ func (s *Server) forgetOldJobs(now time.Time) {
 	cut := now.Add(-s.cl.Timeouts.MinJobAge)
 	for id, j := range s.jobs {
 		if j.State.Terminal() && j.EndTime.Before(cut) && !s.dirty[id] && !s.lazy[id] {
+			s.forgetToken(j)
 			delete(s.jobs, id)
 			s.jobsVersion++
 		}

@@ -89,6 +89,9 @@ func (s *Server) shareSubmit(spec *api.JobSpec, c caller, timeGiven bool) (int, 
 				c.user, q.Name, q.Members())
 		}
 	}
+	if err := s.checkClassAccess(c, qos.Name, spec.Account); err != nil {
+		return 0, err
+	}
 	level := qos.DefaultLevel
 	if p := int(spec.Priority); p != 0 {
 		switch {
@@ -169,17 +172,32 @@ type cachedGroups struct {
 
 var userGroups = groupCache{m: map[uint32]cachedGroups{}}
 
-// groupsOf lists the caller's groups by name: the primary group and the
-// supplementary ones.
+// groupsOf lists the caller's groups by name: the primary group (the
+// caller's gid, which for a job submitted with --gid is not the user's
+// own) and the user's groups from NSS. Only the latter are cached, by
+// uid, so that one job's --gid never leaks into the groups of another.
 func (s *Server) groupsOf(c caller) []string {
+	primary := s.users.group(c.gid)
+	names := []string{primary}
+	for _, g := range s.userGroupNames(c.uid) {
+		if g != primary {
+			names = append(names, g)
+		}
+	}
+	return names
+}
+
+// userGroupNames is the names of uid's groups (primary and
+// supplementary) as NSS lists them, cached.
+func (s *Server) userGroupNames(uid uint32) []string {
 	userGroups.mu.Lock()
-	g, ok := userGroups.m[c.uid]
+	g, ok := userGroups.m[uid]
 	userGroups.mu.Unlock()
 	if ok && time.Since(g.at) < userCacheTTL {
 		return g.names
 	}
-	names := []string{s.users.group(c.gid)}
-	if u, err := user.LookupId(fmt.Sprint(c.uid)); err == nil {
+	var names []string
+	if u, err := user.LookupId(fmt.Sprint(uid)); err == nil {
 		if ids, err := u.GroupIds(); err == nil {
 			for _, id := range ids {
 				if gr, err := user.LookupGroupId(id); err == nil && !slices.Contains(names, gr.Name) {
@@ -189,7 +207,7 @@ func (s *Server) groupsOf(c caller) []string {
 		}
 	}
 	userGroups.mu.Lock()
-	userGroups.m[c.uid] = cachedGroups{names: names, at: time.Now()}
+	userGroups.m[uid] = cachedGroups{names: names, at: time.Now()}
 	userGroups.mu.Unlock()
 	return names
 }
@@ -290,9 +308,14 @@ func (s *Server) queueList() api.QueueList {
 		Queues: []api.QueueStatus{}}
 	for _, name := range sh.QOSOrder {
 		q := sh.QOS[name]
+		a := sh.QOSAccess[name]
 		out.QOS = append(out.QOS, api.QOSStatus{Name: q.Name, MinLevel: q.MinLevel, MaxLevel: q.MaxLevel,
 			DefaultLevel: q.DefaultLevel, Mode: q.Mode, PreemptGap: q.PreemptGap, GraceTime: q.GraceTime,
-			MaxTime: q.MaxTime, MinRuntime: q.MinRuntime})
+			MaxTime: q.MaxTime, MinRuntime: q.MinRuntime, Open: a == nil || a.All})
+		if a != nil && !a.All {
+			last := &out.QOS[len(out.QOS)-1]
+			last.Users, last.Groups, last.Accounts = a.Users, a.Groups, a.Accounts
+		}
 	}
 	infos := s.queueInfos()
 	idx := map[string]int{}

@@ -109,8 +109,9 @@ func TestPlacementRecorded(t *testing.T) {
 			startMsg = e.Message
 		}
 	}
-	if startMsg != want {
-		t.Errorf("start event message %q, want %q", startMsg, want)
+	// The start event adds the allocation itself (startMessage).
+	if wantMsg := want + " [alloc gpu01 cpus=1 mem_mb=0 gpus=0,1,2,3]"; startMsg != wantMsg {
+		t.Errorf("start event message %q, want %q", startMsg, wantMsg)
 	}
 	h.restart()
 	if got := h.job(id).Placement; got != want {

@@ -102,7 +102,11 @@ func (s *Server) updateJob(c caller, j *api.Job, u api.JobUpdate) error {
 		}
 		s.auditf(c, "requeue", target, "")
 	case "update":
+		// All or nothing: a field refused after others were set leaves
+		// the job as it was.
+		before := *j
 		if err := s.updateFields(c, j, u); err != nil {
+			*j = before
 			return err
 		}
 	}
@@ -144,39 +148,54 @@ func (s *Server) updateFields(c caller, j *api.Job, u api.JobUpdate) error {
 		if raising && !c.admin {
 			return fmt.Errorf("Access/permission denied: only operators may raise the time limit of job %d", j.ID)
 		}
-		if tl <= 0 && tl != api.Infinite {
-			return fmt.Errorf("Invalid time limit for job %d", j.ID)
+		if err := api.CheckTimeLimit(tl); err != nil || tl == api.NoValue {
+			return fmt.Errorf("Invalid time limit for job %d: %s", j.ID, api.ErrTimeLimit)
 		}
 		j.TimeLimit = tl
 		changed = append(changed, "TimeLimit="+api.FormatTimeLimit(tl))
-		if j.State.Active() {
-			if n := s.nodes[j.BatchHost()]; n != nil {
-				n.limits = append(n.limits, api.LimitUpdate{JobRef: ref(j), TimeLimit: tl})
-				n.notify()
-			}
-		}
 	}
 	if u.Name != nil {
+		if err := api.CheckUpdateString("job name", *u.Name); err != nil {
+			return err
+		}
 		j.Name = *u.Name
 		changed = append(changed, "JobName="+j.Name)
 	}
 	if u.Comment != nil {
+		if err := api.CheckUpdateString("comment", *u.Comment); err != nil {
+			return err
+		}
 		j.Comment = *u.Comment
 		changed = append(changed, "Comment="+j.Comment)
 	}
-	if u.Account != nil {
-		j.Account = *u.Account
-		changed = append(changed, "Account="+j.Account)
-	}
-	if u.Partition != nil {
+	if u.Account != nil || u.Partition != nil {
+		// A move to another queue or partition is checked as a
+		// submission there would be: queue membership, class and
+		// partition access lists, and whether the job fits at all.
 		if j.State != api.StatePending {
 			return fmt.Errorf("Job is no longer pending execution for job %d", j.ID)
 		}
-		if _, ok := s.partitions[*u.Partition]; !ok {
-			return fmt.Errorf("Invalid partition name specified")
+		account, partition := j.Account, j.Partition
+		if u.Account != nil {
+			if err := api.CheckUpdateString("account", *u.Account); err != nil {
+				return err
+			}
+			account = *u.Account
 		}
-		j.Partition = *u.Partition
-		changed = append(changed, "Partition="+j.Partition)
+		if u.Partition != nil {
+			partition = *u.Partition
+		}
+		if err := s.checkMove(c, j, partition, account); err != nil {
+			return err
+		}
+		if u.Account != nil {
+			j.Account = account
+			changed = append(changed, "Account="+j.Account)
+		}
+		if u.Partition != nil {
+			j.Partition = partition
+			changed = append(changed, "Partition="+j.Partition)
+		}
 	}
 	if u.Priority != nil {
 		if err := s.updateLevel(c, j, *u.Priority); err != nil {
@@ -191,6 +210,9 @@ func (s *Server) updateFields(c caller, j *api.Job, u api.JobUpdate) error {
 		if *u.Nice < 0 && !c.admin {
 			return fmt.Errorf("Access/permission denied: only operators may set a negative nice value")
 		}
+		if *u.Nice < -api.MaxNice || *u.Nice > api.MaxNice {
+			return fmt.Errorf("Invalid nice value %d for job %d (at most %d either way)", *u.Nice, j.ID, api.MaxNice)
+		}
 		j.Nice = *u.Nice
 		if j.HoldKind == api.HoldNone {
 			j.EffPriority = s.priorityOf(j)
@@ -203,7 +225,7 @@ func (s *Server) updateFields(c caller, j *api.Job, u api.JobUpdate) error {
 		}
 		dep, err := s.checkDependency(*u.Dependency, j)
 		if err != nil {
-			return fmt.Errorf("%s for job %d", api.ErrDependency, j.ID)
+			return fmt.Errorf("%v for job %d", err, j.ID)
 		}
 		j.Dependency, j.KillInvalidDep = dep, j.KillInvalidDep && dep != ""
 		switch {
@@ -218,7 +240,7 @@ func (s *Server) updateFields(c caller, j *api.Job, u api.JobUpdate) error {
 		if j.ArrayJobID == 0 {
 			return fmt.Errorf("Job %d is not a job array", j.ID)
 		}
-		if *u.ArrayThrottle < 0 {
+		if *u.ArrayThrottle < 0 || *u.ArrayThrottle > api.MaxArrayTaskLimit {
 			return fmt.Errorf("Invalid ArrayTaskThrottle for job %d", j.ID)
 		}
 		j.ArrayThrottle = *u.ArrayThrottle
@@ -226,6 +248,13 @@ func (s *Server) updateFields(c caller, j *api.Job, u api.JobUpdate) error {
 	}
 	if len(changed) == 0 {
 		return fmt.Errorf("nothing to update for job %d", j.ID)
+	}
+	if u.TimeLimit != nil && j.State.Active() {
+		// Pushed once every field passed.
+		if n := s.nodes[j.BatchHost()]; n != nil {
+			n.limits = append(n.limits, api.LimitUpdate{JobRef: ref(j), TimeLimit: j.TimeLimit})
+			n.notify()
+		}
 	}
 	msg := strings.Join(changed, " ")
 	s.event(j, api.EventUpdate, "", msg+" by "+c.user, c.user)

@@ -17,8 +17,15 @@ import (
 // error instead of an out-of-memory crash.
 const MaxHosts = 1 << 20
 
+// MaxBytes bounds the total length of the names one expansion builds:
+// a long prefix before a large range ("<a kilobyte>[0-999999]") would
+// otherwise turn a short expression into a gigabyte of names.
+const MaxBytes = 64 << 20
+
 // Expand turns an expression into host names. Top-level commas separate
-// expressions; commas inside brackets separate ranges.
+// expressions; commas inside brackets separate ranges. The whole result
+// is sized before any name is built, so an expression that would
+// exceed MaxHosts or MaxBytes costs no more than its own length.
 func Expand(expr string) ([]string, error) {
 	expr = strings.TrimSpace(expr)
 	if expr == "" {
@@ -28,16 +35,28 @@ func Expand(expr string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	var out []string
+	words := make([]word, 0, len(parts))
+	hosts, size := 0, 0
 	for _, p := range parts {
-		hosts, err := expandOne(p)
+		w, err := parseWord(p)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, hosts...)
-		if len(out) > MaxHosts {
+		n, b := w.size()
+		// n is at most MaxHosts+1 and b at most MaxBytes+1 (both
+		// saturate), so the sums cannot overflow.
+		hosts, size = hosts+n, size+b
+		if hosts > MaxHosts {
 			return nil, fmt.Errorf("hostlist %q: more than %d hosts", expr, MaxHosts)
 		}
+		if size > MaxBytes {
+			return nil, fmt.Errorf("hostlist %q: host names longer than %d bytes in all", expr, MaxBytes)
+		}
+		words = append(words, w)
+	}
+	out := make([]string, 0, hosts)
+	for _, w := range words {
+		out = w.appendHosts(out)
 	}
 	return out, nil
 }
@@ -76,56 +95,64 @@ func splitTop(expr string) ([]string, error) {
 	return parts, nil
 }
 
-// expandOne expands a single word that may hold several bracket groups.
-func expandOne(word string) ([]string, error) {
-	word = strings.TrimSpace(word)
-	open := strings.IndexByte(word, '[')
-	if open < 0 {
-		if strings.ContainsAny(word, "] \t") {
-			return nil, fmt.Errorf("hostlist: bad host name %q", word)
-		}
-		return []string{word}, nil
-	}
-	closeIdx := strings.IndexByte(word[open:], ']')
-	if closeIdx < 0 {
-		return nil, fmt.Errorf("hostlist: missing ']' in %q", word)
-	}
-	closeIdx += open
-	prefix, body, rest := word[:open], word[open+1:closeIdx], word[closeIdx+1:]
-	nums, err := expandRanges(body, word)
-	if err != nil {
-		return nil, err
-	}
-	tails, err := expandOne(rest)
-	if rest == "" {
-		tails, err = []string{""}, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	if len(nums)*len(tails) > MaxHosts {
-		return nil, fmt.Errorf("hostlist %q: more than %d hosts", word, MaxHosts)
-	}
-	out := make([]string, 0, len(nums)*len(tails))
-	for _, n := range nums {
-		for _, t := range tails {
-			out = append(out, prefix+n+t)
-		}
-	}
-	return out, nil
+// word is one top-level item of an expression: literal text and bracket
+// groups in turn ("r[1-2]-n[01-04]" is "r", a group, "-n", a group).
+// Its hosts are every combination of one number per group, the last
+// group varying fastest.
+type word struct {
+	lits   []string // len(groups)+1 pieces of literal text around the groups
+	groups [][]numRange
 }
 
-func expandRanges(body, word string) ([]string, error) {
+// numRange is lo-hi of one bracket group, printed zero-padded to width.
+type numRange struct{ lo, hi, width int }
+
+// parseWord parses a word that may hold several bracket groups.
+func parseWord(s string) (word, error) {
+	s = strings.TrimSpace(s)
+	var w word
+	rest := s
+	for {
+		open := strings.IndexByte(rest, '[')
+		if open < 0 {
+			break
+		}
+		closeIdx := strings.IndexByte(rest[open:], ']')
+		if closeIdx < 0 {
+			return word{}, fmt.Errorf("hostlist: missing ']' in %q", s)
+		}
+		closeIdx += open
+		rs, err := parseRanges(rest[open+1:closeIdx], s)
+		if err != nil {
+			return word{}, err
+		}
+		w.lits = append(w.lits, rest[:open])
+		w.groups = append(w.groups, rs)
+		rest = rest[closeIdx+1:]
+	}
+	w.lits = append(w.lits, rest)
+	for _, l := range w.lits {
+		if strings.ContainsAny(l, "] \t") {
+			return word{}, fmt.Errorf("hostlist: bad host name %q", s)
+		}
+	}
+	return w, nil
+}
+
+func parseRanges(body, word string) ([]numRange, error) {
 	if body == "" {
 		return nil, fmt.Errorf("hostlist: empty brackets in %q", word)
 	}
-	var out []string
+	var out []numRange
 	for _, r := range strings.Split(body, ",") {
 		lo, hi, found := strings.Cut(r, "-")
 		if !found {
 			hi = lo
 		}
 		if !isDigits(lo) || !isDigits(hi) {
+			if strings.Trim(lo+hi, "0123456789") == "" && lo != "" && hi != "" {
+				return nil, fmt.Errorf("hostlist: range %q in %q is too large (numbers have at most 9 digits)", r, word)
+			}
 			return nil, fmt.Errorf("hostlist: bad range %q in %q", r, word)
 		}
 		a, _ := strconv.Atoi(lo)
@@ -136,12 +163,77 @@ func expandRanges(body, word string) ([]string, error) {
 		if b-a >= MaxHosts {
 			return nil, fmt.Errorf("hostlist: range %q in %q is too large", r, word)
 		}
-		width := len(lo)
-		for n := a; n <= b; n++ {
-			out = append(out, fmt.Sprintf("%0*d", width, n))
-		}
+		out = append(out, numRange{lo: a, hi: b, width: len(lo)})
 	}
 	return out, nil
+}
+
+// size returns how many hosts w expands to and a bound on their total
+// length, each saturated just past MaxHosts and MaxBytes.
+func (w word) size() (hosts, bytes int) {
+	hosts = 1
+	for _, g := range w.groups {
+		n := 0
+		for _, r := range g {
+			n = min(n+r.hi-r.lo+1, MaxHosts+1)
+		}
+		hosts = min(hosts*n, MaxHosts+1)
+	}
+	return hosts, min(hosts*w.maxLen(), MaxBytes+1)
+}
+
+// maxLen is the length of w's longest host name.
+func (w word) maxLen() int {
+	n := 0
+	for _, l := range w.lits {
+		n += len(l)
+	}
+	for _, g := range w.groups {
+		digits := 0
+		for _, r := range g {
+			digits = max(digits, r.width, len(strconv.Itoa(r.hi)))
+		}
+		n += digits
+	}
+	return n
+}
+
+// appendHosts appends w's hosts to out; size has bounded them.
+func (w word) appendHosts(out []string) []string {
+	if len(w.groups) == 0 {
+		return append(out, w.lits[0])
+	}
+	nums := make([][]string, len(w.groups))
+	for g, rs := range w.groups {
+		for _, r := range rs {
+			for n := r.lo; n <= r.hi; n++ {
+				nums[g] = append(nums[g], fmt.Sprintf("%0*d", r.width, n))
+			}
+		}
+	}
+	idx := make([]int, len(w.groups))
+	longest := w.maxLen()
+	var b strings.Builder
+	for {
+		b.Reset()
+		b.Grow(longest)
+		for g := range w.groups {
+			b.WriteString(w.lits[g])
+			b.WriteString(nums[g][idx[g]])
+		}
+		b.WriteString(w.lits[len(w.groups)])
+		out = append(out, b.String())
+		g := len(idx) - 1
+		for ; g >= 0; g-- {
+			if idx[g]++; idx[g] < len(nums[g]) {
+				break
+			}
+			idx[g] = 0
+		}
+		if g < 0 {
+			return out
+		}
+	}
 }
 
 func isDigits(s string) bool {

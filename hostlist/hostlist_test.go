@@ -3,6 +3,7 @@ package hostlist
 import (
 	"math/rand"
 	"reflect"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -24,6 +25,10 @@ func TestExpand(t *testing.T) {
 		{name: "letters", expr: "n[a-b]", wantErr: "bad range"},
 		{name: "empty host", expr: "n1,,n2", wantErr: "empty host"},
 		{name: "too many", expr: "n[0-99999999]", wantErr: "too large"},
+		{name: "too many digits", expr: "n[0-99999999999]", wantErr: "at most 9 digits"},
+		{name: "many ranges", expr: "n[0-999999,0-999999]", wantErr: "more than 1048576 hosts"},
+		{name: "long names", expr: strings.Repeat("x", 100) + "[0-999999]", wantErr: "longer than 67108864 bytes"},
+		{name: "space in a name", expr: "a b[1-2]", wantErr: "bad host name"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -111,4 +116,27 @@ func itoa(n int) string {
 		b = append([]byte{byte('0' + n%10)}, b...)
 	}
 	return string(b)
+}
+
+// TestExpandBoundedWork pins that Expand sizes an expansion before it
+// builds it: refusing one costs little memory, where ranges that each
+// fit (n[0-999999,0-999999,…]) or a long prefix before a large range
+// were listed in full first.
+func TestExpandBoundedWork(t *testing.T) {
+	for _, expr := range []string{
+		"n[0-999999,0-999999,0-999999,0-999999]",
+		strings.Repeat("x", 1000) + "[0-999999]",
+		"a[0-999999]b[0-999999]",
+	} {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		_, err := Expand(expr)
+		runtime.ReadMemStats(&after)
+		if err == nil {
+			t.Fatalf("Expand(%.40q…) succeeded", expr)
+		}
+		if n := after.TotalAlloc - before.TotalAlloc; n > 1<<20 {
+			t.Errorf("Expand(%.40q…) allocated %d bytes before refusing it", expr, n)
+		}
+	}
 }

@@ -69,7 +69,13 @@ type Config struct {
 	Heartbeat time.Duration `mapstructure:"heartbeat"`
 	// KillWait is the grace between SIGTERM and SIGKILL when the launch
 	// does not say.
-	KillWait      time.Duration `mapstructure:"kill_wait"`
+	KillWait time.Duration `mapstructure:"kill_wait"`
+	// LaunchTimeout bounds a job's launch on the node: its job directory,
+	// output patterns, MPS daemons and the start of its supervisor or
+	// container (an image pull is not part of it: containerd.pull_timeout
+	// bounds that). A launch past it fails the job with the reason, and
+	// the node goes on reporting meanwhile whatever the launch does.
+	LaunchTimeout time.Duration `mapstructure:"launch_timeout"`
 	AllowRootJobs bool          `mapstructure:"allow_root_jobs"`
 	LogLevel      string        `mapstructure:"log_level"`
 	// Cgroups confines each process job in a cgroup of its own (limits,
@@ -132,6 +138,11 @@ type ContainerdConfig struct {
 	CDISpecDirs []string `mapstructure:"cdi_spec_dirs"`
 }
 
+// DefaultLaunchTimeout is launch_timeout's default: far above what a
+// launch takes (milliseconds), and above the 30 s the shared
+// supervisor's answer and each containerd call may take on their own.
+const DefaultLaunchTimeout = time.Minute
+
 // Supervisor modes (Config.Supervisor).
 const (
 	// SupervisorShared runs one long-lived supervisor process for all of
@@ -162,24 +173,25 @@ func DefaultConfig() Config {
 		mem = strconv.FormatInt(mi["MemTotal"], 10) + "M"
 	}
 	return Config{
-		Version:      ConfigVersion,
-		Name:         name,
-		Controller:   "127.0.0.1:6817",
-		KeyFile:      "/etc/tide/cluster.key",
-		StateDir:     "/run/tided",
-		Supervisor:   SupervisorShared,
-		CPUs:         runtime.NumCPU(),
-		Memory:       mem,
-		GPUs:         GPUConfig{Source: GPUSourceNone},
-		Features:     []string{},
-		Heartbeat:    10 * time.Second,
-		KillWait:     30 * time.Second,
-		LogLevel:     "info",
-		Cgroups:      CgroupsAuto,
-		CgroupParent: "tide",
-		Containerd:   ContainerdConfig{Namespace: "tide", Snapshotter: "overlayfs", NvidiaHook: NvidiaHookAuto, Pull: ctr.PullAuto, PullTimeout: ctr.DefaultPullTimeout, CDISpecDirs: slices.Clone(cdi.DefaultSpecDirs)},
-		StepAddr:     defaultStepAddr,
-		MPS:          MPSAuto,
+		Version:       ConfigVersion,
+		Name:          name,
+		Controller:    "127.0.0.1:6817",
+		KeyFile:       "/etc/tide/cluster.key",
+		StateDir:      "/run/tided",
+		Supervisor:    SupervisorShared,
+		CPUs:          runtime.NumCPU(),
+		Memory:        mem,
+		GPUs:          GPUConfig{Source: GPUSourceNone},
+		Features:      []string{},
+		Heartbeat:     10 * time.Second,
+		KillWait:      30 * time.Second,
+		LaunchTimeout: DefaultLaunchTimeout,
+		LogLevel:      "info",
+		Cgroups:       CgroupsAuto,
+		CgroupParent:  "tide",
+		Containerd:    ContainerdConfig{Namespace: "tide", Snapshotter: "overlayfs", NvidiaHook: NvidiaHookAuto, Pull: ctr.PullAuto, PullTimeout: ctr.DefaultPullTimeout, CDISpecDirs: slices.Clone(cdi.DefaultSpecDirs)},
+		StepAddr:      defaultStepAddr,
+		MPS:           MPSAuto,
 	}
 }
 
@@ -209,6 +221,7 @@ func configKeys(c Config) []struct {
 		{"features", c.Features},
 		{"heartbeat", c.Heartbeat},
 		{"kill_wait", c.KillWait},
+		{"launch_timeout", c.LaunchTimeout},
 		{"allow_root_jobs", c.AllowRootJobs},
 		{"log_level", c.LogLevel},
 		{"cgroups", c.Cgroups},
@@ -430,6 +443,9 @@ func (c *Config) Validate() error {
 	}
 	if c.KillWait < 0 {
 		bad("kill_wait: %s must not be negative", c.KillWait)
+	}
+	if c.LaunchTimeout < time.Second {
+		bad("launch_timeout: %s must be at least 1s", c.LaunchTimeout)
 	}
 	errs = append(errs, validateCgroups(c))
 	if s := c.Containerd.Socket; s != "" && !filepath.IsAbs(s) {

@@ -112,12 +112,14 @@ func (r *ctrRuntime) start(j *job) (func(), error) {
 	d := r.d
 	spec := &j.spec
 	files := ResolveFiles(spec, d.cfg.Name)
+	// Errors of the job's own request are its fault (jobFault): another
+	// node would fail it alike. The rest is the node's.
 	if files.Stdin != "/dev/null" {
-		return nil, fmt.Errorf("--input is not supported for container jobs (input file %s)", files.Stdin)
+		return nil, jobFault(fmt.Errorf("--input is not supported for container jobs (input file %s)", files.Stdin))
 	}
 	for _, m := range spec.ContainerMounts {
 		if _, err := os.Stat(m.Source); err != nil {
-			return nil, fmt.Errorf("container mount %s: %w", m, unwrapPathErr(err))
+			return nil, jobFault(fmt.Errorf("container mount %s: %w", m, unwrapPathErr(err)))
 		}
 	}
 	cred := userCred{UID: spec.UserID, GID: spec.GroupID, Umask: umaskFromEnv(spec.Env)}
@@ -129,7 +131,7 @@ func (r *ctrRuntime) start(j *job) (func(), error) {
 	wd := workDir(spec)
 	prep, err := prepareOutputs(cred, files, wd, spec.OpenMode == "append")
 	if err != nil {
-		return nil, err
+		return nil, jobFault(err)
 	}
 	alloc := nodeAlloc(spec, d.cfg.Name)
 	in := &ctrJobSpec{
@@ -156,8 +158,8 @@ func (r *ctrRuntime) start(j *job) (func(), error) {
 	case !errors.Is(err, ctr.ErrImageNotFound):
 		return nil, err
 	case r.puller == nil:
-		return nil, fmt.Errorf("container image %s is not on node %s (import it there: tided image import FILE.tar; containerd.pull is %s)",
-			spec.ContainerImage, d.cfg.Name, ctr.PullNever)
+		return nil, jobFault(fmt.Errorf("container image %s is not on node %s (import it there: tided image import FILE.tar; containerd.pull is %s)",
+			spec.ContainerImage, d.cfg.Name, ctr.PullNever))
 	}
 	// The pull runs apart from the sync loop, which launches the node's
 	// other jobs meanwhile; this job's wait covers the pull. The marker

@@ -114,6 +114,15 @@ type Daemon struct {
 	// steps is the srun step listener (issue 7); nil when step_addr is
 	// empty or it could not listen.
 	steps *stepServer
+
+	// launchSlots holds a token per launch running (launch.go), at most
+	// launchConcurrency; launches counts those not decided yet, which
+	// a stopping tided waits for.
+	launchSlots chan struct{}
+	launches    sync.WaitGroup
+	// launchHook is a test seam called at each launch step (nil
+	// outside tests).
+	launchHook launchHook
 }
 
 // Setup validates cfg, prepares the state directory and rebuilds the job
@@ -140,6 +149,8 @@ func Setup(ctx context.Context, cfg Config, opts Options) (*Daemon, error) {
 		dropped: newDropLog(),
 		wakeCh:  make(chan struct{}, 1),
 		seq:     uint64(time.Now().UnixNano()),
+
+		launchSlots: make(chan struct{}, launchConcurrency),
 	}
 	d.memMB, _ = ParseMemory(cfg.Memory)
 	d.hostname, _ = os.Hostname()
@@ -215,7 +226,12 @@ func (d *Daemon) Run(ctx context.Context) error {
 		d.armLocked(j)
 	}
 	d.mu.Unlock()
-	defer d.stop()
+	defer func() {
+		// Launches run beside this loop: a job half launched when
+		// tided stops would be lost to the next one.
+		d.waitLaunches()
+		d.stop()
+	}()
 	go d.watchReattached(ctx)
 	go d.watchGPUs(ctx)
 
@@ -299,7 +315,9 @@ func (d *Daemon) stop() {
 // of them changed something (commands repeated by the controller do
 // not). Launches come first, so that a kill, ack or forget in the same
 // answer finds its job (and a repeated launch next to the ack of its
-// finish is not run again).
+// finish is not run again). It does not wait for them: each launch
+// runs beside the sync loop (launch.go), which goes on reporting
+// whatever a launch does.
 func (d *Daemon) apply(r api.NodeSyncResponse) bool {
 	acted := r.Unregistered
 	if len(r.Launch) > 0 && d.applyLaunches(r.Launch) {

@@ -4,6 +4,8 @@
 // sync endpoint: every request carries the state of every job the node
 // knows, and every answer carries the controller's commands (launch,
 // signal, kill, new time limits, acknowledgements of finished reports).
+// Launches run beside the sync loop, each within launch_timeout
+// (launch.go), so that no job can keep the node from reporting.
 //
 // Jobs run under a supervisor in a session of its own, so that
 // restarting tided never touches running jobs: by default one shared

@@ -46,6 +46,8 @@ type testNode struct {
 	d *Daemon
 	// stepdIdle shortens the shared supervisor's idle exit.
 	stepdIdle time.Duration
+	// hook is the daemon's launch hook (launch.go), nil for none.
+	hook launchHook
 }
 
 func newTestNode(t testing.TB, stateDir string) *testNode {
@@ -119,6 +121,7 @@ func (n *testNode) start(t testing.TB) (stop func()) {
 		t.Fatal(err)
 	}
 	n.d = d
+	d.launchHook = n.hook
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- d.Run(ctx) }()

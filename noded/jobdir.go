@@ -54,6 +54,7 @@ func report(ref api.JobRef, spec *api.LaunchSpec, st *jobStatus, m markers) api.
 	r.Exit = st.Exit
 	r.Error = st.Error
 	r.OOM = st.OOM
+	r.LaunchFailed = st.LaunchFailed
 	r.TimedOut = m.TimedOut != nil
 	r.Killed = m.Killed != nil
 	return r

@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
-	"sync"
 	"syscall"
 	"time"
 
@@ -50,6 +49,9 @@ type job struct {
 	// held are signals that arrived before the job's process existed,
 	// delivered once it does (holdSignalLocked).
 	held []heldSignal
+	// launching is set while the job's launch runs (launch.go): until
+	// then the job may have no directory and nothing of it runs.
+	launching *launchState
 }
 
 func (j *job) finished() bool { return j.status != nil }
@@ -61,92 +63,6 @@ func (j *job) stopTimers() {
 			*t = nil
 		}
 	}
-}
-
-// launchConcurrency bounds the launches one sync answer starts at once.
-const launchConcurrency = 16
-
-// applyLaunches starts every launch that names an incarnation not known
-// yet, in parallel, and returns once all of them have their files
-// written and their supervisors started (or failed). It reports whether
-// it started any.
-func (d *Daemon) applyLaunches(specs []api.LaunchSpec) bool {
-	started := false
-	sem := make(chan struct{}, launchConcurrency)
-	var wg sync.WaitGroup
-	for i := range specs {
-		spec := specs[i]
-		d.mu.Lock()
-		_, known := d.jobs[spec.JobRef]
-		known = known || d.dropped.has(spec.JobRef)
-		var j *job
-		if !known && !d.stopped {
-			if spec.StartTime.IsZero() {
-				spec.StartTime = time.Now()
-			}
-			j = &job{ref: spec.JobRef, dir: filepath.Join(d.jobsDir, dirName(spec.JobRef)), spec: spec, hasSpec: true}
-			d.jobs[spec.JobRef] = j
-		}
-		d.mu.Unlock()
-		if j == nil {
-			d.log.Debug("launch of a known job ignored", "job_id", spec.JobID, "restart", spec.Restart)
-			continue
-		}
-		started = true
-		if len(specs) == 1 {
-			// One launch runs on the caller's goroutine: a new one's
-			// small stack grows (and is copied) twice on the way
-			// through writing the job directory.
-			d.launch(j)
-			break
-		}
-		sem <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			d.launch(j)
-		}()
-	}
-	wg.Wait()
-	return started
-}
-
-// launch writes the job directory and starts the supervisor.
-func (d *Daemon) launch(j *job) {
-	log := d.log.With("job_id", j.ref.JobID, "restart", j.ref.Restart)
-	prepareCheckpoint(j)
-	if err := d.writeJobDir(j); err != nil {
-		log.Error("cannot prepare job", "err", err)
-		d.finishNow(j, jobStatus{Exit: api.ExitStatus{Code: 1}, EndTime: time.Now(), Error: "prepare job: " + err.Error()})
-		return
-	}
-	if err := d.makeCheckpointDir(j); err != nil {
-		// The job runs; it can still acknowledge with tide checkpoint-done.
-		log.Warn("cannot create the checkpoint acknowledgement directory", "err", err)
-	}
-	if d.asRoot && j.spec.UserID == 0 && !d.cfg.AllowRootJobs {
-		log.Warn("root job refused")
-		d.finishNow(j, jobStatus{Exit: api.ExitStatus{Code: 1}, EndTime: time.Now(),
-			Error: fmt.Sprintf("root jobs are not allowed on node %s", d.cfg.Name)})
-		return
-	}
-	rt := d.runtimeFor(j)
-	wait, err := rt.start(j)
-	if err != nil {
-		log.Error("cannot start "+rt.name(), "err", err)
-		d.finishNow(j, jobStatus{Exit: api.ExitStatus{Code: 1}, EndTime: time.Now(), Error: "start " + rt.name() + ": " + err.Error()})
-		return
-	}
-	log.Info("job launched", "user", j.spec.User)
-	d.mu.Lock()
-	if !j.finished() && !d.stopped {
-		d.armLocked(j)
-	}
-	d.mu.Unlock()
-	go func() {
-		wait() // the job's exit is in status.json
-		d.supervisorDone(j)
-	}()
 }
 
 // writeJobDir persists everything about the job before anything starts:
@@ -371,6 +287,11 @@ func (d *Daemon) killLocked(j *job, sig syscall.Signal) bool {
 	}
 	d.log.Info("killing job", "job_id", j.ref.JobID, "signal", int(sig))
 	j.marks.Killed = d.endLocked(j, markKilled, sig)
+	if l := j.launching; l != nil && !l.slot {
+		// Still waiting for a launch slot: end it now, not once it
+		// has one.
+		d.launchGoOnLocked(j, l)
+	}
 	return true
 }
 
@@ -381,6 +302,12 @@ func (d *Daemon) killLocked(j *job, sig syscall.Signal) bool {
 func (d *Daemon) endLocked(j *job, marker string, sig syscall.Signal) *killMarker {
 	now := time.Now()
 	m := &killMarker{Time: now, Signal: int(sig), KillAt: now.Add(d.killWait(j))}
+	if j.killBeforeCommitLocked() {
+		// The launch has not handed the job to its runtime: its
+		// directory may not exist yet and nothing runs. The launch
+		// finds the kill in memory and ends the job unstarted.
+		return m
+	}
 	if err := writeJSONAtomic(filepath.Join(j.dir, marker), m, 0o644); err != nil {
 		d.log.Error("cannot record kill marker", "job_id", j.ref.JobID, "err", err)
 	}
@@ -425,6 +352,11 @@ func (d *Daemon) sendWarning(j *job) {
 // to the whole job suspend and resume it through the freezer
 // (suspend.go); a SIGCONT to a job that is not frozen is a plain signal.
 func (d *Daemon) signalLocked(j *job, sig syscall.Signal, batchOnly bool) {
+	if j.preparingLocked() {
+		// Its launch delivers it once the runtime started the job.
+		j.held = append(j.held, heldSignal{sig, batchOnly})
+		return
+	}
 	if !batchOnly {
 		switch {
 		case sig == syscall.SIGSTOP:
@@ -472,7 +404,24 @@ func (d *Daemon) applyLimit(l api.LimitUpdate) bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	j := d.jobs[l.JobRef]
-	if j == nil || j.finished() || !j.hasSpec || j.spec.TimeLimit == l.TimeLimit {
+	if j == nil || j.finished() || !j.hasSpec {
+		return false
+	}
+	if la := j.launching; la != nil {
+		// The launch reads the spec meanwhile; it takes the new limit
+		// once the job runs.
+		cur := j.spec.TimeLimit
+		if la.limit != nil {
+			cur = *la.limit
+		}
+		if cur == l.TimeLimit {
+			return false
+		}
+		la.limit = &l.TimeLimit
+		d.log.Info("time limit changed during the launch", "job_id", j.ref.JobID, "time_limit", l.TimeLimit)
+		return true
+	}
+	if j.spec.TimeLimit == l.TimeLimit {
 		return false
 	}
 	j.spec.TimeLimit = l.TimeLimit

@@ -113,7 +113,7 @@ func (o *Options) Run(ctx context.Context) error {
 	touched := ""
 	if ack := o.Getenv(EnvAck); ack != "" && envID != "" && envID == strconv.FormatUint(id, 10) {
 		if err := o.Touch(ack, o.Now()); err != nil {
-			fmt.Fprintf(o.IO.ErrOut, "%s: warning: cannot touch %s=%s: %v\n", prog, EnvAck, ack, err)
+			cmdutil.Warnf(o.IO.ErrOut, prog, "cannot touch %s=%s: %v", EnvAck, ack, err)
 		} else {
 			touched = ack
 		}
@@ -130,7 +130,7 @@ func (o *Options) Run(ctx context.Context) error {
 		return nil
 	case touched != "" && errors.Is(err, api.ErrUnavailable):
 		// tided reports the touched file with the job's next report.
-		fmt.Fprintf(o.IO.ErrOut, "%s: warning: %v; acknowledged through %s (tided reports it)\n", prog, err, touched)
+		cmdutil.Warnf(o.IO.ErrOut, prog, "%v; acknowledged through %s (tided reports it)", err, touched)
 		if o.Verbose {
 			fmt.Fprintf(o.IO.Out, "job %d: checkpoint acknowledged through %s\n", id, touched)
 		}

@@ -2,6 +2,7 @@ package checkpoint
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,7 +17,8 @@ import (
 )
 
 func TestCheckpointDone(t *testing.T) {
-	unreachable := errors.Join(api.ErrUnavailable, errors.New("dial unix /run/tide/tidectld.sock: connect: no such file or directory"))
+	// As ctld/client words it (one line: the CLI escapes newlines).
+	unreachable := fmt.Errorf("%w: %w", api.ErrUnavailable, errors.New("dial unix /run/tide/tidectld.sock: connect: no such file or directory"))
 	tests := []struct {
 		name string
 		args []string
@@ -41,9 +43,9 @@ func TestCheckpointDone(t *testing.T) {
 			want: []uint64{202}},
 		{name: "naming its own job touches the file", args: []string{"201"}, inJob: "201", ack: "ack", want: []uint64{201}, touched: true},
 		{name: "controller unreachable: the file carries it", inJob: "201", ack: "ack", ctlErr: unreachable, touched: true,
-			errOut: "checkpoint-done: warning: unavailable\ndial unix /run/tide/tidectld.sock: connect: no such file or directory; acknowledged through ACK (tided reports it)\n"},
+			errOut: "checkpoint-done: warning: unavailable: dial unix /run/tide/tidectld.sock: connect: no such file or directory; acknowledged through ACK (tided reports it)\n"},
 		{name: "controller unreachable and no file", inJob: "201", ctlErr: unreachable, code: 1,
-			errOut: "checkpoint-done: error: acknowledge the checkpoint of job 201: unavailable\ndial unix /run/tide/tidectld.sock: connect: no such file or directory\n"},
+			errOut: "checkpoint-done: error: acknowledge the checkpoint of job 201: unavailable: dial unix /run/tide/tidectld.sock: connect: no such file or directory\n"},
 		{name: "file cannot be written", inJob: "201", ack: "missing/ack", want: []uint64{201},
 			errOut: "checkpoint-done: warning: cannot touch TIDE_CHECKPOINT_ACK=ACK: open ACK: no such file or directory\n"},
 		{name: "not a job of the controller", args: []string{"999"}, code: 1,

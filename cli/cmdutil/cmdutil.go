@@ -6,6 +6,7 @@ package cmdutil
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/tide-hpc/tide/ctld/api"
 	"github.com/tide-hpc/tide/ctld/client"
+	"github.com/tide-hpc/tide/internal/termsafe"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -119,7 +121,13 @@ const (
 // UsageError is bad command-line input: the message is printed and the
 // exit code is 2 (Slurm's commands exit 1 for some of these; scripts only
 // test for non-zero).
-type UsageError struct{ Msg string }
+type UsageError struct {
+	Msg string
+	// Hint, when set, is printed as is on its own line after the
+	// message (which is escaped, as every error message is): "Try
+	// \"squeue --help\" for more information".
+	Hint string
+}
 
 func (e *UsageError) Error() string { return e.Msg }
 
@@ -149,21 +157,65 @@ func ExitCode(err error) int {
 	return ExitError
 }
 
-// Failf prints "prog: error: message" and returns exit code 1 without a
-// further message, for commands that report an error mid-way (after
-// other output) the way Slurm's do.
+// Failf prints "prog: error: message" (Errorf) and returns exit code 1
+// without a further message, for commands that report an error mid-way
+// (after other output) the way Slurm's do.
 func Failf(w io.Writer, prog, format string, args ...any) error {
-	fmt.Fprintf(w, "%s: error: %s\n", prog, fmt.Sprintf(format, args...))
+	Errorf(w, prog, format, args...)
 	return &SilentError{Code: ExitError}
 }
 
-// PrintError writes err as Slurm commands do: "prog: error: message".
+// Errorf prints "prog: error: message" and a newline. The message is
+// escaped (termsafe): error messages echo values (a job name, a
+// partition, a path) that may come from another user through the
+// controller, and must not drive the terminal or forge further lines,
+// so a newline inside the message prints as \n.
+func Errorf(w io.Writer, prog, format string, args ...any) {
+	printLine(w, prog, ": error: ", fmt.Sprintf(format, args...))
+}
+
+// Warnf prints "prog: warning: message", escaped as Errorf's is.
+func Warnf(w io.Writer, prog, format string, args ...any) {
+	printLine(w, prog, ": warning: ", fmt.Sprintf(format, args...))
+}
+
+func printLine(w io.Writer, prog, kind, msg string) {
+	b := make([]byte, 0, len(prog)+len(kind)+len(msg)+1)
+	b = termsafe.Append(b, prog)
+	b = append(b, kind...)
+	b = termsafe.Append(b, msg)
+	w.Write(append(b, '\n'))
+}
+
+// PrintError writes err as Slurm commands do: "prog: error: message",
+// escaped as Errorf's is, then a UsageError's hint on its own line.
 func PrintError(w io.Writer, prog string, err error) {
 	var s *SilentError
 	if err == nil || errors.As(err, &s) {
 		return
 	}
-	fmt.Fprintf(w, "%s: error: %s\n", prog, err)
+	printLine(w, prog, ": error: ", err.Error())
+	var u *UsageError
+	if errors.As(err, &u) && u.Hint != "" {
+		io.WriteString(w, u.Hint+"\n")
+	}
+}
+
+// WriteJSON writes v as indented JSON and a newline, as
+// json.Encoder with SetIndent("", "  ") does, with the characters that
+// encoding/json leaves raw but a terminal acts on (C1 controls, DEL,
+// bidi overrides) written as \u escapes (termsafe.EscapeJSON): the
+// values decode exactly as they are, and the document is safe to print.
+func WriteJSON(w io.Writer, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode JSON: %w", err)
+	}
+	b = termsafe.EscapeJSON(append(b, '\n'))
+	if _, err := w.Write(b); err != nil {
+		return fmt.Errorf("write output: %w", err)
+	}
+	return nil
 }
 
 // RawCommand is a cobra command that hands its words to run unparsed,

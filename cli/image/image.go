@@ -19,6 +19,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tide-hpc/tide/cli/cmdutil"
+	"github.com/tide-hpc/tide/internal/termsafe"
 	"github.com/tide-hpc/tide/noded/ctr"
 )
 
@@ -137,7 +138,7 @@ itself) and push local images to it.`,
 						errs = append(errs, err)
 						continue
 					}
-					fmt.Fprintf(streams.Out, "removed %s\n", name)
+					fmt.Fprintf(streams.Out, "removed %s\n", termsafe.Escape(name))
 				}
 				return errors.Join(errs...)
 			})
@@ -171,7 +172,7 @@ itself) and push local images to it.`,
 						errs = append(errs, err)
 						continue
 					}
-					fmt.Fprintf(streams.Out, "pulled %s (%s)\n", im.Name, shortDigest(im.Digest))
+					fmt.Fprintf(streams.Out, "pulled %s (%s)\n", termsafe.Escape(im.Name), termsafe.Escape(shortDigest(im.Digest)))
 				}
 				return errors.Join(errs...)
 			})
@@ -196,7 +197,7 @@ itself) and push local images to it.`,
 				if err != nil {
 					return err
 				}
-				fmt.Fprintf(streams.Out, "pushed %s as %s (%s)\n", im.Name, name, shortDigest(im.Digest))
+				fmt.Fprintf(streams.Out, "pushed %s as %s (%s)\n", termsafe.Escape(im.Name), termsafe.Escape(name), termsafe.Escape(shortDigest(im.Digest)))
 				return nil
 			})
 		},
@@ -224,7 +225,7 @@ func importFile(ctx context.Context, s Store, path string, streams *cmdutil.IOSt
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	for _, im := range imgs {
-		fmt.Fprintf(streams.Out, "imported %s (%s)\n", im.Name, shortDigest(im.Digest))
+		fmt.Fprintf(streams.Out, "imported %s (%s)\n", termsafe.Escape(im.Name), termsafe.Escape(shortDigest(im.Digest)))
 	}
 	return nil
 }
@@ -234,7 +235,9 @@ func List(w io.Writer, imgs []ctr.Image, now time.Time) error {
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
 	fmt.Fprintln(tw, "IMAGE\tDIGEST\tSIZE\tCREATED")
 	for _, im := range imgs {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", im.Name, shortDigest(im.Digest), humanSize(im.Size), age(now, im.Created))
+		// Names come from image metadata (an imported tarball's
+		// annotations): escaped, they keep the table and the terminal.
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", termsafe.Escape(im.Name), termsafe.Escape(shortDigest(im.Digest)), humanSize(im.Size), age(now, im.Created))
 	}
 	return tw.Flush()
 }

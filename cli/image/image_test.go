@@ -194,3 +194,18 @@ func TestList(t *testing.T) {
 	}
 	goldenpkg.Check(t, "image-ls", b.String())
 }
+
+// TestListEscapesNames checks that an image name from a tarball's
+// annotations cannot drive the terminal or break the table.
+func TestListEscapesNames(t *testing.T) {
+	imgs := []ctr.Image{{Name: "evil/x:1\x1b]0;pwned\a\n\tFAKE", Digest: "sha256:d1", Size: 900, Created: now.Add(-10 * time.Second)}}
+	var b strings.Builder
+	if err := List(&b, imgs, now); err != nil {
+		t.Fatal(err)
+	}
+	want := "IMAGE                             DIGEST  SIZE   CREATED\n" +
+		`evil/x:1\x1b]0;pwned\x07\n\tFAKE` + "  d1      900 B  just now\n"
+	if b.String() != want {
+		t.Errorf("List =\n%q\nwant\n%q", b.String(), want)
+	}
+}

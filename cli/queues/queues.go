@@ -3,9 +3,9 @@ package queues
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -14,6 +14,7 @@ import (
 	"github.com/tide-hpc/tide/cli/cmdutil"
 	"github.com/tide-hpc/tide/cli/slurmfmt"
 	"github.com/tide-hpc/tide/ctld/api"
+	"github.com/tide-hpc/tide/internal/termsafe"
 )
 
 // Formats in the -o syntax of the internal field letters below; the
@@ -22,7 +23,7 @@ import (
 const (
 	QueueFormat     = "%%%dn %%%dp %%.10g %%.5c %%.5u %%.8b %%.5l %%.7R %%.7P %%.8B"
 	QueueLongFormat = QueueFormat + " %%.10L %%.12O %%.11j %%.11s %%.11G %%.11r %%m"
-	QOSFormat       = "%%%dn %%.5a %%.5z %%.7d %%8M %%.4x %%.8g %%.9t %%.10N"
+	QOSFormat       = "%%%dn %%.5a %%.5z %%.7d %%8M %%.4x %%.8g %%.9t %%.10N %%A"
 )
 
 // Options are the parsed command line of tide queues.
@@ -100,17 +101,15 @@ func (o *Options) Run(ctx context.Context) error {
 		if ql.QOS == nil {
 			ql.QOS = []api.QOSStatus{}
 		}
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(ql); err != nil {
-			return fmt.Errorf("write output: %w", err)
+		if err := cmdutil.WriteJSON(w, ql); err != nil {
+			return err
 		}
 		return flush(w)
 	}
 	if o.QOS {
 		nameW := len("NAME")
 		for _, q := range ql.QOS {
-			nameW = max(nameW, len(q.Name))
+			nameW = max(nameW, printedLen(q.Name))
 		}
 		if err := render(w, o.format(fmt.Sprintf(QOSFormat, nameW)), qosFields(), ql.QOS, !o.NoHeader); err != nil {
 			return err
@@ -127,8 +126,8 @@ func (o *Options) Run(ctx context.Context) error {
 		if o.Parsable {
 			rows[i].depth = 0
 		}
-		nameW = max(nameW, rows[i].depth+len(rows[i].q.Name))
-		parentW = max(parentW, len(rows[i].q.Parent))
+		nameW = max(nameW, rows[i].depth+printedLen(rows[i].q.Name))
+		parentW = max(parentW, printedLen(rows[i].q.Parent))
 	}
 	if err := render(w, o.format(fmt.Sprintf(format, nameW, parentW)), queueFields(), rows, !o.NoHeader); err != nil {
 		return err
@@ -171,6 +170,10 @@ func (o *Options) format(f string) string {
 	}
 	return b.String()
 }
+
+// printedLen is how many bytes s takes in a cell: its escaped length,
+// since the table escapes values (slurmfmt.Column.AppendValue).
+func printedLen(s string) int { return len(termsafe.Escape(s)) }
 
 func flush(w *bufio.Writer) error {
 	if err := w.Flush(); err != nil {
@@ -335,6 +338,24 @@ var qosFieldTable = cmdutil.Lazy[map[byte]field[api.QOSStatus]]{Build: func() ma
 		'g': {"GRACE", secs(func(q api.QOSStatus) int64 { return q.GraceTime }, "0:00")},
 		't': {"MAXTIME", secs(func(q api.QOSStatus) int64 { return q.MaxTime }, "UNLIMITED")},
 		'N': {"MINRUNTIME", secs(func(q api.QOSStatus) int64 { return q.MinRuntime }, "0:00")},
+		// Who may use the class besides operators: users, @groups and
+		// queue:NAME, as MEMBERS spells them.
+		'A': {"ACCESS", func(dst []byte, q api.QOSStatus) []byte {
+			if q.Open {
+				return append(dst, "everyone"...)
+			}
+			parts := slices.Clone(q.Users)
+			for _, g := range q.Groups {
+				parts = append(parts, "@"+g)
+			}
+			for _, a := range q.Accounts {
+				parts = append(parts, "queue:"+a)
+			}
+			if len(parts) == 0 {
+				return append(dst, "operators"...)
+			}
+			return append(dst, strings.Join(parts, ",")...)
+		}},
 	}
 }}
 

@@ -118,7 +118,7 @@ func Run(cmd *cobra.Command, args []string, prog string, f *cmdutil.Factory) int
 	cmd.SilenceUsage = true
 	err := cmdutil.Execute(cmd, args)
 	if err != nil && isFlagError(err) {
-		err = cmdutil.Usagef("%s\nTry \"%s --help\" for more information", err, prog)
+		err = &cmdutil.UsageError{Msg: err.Error(), Hint: fmt.Sprintf("Try \"%s --help\" for more information", prog)}
 	}
 	cmdutil.PrintError(f.IO.ErrOut, strings.TrimPrefix(prog, "tide "), err)
 	return cmdutil.ExitCode(err)

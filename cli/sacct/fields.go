@@ -9,6 +9,7 @@ import (
 
 	"github.com/tide-hpc/tide/cli/cmdutil"
 	"github.com/tide-hpc/tide/cli/scontrol/jobfmt"
+	"github.com/tide-hpc/tide/cli/slurmfmt"
 	"github.com/tide-hpc/tide/ctld/api"
 	"github.com/tide-hpc/tide/hostlist"
 )
@@ -263,6 +264,12 @@ func parseFormat(list string) ([]column, error) {
 			w, err := strconv.Atoi(item[i+1:])
 			if err != nil {
 				return nil, fmt.Errorf("invalid field width in %q", item)
+			}
+			// Bounded as squeue's and sinfo's widths are: a typo must
+			// not pad every cell to gigabytes (or, at MinInt, to a
+			// negative width).
+			if w > slurmfmt.MaxWidth || w < -slurmfmt.MaxWidth {
+				return nil, api.Invalid("field width %d in %q exceeds %d", w, item, slurmfmt.MaxWidth)
 			}
 			width, hasWidth = w, w != 0
 		}

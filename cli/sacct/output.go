@@ -1,15 +1,17 @@
 package sacct
 
 import (
-	"encoding/json"
 	"io"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/tide-hpc/tide/cli/cmdutil"
 	"github.com/tide-hpc/tide/cli/scontrol/jobfmt"
+	"github.com/tide-hpc/tide/cli/slurmfmt"
 	"github.com/tide-hpc/tide/ctld/api"
 	"github.com/tide-hpc/tide/hostlist"
+	"github.com/tide-hpc/tide/internal/termsafe"
 )
 
 // layout is how rows are laid out, after Slurm's print_fields_parsable_print.
@@ -23,7 +25,11 @@ const (
 
 // writeTable prints the header (unless suppressed) and one line per row.
 // Fixed-width cells end with a space, as Slurm's do, and the header is
-// right-justified whatever the column's justification.
+// right-justified whatever the column's justification. Values are
+// escaped (termsafe) before they are fitted, in every layout: names,
+// comments and paths are other users' text and must not drive the
+// reader's terminal or forge rows. The delimiter is the caller's and is
+// printed as given.
 func writeTable(w io.Writer, cols []column, rows []row, mode layout, delim string, header bool) error {
 	var b strings.Builder
 	sep := func(i int) string {
@@ -56,7 +62,7 @@ func writeTable(w io.Writer, cols []column, rows []row, mode layout, delim strin
 		for ci, c := range cols {
 			v := ""
 			if c.def.value != nil {
-				v = c.def.value(r)
+				v = termsafe.Escape(c.def.value(r))
 			}
 			if mode != fixedWidth {
 				b.WriteString(v + sep(ci))
@@ -77,7 +83,7 @@ func fixedCell(c column, v string) string {
 	switch c.def.kind {
 	case kStr:
 		if len(v) > abs && abs > 0 {
-			v = v[:abs-1] + "+"
+			v = v[:slurmfmt.CutLen(v, abs-1)] + "+"
 		}
 	case kDate:
 		v = clip(v, abs)
@@ -85,11 +91,9 @@ func fixedCell(c column, v string) string {
 	return pad(v, abs, c.width < 0) + " "
 }
 
+// clip cuts s to at most n bytes, never inside a UTF-8 sequence.
 func clip(s string, n int) string {
-	if len(s) > n {
-		return s[:n]
-	}
-	return s
+	return s[:slurmfmt.CutLen(s, n)]
 }
 
 func pad(s string, n int, left bool) string {
@@ -239,9 +243,7 @@ func writeJSON(w io.Writer, jobs []api.Job, steps map[uint64][]api.StepRecord, n
 		}
 		doc.Jobs = append(doc.Jobs, jj)
 	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(doc)
+	return cmdutil.WriteJSON(w, doc)
 }
 
 func jobJSON(r *row, noSteps bool) jsonJob {

@@ -2,6 +2,7 @@ package sacct
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -62,10 +63,15 @@ func ParseTime(s string, now time.Time, loc *time.Location) (time.Time, error) {
 	// YYYY-MM-DD[THH:MM[:SS]]
 	if len(w) >= 10 && w[4] == '-' && w[7] == '-' {
 		date, clock, _ := strings.Cut(w, "t")
-		y, e1 := strconv.Atoi(date[0:4])
-		mo, e2 := strconv.Atoi(date[5:7])
+		// A 't' may come early ("2026-t1-28"): the date is then too
+		// short to hold its fields.
+		if len(date) < 9 || !isDigits(date[0:4]) || !isDigits(date[5:7]) || !isDigits(date[8:]) {
+			return time.Time{}, bad
+		}
+		y, _ := strconv.Atoi(date[0:4])
+		mo, _ := strconv.Atoi(date[5:7])
 		d, e3 := strconv.Atoi(date[8:])
-		if e1 != nil || e2 != nil || e3 != nil {
+		if e3 != nil {
 			return time.Time{}, bad
 		}
 		h, mi, sec := 0, 0, 0
@@ -88,9 +94,10 @@ func ParseTime(s string, now time.Time, loc *time.Location) (time.Time, error) {
 		if len(parts) < 2 || len(parts) > 3 {
 			return time.Time{}, bad
 		}
+		// Digits only: Atoi would take "+1" and "-5" too.
 		mo, e1 := strconv.Atoi(parts[0])
 		d, e2 := strconv.Atoi(parts[1])
-		if e1 != nil || e2 != nil {
+		if e1 != nil || e2 != nil || !isDigits(parts[0]) || !isDigits(parts[1]) {
 			return time.Time{}, bad
 		}
 		h, mi, sec := 0, 0, 0
@@ -102,7 +109,7 @@ func ParseTime(s string, now time.Time, loc *time.Location) (time.Time, error) {
 		}
 		if len(parts) == 3 {
 			y, err := strconv.Atoi(parts[2])
-			if err != nil {
+			if err != nil || !isDigits(parts[2]) {
 				return time.Time{}, bad
 			}
 			return mkDate(fullYear(y), mo, d, h, mi, sec, loc, bad)
@@ -183,6 +190,11 @@ func parseNow(rest string, now time.Time) (time.Time, bool) {
 	case "w", "week", "weeks":
 		unit = 7 * 24 * time.Hour
 	default:
+		return time.Time{}, false
+	}
+	// A count whose offset overflows time.Duration would wrap around
+	// and land on the other side of now.
+	if n > int(math.MaxInt64/unit) {
 		return time.Time{}, false
 	}
 	return now.Add(sign * time.Duration(n) * unit), true

@@ -18,6 +18,7 @@ import (
 	"github.com/tide-hpc/tide/cli/srun"
 	"github.com/tide-hpc/tide/ctld/api"
 	"github.com/tide-hpc/tide/hostlist"
+	"github.com/tide-hpc/tide/internal/termsafe"
 )
 
 const prog = "salloc"
@@ -74,7 +75,7 @@ func Run(ctx context.Context, o *Options) error {
 	in.Host, _ = o.Hostname()
 	a, err := srun.ParseArgs(o.Args, in)
 	if err != nil {
-		fmt.Fprintf(errOut, "%s: %v\nTry \"salloc --help\" for more information\n", prog, err)
+		fmt.Fprintf(errOut, "%s: %s\nTry \"salloc --help\" for more information\n", prog, termsafe.Escape(err.Error()))
 		return &cmdutil.SilentError{Code: cmdutil.ExitError}
 	}
 	switch {
@@ -128,7 +129,7 @@ func Run(ctx context.Context, o *Options) error {
 	exit := runCommand(ctx, c, o, j, argv, in.Environ, sigs)
 	fmt.Fprintf(errOut, "%s: Relinquishing job allocation %d\n", prog, j.ID)
 	if err := c.Release(context.Background(), j.ID, exit); err != nil {
-		fmt.Fprintf(errOut, "%s: error: release job %d: %v\n", prog, j.ID, err)
+		cmdutil.Errorf(errOut, prog, "release job %d: %v", j.ID, err)
 	}
 	if code := exitCode(exit); code != 0 {
 		return &cmdutil.SilentError{Code: code}
@@ -162,7 +163,7 @@ func runCommand(ctx context.Context, c srun.StepAPI, o *Options, j api.Job, argv
 	cmd.Env = AllocEnv(environ, &j)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = o.IO.In, o.IO.Out, errOut
 	if err := cmd.Start(); err != nil {
-		fmt.Fprintf(errOut, "%s: error: %s: %v\n", prog, argv[0], err)
+		cmdutil.Errorf(errOut, prog, "%s: %v", argv[0], err)
 		return api.ExitStatus{Code: 127}
 	}
 	wctx, stop := context.WithCancel(ctx)

@@ -16,6 +16,7 @@ import (
 	"github.com/tide-hpc/tide/cli/sbatch/opts"
 	"github.com/tide-hpc/tide/ctld/api"
 	ctldclient "github.com/tide-hpc/tide/ctld/client"
+	"github.com/tide-hpc/tide/internal/termsafe"
 )
 
 // SlurmVersion is the Slurm release whose sbatch this one follows;
@@ -81,6 +82,23 @@ func newCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cob
 		})
 }
 
+// checkLimits refuses, before anything is sent, a submission over the
+// controller's bounds on size (api.CheckSpecLimits): a 100 MB script
+// gets its error at once, not after 100 MB crossed the socket. The
+// bounds are the defaults unless the submission is over them, when the
+// controller is asked for its own (an operator may have raised them).
+func checkLimits(ctx context.Context, client cmdutil.API, spec *api.JobSpec) error {
+	err := api.CheckSpecLimits(spec, api.DefaultSpecLimits())
+	if err == nil {
+		return nil
+	}
+	info, cerr := client.Cluster(ctx)
+	if cerr != nil || info.Limits.MaxScriptSize == 0 {
+		return nil // the controller checks it anyway
+	}
+	return api.CheckSpecLimits(spec, info.Limits)
+}
+
 // isTerminal reports whether r is a character device.
 func isTerminal(r io.Reader) bool {
 	f, ok := r.(*os.File)
@@ -137,12 +155,12 @@ func Run(ctx context.Context, o *Options) error {
 
 	if !req.Quiet {
 		for _, w := range req.Warnings {
-			fmt.Fprintf(errOut, "%s: warning: %s\n", prog, w)
+			cmdutil.Warnf(errOut, prog, "%s", w)
 		}
 	}
 	if req.Verbose > 0 {
 		for _, l := range opts.DefinedLines(req.Defined) {
-			fmt.Fprintf(errOut, "%s: %s\n", prog, l)
+			fmt.Fprintf(errOut, "%s: %s\n", prog, termsafe.Escape(l))
 		}
 	}
 	if len(req.ScriptArgs) > 0 {
@@ -153,6 +171,13 @@ func Run(ctx context.Context, o *Options) error {
 	if err != nil {
 		return failf(errOut, "Batch job submission failed: %v", err)
 	}
+	if err := checkLimits(ctx, client, &req.Spec); err != nil {
+		return failf(errOut, "Batch job submission failed: %v", err)
+	}
+	window, err := ctldclient.ParseRetryWindow(o.Getenv(ctldclient.RetryEnv))
+	if err != nil {
+		return failf(errOut, "%v", err)
+	}
 	onThrottle := func(th ctldclient.Throttle) {
 		fmt.Fprintf(errOut, "%s: submission throttled by the controller (queue buffer full); retrying in %s\n", prog, th.RetryIn)
 	}
@@ -162,17 +187,19 @@ func Run(ctx context.Context, o *Options) error {
 	switch t := client.(type) {
 	case *ctldclient.Client:
 		t.OnThrottle(onThrottle)
+		t.SetRetryWindow(window)
+		t.OnRetry(ctldclient.RetryNotice(errOut, prog, window))
 	case cmdutil.Throttler:
 		t.OnThrottle(onThrottle)
 	}
-	resp, err := client.Submit(ctx, api.SubmitRequest{Spec: req.Spec, TestOnly: req.TestOnly})
+	resp, err := client.Submit(ctx, api.SubmitRequest{Spec: req.Spec, TestOnly: req.TestOnly, User: req.User, Group: req.Group})
 	if err != nil {
 		msg := strings.TrimPrefix(err.Error(), "Batch job submission failed: ")
 		return failf(errOut, "Batch job submission failed: %s", msg)
 	}
 	if !req.Quiet {
 		for _, w := range resp.Warnings {
-			fmt.Fprintf(errOut, "%s: warning: %s\n", prog, w)
+			cmdutil.Warnf(errOut, prog, "%s", w)
 		}
 	}
 	if req.TestOnly {
@@ -182,7 +209,7 @@ func Run(ctx context.Context, o *Options) error {
 		}
 		fmt.Fprintf(errOut, "%s: Job %d to start at %s using %d processors on nodes %s in partition %s\n",
 			prog, resp.JobID, resp.TestStart.In(loc).Format("2006-01-02T15:04:05"),
-			resp.TestCPUs, resp.TestNodes, resp.TestPartition)
+			resp.TestCPUs, termsafe.Escape(resp.TestNodes), termsafe.Escape(resp.TestPartition))
 		return nil
 	}
 	// Without fmt: on the usual path this is sbatch's only formatted

@@ -22,6 +22,7 @@ import (
 	"github.com/tide-hpc/tide/cli/slurmfmt"
 	"github.com/tide-hpc/tide/ctld/api"
 	"github.com/tide-hpc/tide/hostlist"
+	"github.com/tide-hpc/tide/internal/termsafe"
 )
 
 // Options are scancel's parsed command line.
@@ -280,7 +281,7 @@ func (o *Options) report(id string, msg string) {
 	if o.Quiet {
 		return
 	}
-	fmt.Fprintf(o.IO.ErrOut, "scancel: error: Kill job error on job id %s: %s\n", id, msg)
+	cmdutil.Errorf(o.IO.ErrOut, "scancel", "Kill job error on job id %s: %s", id, msg)
 }
 
 // choose lists the jobs the filters select, keeps those on the -w nodes
@@ -326,7 +327,9 @@ func onNodes(j *api.Job, nodes map[string]bool) bool {
 // confirm asks Slurm's question and reads a y/n answer; end of input
 // means no.
 func confirm(w io.Writer, in *bufio.Reader, j *api.Job) (bool, error) {
-	fmt.Fprintf(w, "Cancel job_id=%d name=%s partition=%s [y/n]? ", j.ID, j.Name, j.Partition)
+	// The name is the job owner's text: escaped, it cannot redraw the
+	// question (an operator answers for other users' jobs).
+	fmt.Fprintf(w, "Cancel job_id=%d name=%s partition=%s [y/n]? ", j.ID, termsafe.Escape(j.Name), termsafe.Escape(j.Partition))
 	line, err := in.ReadString('\n')
 	if err != nil && err != io.EOF {
 		return false, fmt.Errorf("read answer: %w", err)

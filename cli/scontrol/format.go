@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/tide-hpc/tide/cli/scontrol/jobfmt"
+	"github.com/tide-hpc/tide/internal/termsafe"
 )
 
 // record collects the Key=Value lines of one scontrol block. Slurm joins
@@ -16,8 +17,12 @@ type record struct {
 	lines []string
 }
 
+// add appends a line. It is escaped (termsafe) as a whole: its values
+// (names, comments, paths, reasons) are other users' text, and a
+// newline or escape sequence in one must neither drive the reader's
+// terminal nor forge Key=Value lines that scripts parse.
 func (r *record) add(format string, args ...any) {
-	r.lines = append(r.lines, fmt.Sprintf(format, args...))
+	r.lines = append(r.lines, termsafe.Escape(fmt.Sprintf(format, args...)))
 }
 
 // render lays the record out as Slurm does.

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tide-hpc/tide/cli/cmdutil"
+	"github.com/tide-hpc/tide/internal/termsafe"
 )
 
 // Version is the Tide version `scontrol version` reports; the build sets
@@ -206,7 +207,7 @@ func (o *Options) ping(ctx context.Context) error {
 		fmt.Fprintln(o.IO.Out, "Slurmctld(primary) is DOWN")
 		return fmt.Errorf("ping controller: %w", err)
 	}
-	fmt.Fprintf(o.IO.Out, "Slurmctld(primary) at %s is UP\n", ctldHost(info.Config, info.Name))
+	fmt.Fprintf(o.IO.Out, "Slurmctld(primary) at %s is UP\n", termsafe.Escape(ctldHost(info.Config, info.Name)))
 	return nil
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/tide-hpc/tide/cli/scontrol/jobfmt"
 	"github.com/tide-hpc/tide/ctld/api"
 	"github.com/tide-hpc/tide/hostlist"
+	"github.com/tide-hpc/tide/internal/termsafe"
 )
 
 // renderBlock lays out a node or partition record: unlike jobs, Slurm
@@ -232,7 +233,20 @@ func partitionRecord(p *api.Partition, nodes map[string]*api.Node) *record {
 	}
 	r := &record{}
 	r.add("PartitionName=%s", p.Name)
-	r.add("AllowGroups=ALL AllowAccounts=ALL AllowQos=ALL")
+	a := &p.Access
+	r.add("AllowGroups=%s AllowAccounts=%s AllowQos=%s", api.FormatAccessList(a.AllowGroups),
+		api.FormatAccessList(a.AllowAccounts), api.FormatAccessList(a.AllowQOS))
+	if len(a.DenyAccounts) > 0 || len(a.DenyQOS) > 0 {
+		// Slurm prints these lines only when set.
+		var deny []string
+		if len(a.DenyAccounts) > 0 {
+			deny = append(deny, "DenyAccounts="+strings.Join(a.DenyAccounts, ","))
+		}
+		if len(a.DenyQOS) > 0 {
+			deny = append(deny, "DenyQos="+strings.Join(a.DenyQOS, ","))
+		}
+		r.add("%s", strings.Join(deny, " "))
+	}
 	r.add("AllocNodes=ALL Default=%s QoS=N/A", yesNo(p.Default))
 	r.add("DefaultTime=%s DisableRootJobs=NO ExclusiveUser=NO GraceTime=0 Hidden=NO", partLimit(p.DefaultTime, "NONE"))
 	r.add("MaxNodes=%s MaxTime=%s MinNodes=0 LLN=NO MaxCPUsPerNode=UNLIMITED", maxNodes, partLimit(p.MaxTime, "UNLIMITED"))
@@ -278,9 +292,10 @@ func (o *Options) showConfig(ctx context.Context) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Configuration data as of %s\n", fmtTime(info.Now, o.Loc))
 	for _, k := range keys {
-		fmt.Fprintf(&b, "%-23s = %s\n", k, info.Config[k])
+		// Escaped: partition names and paths are configured text.
+		fmt.Fprintf(&b, "%-23s = %s\n", termsafe.Escape(k), termsafe.Escape(info.Config[k]))
 	}
-	fmt.Fprintf(&b, "\nSlurmctld(primary) at %s is UP\n", ctldHost(info.Config, info.Name))
+	fmt.Fprintf(&b, "\nSlurmctld(primary) at %s is UP\n", termsafe.Escape(ctldHost(info.Config, info.Name)))
 	_, err = fmt.Fprint(o.IO.Out, b.String())
 	return err
 }

@@ -49,7 +49,7 @@ func (o *Options) reportResults(resp api.CancelResponse) error {
 		if !strings.Contains(msg, "job "+id) {
 			msg = fmt.Sprintf("%s for job %s", msg, id)
 		}
-		fmt.Fprintf(o.IO.ErrOut, "scontrol: error: %s\n", msg)
+		cmdutil.Errorf(o.IO.ErrOut, "scontrol", "%s", msg)
 	}
 	if failed > 0 {
 		return &cmdutil.SilentError{Code: cmdutil.ExitError}

@@ -2,10 +2,9 @@ package sinfo
 
 import (
 	"bufio"
-	"encoding/json"
-	"fmt"
 	"time"
 
+	"github.com/tide-hpc/tide/cli/cmdutil"
 	"github.com/tide-hpc/tide/ctld/api"
 )
 
@@ -184,13 +183,7 @@ func writeJSON(w *bufio.Writer, list *api.NodeList, p *plan, e *env) error {
 		}
 		out.Partitions = append(out.Partitions, jp)
 	}
-	b, err := json.MarshalIndent(out, "", "  ")
-	if err != nil {
-		return fmt.Errorf("encode nodes: %w", err)
-	}
-	w.Write(b)
-	w.WriteByte('\n')
-	return nil
+	return cmdutil.WriteJSON(w, out)
 }
 
 func inAny(xs []string, set map[string]bool) bool {

@@ -413,16 +413,17 @@ func sortRecords(rs []*record, keys []sortKey) {
 	})
 }
 
-// fitAuto widens %#X columns to their widest value.
+// fitAuto widens %#X columns to their widest value as printed (escaped).
 func (l *layout) fitAuto(rs []*record) {
 	var buf []byte
-	for i, c := range l.table.Columns {
+	for i := range l.table.Columns {
+		c := &l.table.Columns[i]
 		if !l.auto[i] {
 			continue
 		}
 		w := max(minAutoWidth, len(c.Header))
 		for _, r := range rs {
-			buf = c.Value(buf[:0], r)
+			buf = c.AppendValue(buf[:0], r)
 			w = max(w, len(buf))
 		}
 		l.table.Columns[i].Width = w

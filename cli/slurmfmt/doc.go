@@ -14,5 +14,8 @@
 // Cells follow Slurm's _print_str: left-justified values are always cut to
 // the width and padded after; right-justified values are padded before and
 // cut to the width only when the field allows it (node lists and durations
-// are never cut).
+// are never cut). Values are escaped first (internal/termsafe: control
+// characters, invalid UTF-8 and bidi controls), because they are other
+// users' text, and widths apply to the escaped text; unlike Slurm, a cut
+// never splits a UTF-8 character.
 package slurmfmt

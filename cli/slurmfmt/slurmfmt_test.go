@@ -111,6 +111,10 @@ func TestAppendCell(t *testing.T) {
 		{name: "right cuts keeping the start", val: "COMPLETING", width: 8, right: true, cut: true, want: "COMPLETI"},
 		{name: "right without cut keeps all", val: "gpu[01-16]", width: 6, right: true, want: "gpu[01-16]"},
 		{name: "exact width", val: "abc", width: 3, right: true, cut: true, want: "abc"},
+		{name: "left cut keeps whole characters", val: "训练任务", width: 8, want: "训练  "},
+		{name: "right cut keeps whole characters", val: "训练任务", width: 8, right: true, cut: true, want: "  训练"},
+		{name: "cut on a boundary", val: "训练任务", width: 6, want: "训练"},
+		{name: "cut of invalid bytes where asked", val: "a\x80\x80b", width: 2, want: "a\x80"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -123,6 +127,53 @@ func TestAppendCell(t *testing.T) {
 				t.Errorf("AppendCellBytes = %q, AppendCell = %q", gotB, got)
 			}
 		})
+	}
+}
+
+func TestCutLen(t *testing.T) {
+	tests := []struct {
+		s     string
+		limit int
+		want  int
+	}{
+		{"abc", 5, 3}, {"abc", 2, 2}, {"abc", 0, 0}, {"abc", -1, 0},
+		{"训练", 1, 0}, {"训练", 2, 0}, {"训练", 3, 3}, {"训练", 4, 3}, {"训练", 6, 6},
+		{"a🚀", 4, 1}, {"a🚀", 5, 5},
+		{"\xe8\xae\xad\xe7", 3, 3},   // a truncated sequence after the cut
+		{"a\x80\x80\x80\x80b", 3, 3}, // stray continuation bytes
+		{"\uFFFD\uFFFD", 4, 3},
+	}
+	for _, tt := range tests {
+		if got := CutLen(tt.s, tt.limit); got != tt.want {
+			t.Errorf("CutLen(%q, %d) = %d, want %d", tt.s, tt.limit, got, tt.want)
+		}
+	}
+}
+
+// TestTableEscapes checks that cells are escaped before they are fitted
+// (a name of controls is as wide as its escaped text, cut there) while
+// the format's own text, a tab here, is printed as written.
+func TestTableEscapes(t *testing.T) {
+	f, err := ParseShort("%i\t%.8j|%20j|%j")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbl, err := Compile(f, "item", itemFields)
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := "x\x1b[2J\nFAKE\u009b\u202e\xff训"
+	got := string(tbl.AppendRow(nil, item{7, name}))
+	want := "7\t" + `x\x1b[2J` + "|" + `x\x1b[2J\nFAKE\u009b` + "|" + `x\x1b[2J\nFAKE\u009b\u202e\xff` + "训\n"
+	if got != want {
+		t.Errorf("row = %q, want %q", got, want)
+	}
+	col := &tbl.Columns[1]
+	if v := string(col.AppendValue([]byte("keep:"), item{7, name})); v != "keep:"+`x\x1b[2J\nFAKE\u009b\u202e\xff`+"训" {
+		t.Errorf("AppendValue = %q", v)
+	}
+	if v := string(col.AppendValue(nil, item{7, "plain 训练"})); v != "plain 训练" {
+		t.Errorf("AppendValue of a safe value = %q", v)
 	}
 }
 

@@ -3,7 +3,6 @@ package sprio
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -239,10 +238,5 @@ func writeJSON(w io.Writer, jobs []*api.Job, e *env) error {
 		}
 		rows = append(rows, r)
 	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(rows); err != nil {
-		return fmt.Errorf("write output: %w", err)
-	}
-	return nil
+	return cmdutil.WriteJSON(w, rows)
 }

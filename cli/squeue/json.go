@@ -2,10 +2,10 @@ package squeue
 
 import (
 	"bufio"
-	"encoding/json"
 	"fmt"
 	"time"
 
+	"github.com/tide-hpc/tide/cli/cmdutil"
 	"github.com/tide-hpc/tide/cli/slurmfmt"
 	"github.com/tide-hpc/tide/ctld/api"
 	"github.com/tide-hpc/tide/hostlist"
@@ -215,11 +215,5 @@ func writeJSON(w *bufio.Writer, jobs []*api.Job, e *env) error {
 	for i, j := range jobs {
 		out.Jobs[i] = toJSON(j, e)
 	}
-	b, err := json.MarshalIndent(out, "", "  ")
-	if err != nil {
-		return fmt.Errorf("encode jobs: %w", err)
-	}
-	w.Write(b)
-	w.WriteByte('\n')
-	return nil
+	return cmdutil.WriteJSON(w, out)
 }

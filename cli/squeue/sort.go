@@ -129,8 +129,11 @@ func parseSort(spec string) ([]sortKey, error) {
 		case '+':
 			tok = tok[1:]
 		}
+		if len(tok) != 1 {
+			return nil, api.Invalid("Invalid sort specification: %s", tok)
+		}
 		k, ok := sortField(tok[0])
-		if len(tok) != 1 || !ok {
+		if !ok {
 			return nil, api.Invalid("Invalid sort specification: %s", tok)
 		}
 		k.reverse = reverse

@@ -15,6 +15,7 @@ import (
 
 	"github.com/tide-hpc/tide/cli/cmdutil"
 	"github.com/tide-hpc/tide/ctld/api"
+	"github.com/tide-hpc/tide/internal/termsafe"
 )
 
 // prog is the name messages start with.
@@ -71,7 +72,7 @@ func Run(ctx context.Context, o *Options) error {
 	in.Host, _ = o.Hostname()
 	a, err := ParseArgs(o.Args, in)
 	if err != nil {
-		fmt.Fprintf(errOut, "%s: %v\nTry \"srun --help\" for more information\n", prog, err)
+		fmt.Fprintf(errOut, "%s: %s\nTry \"srun --help\" for more information\n", prog, termsafe.Escape(err.Error()))
 		return &cmdutil.SilentError{Code: cmdutil.ExitError}
 	}
 	switch {
@@ -86,7 +87,7 @@ func Run(ctx context.Context, o *Options) error {
 		return &cmdutil.SilentError{Code: cmdutil.ExitError}
 	}
 	for _, w := range a.Warnings {
-		fmt.Fprintf(errOut, "%s: warning: %s\n", prog, w)
+		cmdutil.Warnf(errOut, prog, "%s", w)
 	}
 	c, err := StepClient(o.API)
 	if err != nil {
@@ -131,7 +132,7 @@ func Run(ctx context.Context, o *Options) error {
 			exit = api.ExitStatus{Code: 1}
 		}
 		if rerr := c.Release(context.Background(), jobID, exit); rerr != nil {
-			fmt.Fprintf(errOut, "%s: error: release job %d: %v\n", prog, jobID, rerr)
+			cmdutil.Errorf(errOut, prog, "release job %d: %v", jobID, rerr)
 		}
 	}
 	if err != nil {
@@ -172,7 +173,7 @@ func step(ctx context.Context, c StepAPI, id uint64, a *Args, o *Options, sigs <
 		end = api.StepEnd{Exit: api.ExitStatus{Code: 1}}
 	}
 	if err := c.EndStep(context.Background(), id, stepID, end); err != nil {
-		fmt.Fprintf(o.IO.ErrOut, "%s: error: record end of step %d.%d: %v\n", prog, id, stepID, err)
+		cmdutil.Errorf(o.IO.ErrOut, prog, "record end of step %d.%d: %v", id, stepID, err)
 	}
 	if runErr != nil {
 		return 1, runErr

@@ -242,14 +242,16 @@ func ParseArraySpec(s string, maxSize int) (ArraySpec, error) {
 			step, err3 = strconv.Atoi(stepStr)
 		}
 		if err1 != nil || err2 != nil || err3 != nil || first < 0 || last < first || step < 1 ||
-			(hasStep && !isRange) || last >= maxSize {
+			(hasStep && !isRange) || last >= maxSize || len(ids)+(last-first)/step+1 > maxSize {
 			return bad()
 		}
-		for i := first; i <= last; i += step {
+		// Stepping by comparing the distance left, not i+step with
+		// last: a step near MaxInt would wrap i+step negative.
+		for i := first; ; i += step {
 			ids = append(ids, i)
-		}
-		if len(ids) > maxSize {
-			return bad()
+			if last-i < step {
+				break
+			}
 		}
 	}
 	spec.Tasks = NewTaskSet(ids)
@@ -291,6 +293,12 @@ func (r TaskRef) String() string {
 // sacct -j take it: "N" (a job, or every task of array N), "N_*" (the
 // same), "N_I" (one task) or "N_[1-3,5]" (several tasks).
 func ParseJobIDs(s string) (ids []uint64, tasks []TaskRef, err error) {
+	return parseJobIDs(s, MaxArrayTaskLimit)
+}
+
+// parseJobIDs is ParseJobIDs refusing a word that names more than room
+// tasks, before it lists them.
+func parseJobIDs(s string, room int) (ids []uint64, tasks []TaskRef, err error) {
 	s = strings.TrimSpace(s)
 	job, task, hasTask := strings.Cut(s, "_")
 	id, perr := strconv.ParseUint(job, 10, 64)
@@ -313,6 +321,11 @@ func ParseJobIDs(s string) (ids []uint64, tasks []TaskRef, err error) {
 	if perr != nil {
 		return nil, nil, Invalid("Invalid job id: %s", s)
 	}
+	n := spec.Tasks.Len()
+	if n > room {
+		return nil, nil, Invalid("Invalid job id: %s (more than %d array tasks)", s, room)
+	}
+	tasks = make([]TaskRef, 0, n)
 	spec.Tasks.Each(func(i int) bool {
 		tasks = append(tasks, TaskRef{JobID: id, Task: i})
 		return true

@@ -62,6 +62,10 @@ type Dependency struct {
 // one that cannot be parsed.
 const ErrDependency = "Job dependency problem"
 
+// ErrCircularDependency is Slurm's message for a dependency that would
+// make jobs wait for each other.
+const ErrCircularDependency = "Circular job dependency"
+
 // ParseDependency reads --dependency as Slurm takes it:
 // "type:id[:id…]" items joined by ',' (all must hold) or '?' (any may),
 // where type is after, afterany, afterok, afternotok or aftercorr, an id

@@ -14,7 +14,32 @@ const (
 	NoValue int64 = 0
 	// Infinite is UNLIMITED / infinite.
 	Infinite int64 = -1
+	// MaxTimeLimit is the longest finite time limit, 100 years in
+	// seconds. Slurm counts limits in 32-bit minutes (about 8,000
+	// years); Tide stops well short of that so that a start time plus
+	// any limit stays within time.Duration's 292 years and every
+	// deadline on the controller and the nodes is exact. Longer is
+	// UNLIMITED.
+	MaxTimeLimit int64 = 100 * 365 * 86400
 )
+
+// ErrTimeLimit is Slurm's message for a time limit it cannot take.
+const ErrTimeLimit = "Requested time limit is invalid (missing or exceeds some limit)"
+
+// CheckTimeLimit reports whether secs is a time limit a job may carry:
+// NoValue (the partition's default applies), Infinite, or 1 second to
+// MaxTimeLimit. Anything else reaching the API (a negative number
+// other than Infinite, an overflowed sum) is refused, never read as
+// "no limit".
+func CheckTimeLimit(secs int64) error {
+	if secs == NoValue || secs == Infinite || secs > 0 && secs <= MaxTimeLimit {
+		return nil
+	}
+	if secs > MaxTimeLimit {
+		return Invalid("%s: %d seconds is more than the maximum %s (use UNLIMITED)", ErrTimeLimit, secs, FormatTimeLimit(MaxTimeLimit))
+	}
+	return Invalid("%s: %d seconds is neither positive nor UNLIMITED (-1)", ErrTimeLimit, secs)
+}
 
 // ParseTimeLimit parses every Slurm time format: M, M:S, H:M:S, D-H,
 // D-H:M, D-H:M:S, and UNLIMITED / INFINITE / -1. It returns seconds or
@@ -69,6 +94,9 @@ func ParseTimeLimit(s string) (int64, error) {
 		// Slurm reads a zero limit as "no limit" only for the partition
 		// config; for a job it is rejected the same way.
 		return 0, Invalid("invalid time limit %q: must be positive", s)
+	}
+	if secs > MaxTimeLimit {
+		return 0, Invalid("invalid time limit %q: more than the maximum %s (use UNLIMITED for no limit)", s, FormatTimeLimit(MaxTimeLimit))
 	}
 	return secs, nil
 }

@@ -42,11 +42,13 @@ func (f JobFilter) Values() url.Values {
 		}
 		v.Set("state", strings.Join(st, ","))
 	}
+	// RFC3339Nano prints whole seconds as RFC3339 does, and keeps a
+	// fraction that ParseJobFilter accepted.
 	if !f.Since.IsZero() {
-		v.Set("since", f.Since.UTC().Format(time.RFC3339))
+		v.Set("since", f.Since.UTC().Format(time.RFC3339Nano))
 	}
 	if !f.Until.IsZero() {
-		v.Set("until", f.Until.UTC().Format(time.RFC3339))
+		v.Set("until", f.Until.UTC().Format(time.RFC3339Nano))
 	}
 	if f.All {
 		v.Set("all", "1")
@@ -72,7 +74,9 @@ func ParseJobFilter(v url.Values) (JobFilter, error) {
 		f.IDs = append(f.IDs, id)
 	}
 	for _, s := range split("task") {
-		ids, tasks, err := ParseJobIDs(s)
+		// The tasks are listed one by one: a query of a few bytes
+		// ("7_[0-3999999]", many times over) must not list millions.
+		ids, tasks, err := parseJobIDs(s, MaxArrayTaskLimit-len(f.Tasks))
 		if err != nil || len(ids) > 0 {
 			return f, Invalid("invalid array task specified: %s", s)
 		}

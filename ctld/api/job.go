@@ -307,6 +307,15 @@ type Job struct {
 	// Launched records that the batch host reported the job, so a job
 	// the node no longer knows was lost rather than not yet delivered.
 	Launched bool `json:"launched,omitempty"`
+	// LaunchFailures counts the job's launches in a row that its nodes
+	// could not carry out (NodeJobReport.LaunchFailed: nothing of the job
+	// ran). Each requeues the job; at the controller's
+	// scheduler.launch_fail_limit it is held instead. Any other requeue
+	// starts the count again (ctld/launchfail.go).
+	LaunchFailures int `json:"launch_failures,omitempty"`
+	// LaunchFailNodes are the nodes those launches failed on, the latest
+	// last: placement takes them only when no other node will do.
+	LaunchFailNodes []string `json:"launch_fail_nodes,omitempty"`
 	// RequeueRequested turns the end of the running incarnation into a
 	// requeue instead of a final state.
 	RequeueRequested bool `json:"requeue_requested,omitempty"`
@@ -330,6 +339,10 @@ type Job struct {
 	// ArrayThrottle is the %N of --array: at most that many of the
 	// array's tasks run at once (0 = no limit).
 	ArrayThrottle int `json:"array_throttle,omitempty"`
+	// SubmitToken is the submission's idempotency token
+	// (SubmitRequest.Token), kept with the job so that a retried
+	// submission finds it after a controller restart too.
+	SubmitToken string `json:"submit_token,omitempty"`
 
 	// Sharing state (queues, aging, preemption; see share.go).
 	Share
@@ -427,7 +440,19 @@ type SubmitRequest struct {
 	// TestOnly validates and reports where the job would start, without
 	// submitting it (sbatch --test-only).
 	TestOnly bool `json:"test_only,omitempty"`
+	// User and Group (sbatch --uid, --gid: a name or a number) submit
+	// the job as another user or group; only root and operators may.
+	User  string `json:"user,omitempty"`
+	Group string `json:"group,omitempty"`
+	// Token makes a submission idempotent: the controller answers a
+	// repeat of the same caller's token (a retry whose first answer was
+	// lost, perhaps across a controller restart) with the job the first
+	// one created instead of a second job. Clients make it random.
+	Token string `json:"token,omitempty"`
 }
+
+// MaxTokenLen bounds SubmitRequest.Token.
+const MaxTokenLen = 128
 
 // SubmitResponse answers a submission.
 type SubmitResponse struct {

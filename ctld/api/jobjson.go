@@ -96,6 +96,8 @@ func (j *Job) AppendJSON(b []byte) ([]byte, error) {
 	b = appendBoolField(b, `,"cancel_requested":true`, j.CancelRequested)
 	b = appendBoolField(b, `,"timed_out":true`, j.TimedOut)
 	b = appendBoolField(b, `,"launched":true`, j.Launched)
+	b = appendIntField(b, `,"launch_failures":`, int64(j.LaunchFailures))
+	b = appendStringsField(b, `,"launch_fail_nodes":`, j.LaunchFailNodes)
 	b = appendBoolField(b, `,"requeue_requested":true`, j.RequeueRequested)
 	if j.CancelledBy != nil {
 		b = append(b, `,"cancelled_by":`...)
@@ -125,6 +127,7 @@ func (j *Job) AppendJSON(b []byte) ([]byte, error) {
 		b = append(b, ']')
 	}
 	b = appendIntField(b, `,"array_throttle":`, int64(j.ArrayThrottle))
+	b = appendStringField(b, `,"submit_token":`, j.SubmitToken)
 
 	// The embedded Share, flattened like JobSpec.
 	if b, err = appendShareFields(b, &j.Share); err != nil {

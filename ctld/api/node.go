@@ -1,6 +1,8 @@
 package api
 
 import (
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/tide-hpc/tide/gres"
@@ -188,6 +190,48 @@ type Partition struct {
 	State               string  `json:"state"`
 	// Priority is the partition's priority tier (Slurm's PriorityTier).
 	Priority int `json:"priority_tier,omitempty"`
+	// Access says who may submit to the partition.
+	Access PartitionAccess `json:"access,omitzero"`
+}
+
+// PartitionAccess is Slurm's AllowGroups, AllowAccounts, AllowQos,
+// DenyAccounts and DenyQos of a partition. An empty Allow list is ALL;
+// a Deny list is only set when its Allow list is empty.
+type PartitionAccess struct {
+	AllowGroups   []string `json:"allow_groups,omitempty"`
+	AllowAccounts []string `json:"allow_accounts,omitempty"`
+	AllowQOS      []string `json:"allow_qos,omitempty"`
+	DenyAccounts  []string `json:"deny_accounts,omitempty"`
+	DenyQOS       []string `json:"deny_qos,omitempty"`
+}
+
+// GroupOK reports whether a user in groups may use the partition.
+func (a *PartitionAccess) GroupOK(groups []string) bool {
+	return len(a.AllowGroups) == 0 || slices.ContainsFunc(groups, func(g string) bool { return slices.Contains(a.AllowGroups, g) })
+}
+
+// AccountOK reports whether jobs of account may run in the partition.
+func (a *PartitionAccess) AccountOK(account string) bool {
+	return allowed(a.AllowAccounts, a.DenyAccounts, account)
+}
+
+// QOSOK reports whether jobs of class qos may run in the partition.
+func (a *PartitionAccess) QOSOK(qos string) bool { return allowed(a.AllowQOS, a.DenyQOS, qos) }
+
+func allowed(allow, deny []string, v string) bool {
+	if len(allow) > 0 {
+		return slices.Contains(allow, v)
+	}
+	return !slices.Contains(deny, v)
+}
+
+// FormatAccessList is an access list as scontrol show partition prints it: the names
+// joined by commas, or ALL.
+func FormatAccessList(l []string) string {
+	if len(l) == 0 {
+		return "ALL"
+	}
+	return strings.Join(l, ",")
 }
 
 // ClusterInfo answers GET /api/v1/cluster: the controller's identity and
@@ -202,6 +246,9 @@ type ClusterInfo struct {
 	CallerUID   uint32            `json:"caller_uid"`
 	CallerUser  string            `json:"caller_user"`
 	CallerAdmin bool              `json:"caller_admin"`
+	// Limits are the controller's bounds on a submission, for clients
+	// that check before sending.
+	Limits SpecLimits `json:"limits"`
 }
 
 // NodeList answers GET /api/v1/nodes.
@@ -251,6 +298,11 @@ type NodeJobReport struct {
 	// CheckpointAck: the job touched its $TIDE_CHECKPOINT_ACK file
 	// (reported while it runs, after a checkpoint signal).
 	CheckpointAck bool `json:"checkpoint_ack,omitempty"`
+	// LaunchFailed: the node could not launch the job (its job
+	// directory, its supervisor, the launch timed out), so nothing of it
+	// ran and another node may succeed; Error says why. An Error without
+	// it is the job's own (its files, its work directory).
+	LaunchFailed bool `json:"launch_failed,omitempty"`
 }
 
 // NodeRegistration is the body of POST /api/v1/node/register.

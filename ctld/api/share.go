@@ -140,6 +140,13 @@ type QOSStatus struct {
 	GraceTime  int64 `json:"grace_time"`
 	MaxTime    int64 `json:"max_time"`
 	MinRuntime int64 `json:"min_runtime"`
+	// Who may ask for the class with --qos besides operators: everybody
+	// when Open, else the users, groups and accounts (queues) listed
+	// (none: operators only).
+	Open     bool     `json:"open"`
+	Users    []string `json:"users,omitempty"`
+	Groups   []string `json:"groups,omitempty"`
+	Accounts []string `json:"accounts,omitempty"`
 }
 
 // API paths of the sharing machinery (see ctld/http.go):

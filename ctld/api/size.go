@@ -1,6 +1,7 @@
 package api
 
 import (
+	"math"
 	"strconv"
 	"strings"
 )
@@ -33,7 +34,8 @@ func ParseMemMB(s string) (int64, error) {
 		return 0, Invalid("invalid memory size %q", s)
 	}
 	v, err := strconv.ParseFloat(num, 64)
-	if err != nil || v < 0 || v > 1<<40 {
+	// ParseFloat reads "nan" too, which passes every comparison.
+	if err != nil || math.IsNaN(v) || v < 0 || v > 1<<40 {
 		return 0, Invalid("invalid memory size %q", s)
 	}
 	mb := v * mult

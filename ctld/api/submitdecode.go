@@ -34,6 +34,12 @@ func (d submitDecoder) submitRequest(r *SubmitRequest) bool {
 			return d.jobSpec(&r.Spec)
 		case "test_only":
 			return d.Bool(&r.TestOnly)
+		case "user":
+			return d.String(&r.User)
+		case "group":
+			return d.String(&r.Group)
+		case "token":
+			return d.String(&r.Token)
 		}
 		return false
 	})

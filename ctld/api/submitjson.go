@@ -43,6 +43,9 @@ func (r *SubmitRequest) AppendJSON(b []byte) ([]byte, error) {
 	if r.TestOnly {
 		b = append(b, `,"test_only":true`...)
 	}
+	b = appendStringField(b, `,"user":`, r.User)
+	b = appendStringField(b, `,"group":`, r.Group)
+	b = appendStringField(b, `,"token":`, r.Token)
 	return append(b, '}'), nil
 }
 

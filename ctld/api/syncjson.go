@@ -142,6 +142,8 @@ func (d syncDecoder) jobReport(j *NodeJobReport) bool {
 			return d.Bool(&j.OOM)
 		case "checkpoint_ack":
 			return d.Bool(&j.CheckpointAck)
+		case "launch_failed":
+			return d.Bool(&j.LaunchFailed)
 		}
 		return false
 	})
@@ -428,6 +430,7 @@ func appendJobReportJSON(b []byte, j *NodeJobReport) ([]byte, error) {
 	b = appendStringField(b, `,"error":`, j.Error)
 	b = appendBoolField(b, `,"oom":true`, j.OOM)
 	b = appendBoolField(b, `,"checkpoint_ack":true`, j.CheckpointAck)
+	b = appendBoolField(b, `,"launch_failed":true`, j.LaunchFailed)
 	return append(b, '}'), nil
 }
 

@@ -41,6 +41,10 @@ type Client struct {
 	onThrottle  func(Throttle)
 	maxThrottle time.Duration
 	sleep       func(context.Context, time.Duration) error
+
+	// Riding out a controller restart (retry.go).
+	retryWindow time.Duration
+	onRetry     func(Retry)
 }
 
 // NewUnix returns a client for the controller's unix socket.
@@ -128,7 +132,9 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, in, 
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		return fmt.Errorf("cannot reach tidectld at %s: %w", c.where, errors.Join(api.ErrUnavailable, err))
+		// One line (two %w, not errors.Join): the CLI escapes newlines
+		// in the messages it prints.
+		return fmt.Errorf("cannot reach tidectld at %s: %w: %w", c.where, api.ErrUnavailable, err)
 	}
 	defer resp.Close()
 	if resp.status/100 != 2 {

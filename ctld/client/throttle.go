@@ -82,7 +82,11 @@ func (c *Client) OnThrottle(f func(Throttle)) { c.onThrottle = f }
 func (c *Client) SetMaxThrottleWait(d time.Duration) { c.maxThrottle = d }
 
 // submitRetrying posts a submission, waiting out 429 answers as their
-// Retry-After says, up to the throttle budget.
+// Retry-After says, up to the throttle budget, and a controller that
+// cannot be reached (restarting, its socket gone, the connection broken
+// before an answer, 503) with backoff, up to the retry window
+// (retry.go). Every try carries the same token, so that a try whose
+// answer was lost is never a second job.
 func (c *Client) submitRetrying(ctx context.Context, req api.SubmitRequest) (api.SubmitResponse, error) {
 	budget := c.maxThrottle
 	if budget == 0 {
@@ -92,14 +96,24 @@ func (c *Client) submitRetrying(ctx context.Context, req api.SubmitRequest) (api
 	if sleep == nil {
 		sleep = sleepCtx
 	}
+	if req.Token == "" && !req.TestOnly {
+		req.Token = NewToken()
+	}
 	var waited time.Duration
 	told := false
+	retry := c.newRetrier()
 	for {
 		var r api.SubmitResponse
 		err := c.do(ctx, methodPost, "/api/v1/jobs", nil, &req, &r)
+		if wait, ok := retry.next(err); ok {
+			if err := sleep(ctx, wait); err != nil {
+				return r, err
+			}
+			continue
+		}
 		var te *ThrottledError
 		if !errors.As(err, &te) {
-			return r, err
+			return r, retry.final(err)
 		}
 		if budget < 0 {
 			return r, err

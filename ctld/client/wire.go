@@ -217,19 +217,42 @@ func (t *transport) exchange(ctx context.Context, c *wireConn, method, target st
 	w.WriteString("\r\n")
 	w.Write(body)
 	if err := w.Flush(); err != nil {
+		// The controller may answer before it has read the whole
+		// request and close the connection: 413 for a body over its
+		// limit, 503 for a connection over its cap. Its answer can
+		// still be read after the write failed (a broken pipe or a
+		// reset only say that the peer closed), and it says more than
+		// the write error. No answer: the send failed.
+		if isReset(err) {
+			if r, rerr := readAnswer(c.br, method); rerr == nil {
+				r.reuse = false
+				r.conn, r.t, r.stop = c, t, stop
+				return r, nil
+			}
+		}
 		return fail(fmt.Errorf("send request: %w", staleIf(err)))
 	}
+	r, err := readAnswer(c.br, method)
+	if err != nil {
+		return fail(err)
+	}
+	r.conn, r.t, r.stop = c, t, stop
+	return r, nil
+}
+
+// readAnswer reads an answer's head, past informational ones, and
+// frames its body.
+func readAnswer(br *bufio.Reader, method string) (*wireResponse, error) {
 	for {
-		r, err := readHead(c.br)
+		r, err := readHead(br)
 		if err != nil {
-			return fail(err)
+			return nil, err
 		}
 		if r.status >= 100 && r.status < 200 { // informational: the real answer follows
 			continue
 		}
-		r.conn, r.t, r.stop = c, t, stop
-		if err := r.setBody(c.br, method); err != nil {
-			return fail(err)
+		if err := r.setBody(br, method); err != nil {
+			return nil, err
 		}
 		return r, nil
 	}

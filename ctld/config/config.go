@@ -65,6 +65,12 @@ type Config struct {
 	QOS        []QOSConfig   `mapstructure:"qos" json:"qos,omitempty"`
 	DefaultQOS string        `mapstructure:"default_qos" json:"default_qos"`
 	Submit     SubmitConfig  `mapstructure:"submit" json:"submit"`
+
+	// Connection hygiene (limits.go): caps on connections per listener
+	// and peer, request timeouts and sizes, and where /metrics is
+	// served ("" = on node_addr).
+	MetricsAddr string       `mapstructure:"metrics_addr" json:"metrics_addr"`
+	Limits      LimitsConfig `mapstructure:"limits" json:"limits"`
 }
 
 // TimeoutConfig holds the controller's timeouts.
@@ -129,7 +135,16 @@ type SchedulerConfig struct {
 	// Preemption lets the scheduler preempt borrowers and lower-priority
 	// jobs (default true); false: jobs only wait.
 	Preemption bool `mapstructure:"preemption" json:"preemption"`
+	// LaunchFailLimit: a job whose launch fails on its node (the node
+	// could not start it; nothing of it ran) is requeued, and held after
+	// this many such failures in a row (0: it fails at once, FAILED).
+	// See ctld/launchfail.go.
+	LaunchFailLimit int `mapstructure:"launch_fail_limit" json:"launch_fail_limit"`
 }
+
+// DefaultLaunchFailLimit is scheduler.launch_fail_limit's default: a
+// job is held after its third failed launch in a row.
+const DefaultLaunchFailLimit = 3
 
 // DefaultMaxArraySize is max_array_size's default, Slurm's: task ids
 // 0-10000.
@@ -163,6 +178,17 @@ type PartitionConfig struct {
 	DefaultTime string `mapstructure:"default_time" json:"default_time"`
 	MaxTime     string `mapstructure:"max_time" json:"max_time"`
 	MaxNodes    int    `mapstructure:"max_nodes" json:"max_nodes"`
+	// AllowGroups, AllowAccounts and AllowQOS (Slurm's AllowGroups,
+	// AllowAccounts, AllowQos) list who may submit to the partition: a
+	// user in one of the groups, a job of one of the accounts (queues)
+	// and classes; empty or ALL is everybody. DenyAccounts and DenyQOS
+	// refuse the ones listed instead (with its Allow list, each is an
+	// error).
+	AllowGroups   []string `mapstructure:"allow_groups" json:"allow_groups,omitempty"`
+	AllowAccounts []string `mapstructure:"allow_accounts" json:"allow_accounts,omitempty"`
+	AllowQOS      []string `mapstructure:"allow_qos" json:"allow_qos,omitempty"`
+	DenyAccounts  []string `mapstructure:"deny_accounts" json:"deny_accounts,omitempty"`
+	DenyQOS       []string `mapstructure:"deny_qos" json:"deny_qos,omitempty"`
 	// DefCPUsPerGPU and DefMemPerGPU (Slurm's DefCpuPerGPU and
 	// DefMemPerGPU) are reserved with every GPU of a job that does not
 	// say, so that GPU jobs bring their CPUs and memory and CPU-heavy
@@ -227,9 +253,11 @@ func Default() Config {
 		},
 		Scheduler: SchedulerConfig{Interval: time.Second, MaxGPUOversubscribe: DefaultMaxGPUOversubscribe,
 			GPUMemHighWatermark: DefaultGPUMemHighWatermark, Policy: sched.PolicyPriority.String(),
-			StarvationAge: DefaultStarvationAge, Preemption: true},
+			StarvationAge: DefaultStarvationAge, Preemption: true, LaunchFailLimit: DefaultLaunchFailLimit},
 		DefaultQOS: "batch",
-		Submit:     SubmitConfig{RatePerQueue: DefaultSubmitRate, Buffer: DefaultSubmitBuffer},
+		Submit: SubmitConfig{RatePerQueue: DefaultSubmitRate, Buffer: DefaultSubmitBuffer,
+			MaxScriptSize: DefaultMaxScriptSize, MaxEnvSize: DefaultMaxEnvSize, MaxEnvVars: DefaultMaxEnvVars},
+		Limits: DefaultLimits(),
 	}
 }
 
@@ -279,11 +307,18 @@ func Parse(r io.Reader) (Config, error) {
 		"scheduler.starvation_age":         def.Scheduler.StarvationAge,
 		"scheduler.backfill_depth":         0,
 		"scheduler.preemption":             def.Scheduler.Preemption,
+		"scheduler.launch_fail_limit":      def.Scheduler.LaunchFailLimit,
 		"default_qos":                      def.DefaultQOS,
 		"submit.rate_per_queue":            def.Submit.RatePerQueue,
 		"submit.rate_per_user":             def.Submit.RatePerUser,
 		"submit.buffer":                    def.Submit.Buffer,
+		"submit.max_script_size":           def.Submit.MaxScriptSize,
+		"submit.max_env_size":              def.Submit.MaxEnvSize,
+		"submit.max_env_vars":              def.Submit.MaxEnvVars,
 	} {
+		v.SetDefault(k, val)
+	}
+	for k, val := range limitsDefaults(def.Limits) {
 		v.SetDefault(k, val)
 	}
 	if err := v.ReadConfig(r); err != nil {
@@ -366,6 +401,9 @@ func (c Config) Validate() (*Cluster, error) {
 	}
 	if w := c.Scheduler.GPUMemHighWatermark; !watermarkOK(w) {
 		bad("scheduler.gpu_mem_high_watermark: %g is not between %g and 1.0", w, minGPUMemHighWatermark)
+	}
+	if c.Scheduler.LaunchFailLimit < 0 {
+		bad("scheduler.launch_fail_limit: %d must not be negative", c.Scheduler.LaunchFailLimit)
 	}
 	policy, perr := sched.ParsePolicy(c.Scheduler.Policy)
 	if perr != nil {
@@ -462,6 +500,7 @@ func (c Config) Validate() (*Cluster, error) {
 		if p.MaxNodes < 0 {
 			bad("partition %s max_nodes: must not be negative", p.Name)
 		}
+		part.Access = partitionAccess(p, bad)
 		errs = append(errs, setSlicing(&part, p, c.Scheduler.MaxGPUOversubscribe)...)
 		part.GPUMemHighWatermark = c.Scheduler.GPUMemHighWatermark
 		if w := p.GPUMemHighWatermark; w != 0 {
@@ -502,6 +541,7 @@ func (c Config) Validate() (*Cluster, error) {
 	}
 	cl.Tree = tree
 	c.validateSharing(cl, bad)
+	c.validateLimits(bad)
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}

@@ -62,17 +62,45 @@ type QOSConfig struct {
 	GraceTime  *time.Duration `mapstructure:"grace_time" json:"grace_time,omitempty"`
 	MaxTime    *time.Duration `mapstructure:"max_time" json:"max_time,omitempty"`
 	MinRuntime *time.Duration `mapstructure:"min_runtime" json:"min_runtime,omitempty"`
+	// Users, Groups and Accounts may use the class (with --qos); none
+	// given: everybody, except for the built-in inference class, which
+	// is for operators until its entry grants it. ALL in a list is
+	// everybody.
+	Users    []string `mapstructure:"users" json:"users,omitempty"`
+	Groups   []string `mapstructure:"groups" json:"groups,omitempty"`
+	Accounts []string `mapstructure:"accounts" json:"accounts,omitempty"`
 }
 
 // SubmitConfig bounds submission storms: each queue accepts RatePerQueue
 // jobs per second straight away (and each user RatePerUser, 0 = no
 // limit); more wait in the queue's buffer, released in arrival order at
 // the rate, and beyond Buffer waiting submissions are answered 429.
+//
+// The Max fields bound what one submission may carry (limits.go in
+// ctld checks them, at submit and at update): Slurm's
+// SchedulerParameters=max_script_size, and the environment a job's
+// processes are started with.
 type SubmitConfig struct {
 	RatePerQueue float64 `mapstructure:"rate_per_queue" json:"rate_per_queue"`
 	RatePerUser  float64 `mapstructure:"rate_per_user" json:"rate_per_user"`
 	Buffer       int     `mapstructure:"buffer" json:"buffer"`
+	// MaxScriptSize is the largest batch script in bytes.
+	MaxScriptSize int `mapstructure:"max_script_size" json:"max_script_size"`
+	// MaxEnvSize is the most bytes of environment (--export) and
+	// script arguments, MaxEnvVars the most variables.
+	MaxEnvSize int `mapstructure:"max_env_size" json:"max_env_size"`
+	MaxEnvVars int `mapstructure:"max_env_vars" json:"max_env_vars"`
 }
+
+// Defaults and bounds of the submission size limits (ctld/api's, which
+// clients check against too).
+const (
+	DefaultMaxScriptSize = api.DefaultMaxScriptSize
+	MaxMaxScriptSize     = api.MaxMaxScriptSize
+	DefaultMaxEnvSize    = api.DefaultMaxEnvSize
+	MaxMaxEnvSize        = api.MaxMaxEnvSize
+	DefaultMaxEnvVars    = api.DefaultMaxEnvVars
+)
 
 // Amount is a GPU amount as written: whole GPUs, or a percentage of a
 // base that is known only with the nodes.
@@ -178,6 +206,8 @@ type Sharing struct {
 	QOS        map[string]*sched.QOSInfo
 	QOSOrder   []string
 	DefaultQOS string
+	// QOSAccess says who may use each class (every class has one).
+	QOSAccess map[string]*ClassAccess
 	// Configured is true when the file has queues or qos: levels
 	// replace Slurm-style priorities then.
 	Configured bool
@@ -225,7 +255,7 @@ func (cl *Cluster) GPUTotal(part string) int {
 // aging settings, and fills cl.Sharing.
 func (c Config) validateSharing(cl *Cluster, bad func(string, ...any)) {
 	sh := Sharing{QOS: defaultQOS(), QOSOrder: slices.Clone(defaultQOSOrder), DefaultQOS: c.DefaultQOS,
-		Configured: len(c.Queues) > 0 || len(c.QOS) > 0}
+		Configured: len(c.Queues) > 0 || len(c.QOS) > 0, QOSAccess: map[string]*ClassAccess{}}
 	if c.Scheduler.BackfillDepth < 0 {
 		bad("scheduler.backfill_depth: must not be negative")
 	}
@@ -237,6 +267,15 @@ func (c Config) validateSharing(cl *Cluster, bad func(string, ...any)) {
 	}
 	if c.Submit.Buffer < 0 {
 		bad("submit.buffer: must not be negative")
+	}
+	if n := c.Submit.MaxScriptSize; n < 1 || n > MaxMaxScriptSize {
+		bad("submit.max_script_size: %d is not between 1 and %d bytes", n, MaxMaxScriptSize)
+	}
+	if n := c.Submit.MaxEnvSize; n < 1 || n > MaxMaxEnvSize {
+		bad("submit.max_env_size: %d is not between 1 and %d bytes", n, MaxMaxEnvSize)
+	}
+	if n := c.Submit.MaxEnvVars; n < 1 {
+		bad("submit.max_env_vars: %d must be at least 1", n)
 	}
 	seenQOS := map[string]bool{}
 	for i, q := range c.QOS {
@@ -310,11 +349,23 @@ func (c Config) validateSharing(cl *Cluster, bad func(string, ...any)) {
 			*d.out = int64(d.in.Round(time.Second) / time.Second)
 		}
 	}
+	for _, name := range sh.QOSOrder {
+		var entry *QOSConfig
+		for i := range c.QOS {
+			if c.QOS[i].Name == name {
+				entry = &c.QOS[i]
+			}
+		}
+		sh.QOSAccess[name] = classAccess(name, entry)
+	}
 	if sh.DefaultQOS == "" {
 		sh.DefaultQOS = api.QOSBatch
 	}
 	if _, ok := sh.QOS[sh.DefaultQOS]; !ok {
 		bad("default_qos: %q is not a qos (known: %s)", sh.DefaultQOS, strings.Join(sh.QOSOrder, ", "))
+	} else if a := sh.QOSAccess[sh.DefaultQOS]; !a.All {
+		// Every job without --qos lands in it.
+		bad("default_qos: class %s is open to %s only; the default class must be open to everyone", sh.DefaultQOS, a.Grants())
 	}
 
 	byName := map[string]*QueueConfig{}

@@ -172,4 +172,11 @@ func TestSampleSharingExample(t *testing.T) {
 	if diff := cmp.Diff(defaultQOS(), sh.QOS); diff != "" {
 		t.Fatalf("the documented classes differ from the defaults (-want +got):\n%s", diff)
 	}
+	if a := sh.QOSAccess[api.QOSInference]; a.All || !a.Allows("carol", []string{"serving"}, "") ||
+		!a.Allows("dave", nil, "research") || a.Allows("erin", []string{"ml"}, "vision") {
+		t.Fatalf("inference access: %+v", a)
+	}
+	if a := sh.QOSAccess[api.QOSBatch]; !a.All {
+		t.Fatalf("batch access: %+v", a)
+	}
 }

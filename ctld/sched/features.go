@@ -70,8 +70,8 @@ func ParseConstraint(s string) (*Constraint, error) {
 		}
 	}
 	for _, alt := range alts {
-		d := dnf(root, ps.bracket, alt)
-		if len(d) > maxConstraintTerms {
+		d, ok := dnf(root, ps.bracket, alt)
+		if !ok {
 			return nil, fmt.Errorf("%w %q: more than %d alternatives after expanding parentheses", ErrConstraint, s, maxConstraintTerms)
 		}
 		c.alts = append(c.alts, d)
@@ -278,29 +278,36 @@ func (ps *cparser) count(n *cnode) (*cnode, error) {
 }
 
 // dnf expands n into OR-of-AND terms, with the bracket node b replaced by
-// its alternative alt.
-func dnf(n, b, alt *cnode) [][]string {
+// its alternative alt. ok is false when the expansion would pass
+// maxConstraintTerms: the size of a product is checked before it is
+// built, as each level of "(a|…|p)&(…)" multiplies it, and a few
+// hundred bytes of constraint would otherwise ask for gigabytes.
+func dnf(n, b, alt *cnode) (terms [][]string, ok bool) {
 	switch n.op {
 	case 'f':
-		return [][]string{{n.name}}
+		return [][]string{{n.name}}, true
 	case '[':
 		if n == b {
 			return dnf(alt, nil, nil)
 		}
-		return nil
+		return nil, true
 	case '|':
 		var out [][]string
 		for _, k := range n.kids {
-			out = append(out, dnf(k, b, alt)...)
-			if len(out) > maxConstraintTerms {
-				return out
+			kt, ok := dnf(k, b, alt)
+			if !ok || len(out)+len(kt) > maxConstraintTerms {
+				return nil, false
 			}
+			out = append(out, kt...)
 		}
-		return dedupTerms(out)
+		return dedupTerms(out), true
 	}
 	out := [][]string{{}}
 	for _, k := range n.kids {
-		kt := dnf(k, b, alt)
+		kt, ok := dnf(k, b, alt)
+		if !ok || len(out)*len(kt) > maxConstraintTerms {
+			return nil, false
+		}
 		next := make([][]string, 0, len(out)*len(kt))
 		for _, a := range out {
 			for _, t := range kt {
@@ -309,11 +316,9 @@ func dnf(n, b, alt *cnode) [][]string {
 				next = append(next, slices.Compact(term))
 			}
 		}
-		if out = next; len(out) > maxConstraintTerms {
-			return out
-		}
+		out = next
 	}
-	return dedupTerms(out)
+	return dedupTerms(out), true
 }
 
 // dedupTerms drops repeated terms, keeping the first of each.

@@ -51,8 +51,9 @@ type NodeState struct {
 	Reserved bool
 
 	// excluded, required and prev hold the stamp of the last request
-	// that excluded, required or previously ran on the node.
-	excluded, required, prev uint32
+	// that excluded, required or previously ran on the node; avoid, of
+	// the last whose launch failed on it (Job.LaunchFailNodes).
+	excluded, required, prev, avoid uint32
 	// island maps GPU index to NVLink island (see islandIDs).
 	island []int
 }

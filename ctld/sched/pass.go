@@ -262,8 +262,8 @@ func (p *pass) emptyView(i int) *NodeState {
 	return &p.view
 }
 
-// betterFit orders nodes for best fit: for slice jobs, most shared GPUs
-// with room for a slice first; then fewest free GPUs (so whole
+// betterFit orders nodes for best fit: nodes the job's launch failed on
+// last; for slice jobs, most shared GPUs with room for a slice first; then fewest free GPUs (so whole
 // free nodes stay free for big jobs), then fewest free CPUs, then (with
 // a switch tree) nodes on leaves already partly used, so whole leaves
 // stay free, then (a requeued job) its previous nodes, then name. The
@@ -277,6 +277,16 @@ func (p *pass) betterFit(a, b int) int {
 	sign := 1
 	if p.spread() {
 		sign = -1
+	}
+	if r := &p.req; r.HasAvoid {
+		// A node the job's launch failed on comes last, whatever fits
+		// best.
+		if aa, ab := na.avoid == r.stamp, nb.avoid == r.stamp; aa != ab {
+			if aa {
+				return 1
+			}
+			return -1
+		}
 	}
 	if r := &p.req; r.Sliced && p.cfg.SliceFit == SliceFirstFit {
 		return cmp.Compare(p.rank[a], p.rank[b])

@@ -80,6 +80,11 @@ type Request struct {
 	// HasPrev is set when the job ran before (requeued) on nodes of the
 	// snapshot: among equally good nodes it gets those (Job.PrevNodes).
 	HasPrev bool
+	// HasAvoid is set when the job's launch failed on nodes of the
+	// snapshot (Job.LaunchFailNodes): those come after every other node
+	// that fits, so a node that cannot launch it is not the first choice
+	// again.
+	HasAvoid bool
 
 	// stamp marks the nodes this request excludes or requires in
 	// NodeState (>= 1, unique per job in a pass), so membership checks

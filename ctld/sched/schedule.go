@@ -394,6 +394,12 @@ func (p *pass) place(r *Request) (Start, bool) {
 			r.HasPrev = true
 		}
 	}
+	for _, name := range r.Job.LaunchFailNodes {
+		if i, ok := p.byName[name]; ok {
+			p.nodes[i].avoid = r.stamp
+			r.HasAvoid = true
+		}
+	}
 	if !p.findFeatures(r) {
 		return Start{}, false
 	}
@@ -460,7 +466,7 @@ func (p *pass) choose(r *Request) bool {
 				used = i
 			}
 		}
-		if used >= 0 && p.protects(best) {
+		if used >= 0 && p.protects(best) && (p.nodes[used].avoid != r.stamp || p.nodes[best].avoid == r.stamp) {
 			best = used // spare the leaf's last free node
 		}
 		p.picked = append(p.picked, best)

@@ -86,6 +86,12 @@ type Status struct {
 	Error     string         `json:"error,omitempty"`
 	// OOM: the kernel's OOM killer ended a process of the job.
 	OOM bool `json:"oom,omitempty"`
+	// LaunchFailed: tided could not launch the job on this node (its job
+	// directory, its supervisor, a launch past launch_timeout), so that
+	// nothing of the job ran and another node may well succeed; Error
+	// says why. A job whose own files or request failed it before its
+	// script ran has Error alone.
+	LaunchFailed bool `json:"launch_failed,omitempty"`
 }
 
 // Markers are the persisted flags of a job.
@@ -194,16 +200,8 @@ func ReadIdentity(path string) (ProcIdentity, error) {
 // still counts as set: the marker's existence is what matters.
 func ReadMarkers(dir string) Markers {
 	var m Markers
-	read := func(name string) *KillMarker {
-		var k KillMarker
-		err := ReadJSON(filepath.Join(dir, name), &k)
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil
-		}
-		return &k
-	}
-	m.Killed = read(MarkKilled)
-	m.TimedOut = read(MarkTimedOut)
+	m.Killed = ReadKillMarker(dir, MarkKilled)
+	m.TimedOut = ReadKillMarker(dir, MarkTimedOut)
 	m.Signalled = Exists(filepath.Join(dir, MarkSignalled))
 	m.Forgotten = Exists(filepath.Join(dir, MarkForgotten))
 	if Exists(filepath.Join(dir, MarkFrozen)) {
@@ -212,6 +210,18 @@ func ReadMarkers(dir string) Markers {
 		m.Frozen = &f
 	}
 	return m
+}
+
+// ReadKillMarker reads one kill marker (MarkKilled or MarkTimedOut) of
+// a job directory: nil when there is none; unreadable content still
+// counts as set.
+func ReadKillMarker(dir, name string) *KillMarker {
+	var k KillMarker
+	err := ReadJSON(filepath.Join(dir, name), &k)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	return &k
 }
 
 func Exists(path string) bool {

@@ -58,6 +58,8 @@ func statusFields(d *jsonfast.Decoder, out *Status) bool {
 			return d.String(&out.Error)
 		case "oom":
 			return d.Bool(&out.OOM)
+		case "launch_failed":
+			return d.Bool(&out.LaunchFailed)
 		}
 		return false
 	})

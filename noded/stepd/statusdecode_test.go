@@ -23,6 +23,7 @@ func statusInputs(t testing.TB) []string {
 		{Exit: api.ExitStatus{Signal: 9}, EndTime: time.Unix(1700000005, 1).In(zone), OOM: true},
 		{Exit: api.ExitStatus{Code: 1}, EndTime: time.Now(), Error: "execve /x: \"quoted\" <html> & \u2028 \xff"},
 		{Exit: api.ExitStatus{Code: -1, Signal: 1 << 40}},
+		{Exit: api.ExitStatus{Code: 1}, EndTime: time.Unix(1700000006, 0).UTC(), Error: "launch timed out after 1m0s", LaunchFailed: true},
 	} {
 		b, err := json.Marshal(&st)
 		if err != nil {
@@ -34,7 +35,7 @@ func statusInputs(t testing.TB) []string {
 		``, `null`, `{}`, `[]`, `{"exit":null}`, `{"exit":{"code":1.5}}`, `{"exit":{"code":"1"}}`,
 		`{"Exit":{"Code":2}}`, `{"exit":{"code":2},"exit":{"signal":3}}`, `{"end_time":"not a time"}`,
 		`{"end_time":"2026-01-02T03:04:05Z","end_time":"2026-01-02T03:04:06Z"}`,
-		`{"error":"a\u00e9b\\n"}`, `{"oom":1}`, `{"unknown":true}`, `{"exit":{"code":1}} x`,
+		`{"error":"a\u00e9b\\n"}`, `{"oom":1}`, `{"launch_failed":"yes"}`, `{"unknown":true}`, `{"exit":{"code":1}} x`,
 		`{"exit":{"code":99999999999999999999}}`, `{"start_time":null}`, `{"error":"\ud800"}`,
 		` { "exit" : { "code" : 4 } , "oom" : true } `, `{"exit":{"code":1},}`, `{"exit"`,
 	)
@@ -43,9 +44,9 @@ func statusInputs(t testing.TB) []string {
 func TestDecodeStatusMatchesEncodingJSON(t *testing.T) {
 	for i, in := range statusInputs(t) {
 		checkDecodeStatus(t, []byte(in))
-		// What encoding/json writes (the first ten) is read by hand,
+		// What encoding/json writes (the first twelve) is read by hand,
 		// not by the fallback.
-		if st := new(Status); i < 10 && !statusByHand([]byte(in), st) {
+		if st := new(Status); i < 12 && !statusByHand([]byte(in), st) {
 			t.Errorf("%q went to encoding/json", in)
 		}
 	}

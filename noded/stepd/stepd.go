@@ -66,6 +66,18 @@ func supervise(dir string, plan *Plan, shared bool, log *slog.Logger) Status {
 	fail := func(start time.Time, msg string) Status {
 		return Status{Exit: api.ExitStatus{Code: 1}, StartTime: start, EndTime: time.Now(), Error: msg}
 	}
+	// A kill that came before the start (a cancel during the launch, or
+	// tided giving up on a launch past its launch_timeout) ends the job
+	// before anything of it runs. One that comes later is honoured by
+	// waitJob, which looks again once the job's pid is recorded.
+	if k := ReadKillMarker(dir, MarkKilled); k != nil {
+		sig := syscall.SIGTERM
+		if k.Signal > 0 {
+			sig = syscall.Signal(k.Signal)
+		}
+		log.Info("job killed before it started")
+		return Status{Exit: api.ExitStatus{Signal: int(sig)}, EndTime: time.Now()}
+	}
 	cg, err := setupCgroup(plan, log)
 	if err != nil {
 		return fail(time.Time{}, err.Error())

@@ -2,6 +2,7 @@ package opts
 
 import (
 	"errors"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -144,6 +145,11 @@ func parseNow(rest string, now time.Time) (time.Time, error) {
 		if mult == 0 {
 			return time.Time{}, errBadTime
 		}
+	}
+	// n*mult cannot overflow (n has at most 9 digits); in nanoseconds
+	// it can, and a wrapped offset would put "now+N weeks" in the past.
+	if n*mult > int64(math.MaxInt64/time.Second) {
+		return time.Time{}, errBadTime
 	}
 	return now.Add(time.Duration(sign*n*mult) * time.Second), nil
 }

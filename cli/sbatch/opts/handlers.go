@@ -351,6 +351,24 @@ func setNoKill(st *state, v string, has bool) error {
 	return nil
 }
 
+// setUID and setGID keep --uid and --gid (a name or a number) for the
+// controller, which resolves them.
+func setUID(st *state, v string, _ bool) error {
+	if strings.TrimSpace(v) == "" {
+		return errorf("Invalid user id: %q", v)
+	}
+	st.req.User = strings.TrimSpace(v)
+	return nil
+}
+
+func setGID(st *state, v string, _ bool) error {
+	if strings.TrimSpace(v) == "" {
+		return errorf("Invalid group id: %q", v)
+	}
+	st.req.Group = strings.TrimSpace(v)
+	return nil
+}
+
 // Validators of ignored options.
 
 func checkTime(o *option, v string, _ bool) error {

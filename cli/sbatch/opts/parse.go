@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tide-hpc/tide/ctld/api"
+	"github.com/tide-hpc/tide/internal/termsafe"
 )
 
 // Input is everything Parse reads, so that parsing touches no global
@@ -44,6 +45,10 @@ type Request struct {
 	// ScriptArgs are the words after it, meant for the script.
 	ScriptPath string
 	ScriptArgs []string
+	// User and Group are --uid and --gid: the controller runs the job
+	// as them when root or an operator submits it (and refuses them to
+	// everybody else).
+	User, Group string
 	// Client-side flags.
 	Parsable, TestOnly, Wait, Quiet bool
 	Verbose                         int
@@ -78,10 +83,12 @@ func (e *Error) Unwrap() error {
 // Write prints the error for program prog ("sbatch").
 func (e *Error) Write(w io.Writer, prog string) {
 	for _, l := range e.Lines {
+		// Lines may quote a script's #SBATCH lines, which need not be
+		// the submitter's own: escaped, as every command prints.
 		if e.Usage {
-			fmt.Fprintf(w, "%s: %s\n", prog, l)
+			fmt.Fprintf(w, "%s: %s\n", prog, termsafe.Escape(l))
 		} else {
-			fmt.Fprintf(w, "%s: error: %s\n", prog, l)
+			fmt.Fprintf(w, "%s: error: %s\n", prog, termsafe.Escape(l))
 		}
 	}
 	if e.Usage {
@@ -298,9 +305,14 @@ func (st *state) loadScript(operands []string) (body, name string, err error) {
 		st.spec.Name = filepath.Base(path)
 		return string(data), path, nil
 	case in.Stdin != nil:
-		data, err := io.ReadAll(in.Stdin)
+		// Bounded: `sbatch < /dev/zero` must end with an error, not
+		// exhaust memory.
+		data, err := io.ReadAll(io.LimitReader(in.Stdin, api.MaxMaxScriptSize+1))
 		if err != nil {
 			return "", "", fail(fmt.Sprintf("Unable to read batch script from standard input: %v", err))
+		}
+		if len(data) > api.MaxMaxScriptSize {
+			return "", "", fail(fmt.Sprintf("Batch script from standard input is larger than %d bytes, the most any controller takes", api.MaxMaxScriptSize))
 		}
 		st.spec.Name = "sbatch"
 		return string(data), "(stdin)", nil

@@ -112,7 +112,12 @@ func parseSize(v string) (int64, bool) {
 	if err != nil || n > math.MaxInt64/mult {
 		return 0, false
 	}
-	return (n*mult + div - 1) / div, true
+	// Rounded up without n+div-1, which overflows near MaxInt64.
+	n *= mult
+	if n%div != 0 {
+		return n/div + 1, true
+	}
+	return n / div, true
 }
 
 // gpuReq is one GPU request: an optional model and a count.
@@ -138,13 +143,18 @@ func parseGPUCount(opt, v string) (gpuReq, error) {
 	var r gpuReq
 	switch len(parts) {
 	case 1:
-		if isDigits(parts[0]) {
+		switch {
+		case isDigits(parts[0]):
 			n, err := strconv.Atoi(parts[0])
 			if err != nil || n > math.MaxInt32 {
 				return gpuReq{}, bad
 			}
 			r.Count = n
-		} else {
+		case strings.EqualFold(parts[0], "gpu"):
+			// "gpu" alone is one GPU of any model, as --gres=gpu is
+			// (and as "gpu:1" is), not one of a model named "gpu".
+			r.Count = 1
+		default:
 			r.Type, r.Count = parts[0], 1
 		}
 	case 2:
@@ -219,6 +229,9 @@ func parseGres(v string) (gresReq, error) {
 			} else {
 				out.MPS += n
 			}
+			if out.Shards > math.MaxInt32 {
+				return gresReq{}, bad
+			}
 			continue
 		default:
 			return gresReq{}, bad
@@ -253,6 +266,9 @@ func parseGres(v string) (gresReq, error) {
 				return gresReq{}, errorf("Invalid generic resource (gres) specification: %s: Tide supports one GPU type per job", v)
 			}
 			one.Count += out.GPU.Count
+			if one.Count > math.MaxInt32 {
+				return gresReq{}, bad
+			}
 		}
 		out.GPU, out.HasGPU = one, true
 	}
