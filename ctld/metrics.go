@@ -74,6 +74,13 @@ func newMetrics(s *Server) *metrics {
 	m.reg.MustRegister(m.submissions, m.ends, m.cycle, m.startDelay, m.reclaims, m.preemptions, m.throttled,
 		m.syncs, m.commits, m.connRefused, m.connEvicted, &m.conns, &stateCollector{s: s})
 	m.cache = newCachedGatherer(m.reg, time.Second, time.Now)
+	// How often scrapes made the controller gather (its state collector
+	// takes the controller's lock): at most once a second, however many
+	// scrapers there are.
+	m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "tide_metrics_gathered_total",
+		Help: "Gatherings of these metrics from the controller's state; scrapes within a second of one share it."},
+		func() float64 { return float64(m.cache.gatherings.Load()) }))
 	return m
 }
 

@@ -2,6 +2,7 @@ package ctld
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -24,8 +25,10 @@ type cachedGatherer struct {
 	valid bool
 	mfs   []*dto.MetricFamily
 	err   error
-	// gathered counts the gatherings from g (for tests).
-	gathered int
+	// gathered counts the gatherings from g (for tests); gatherings
+	// too, readable while a gathering runs (the metric of itself).
+	gathered   int
+	gatherings atomic.Int64
 }
 
 var _ prometheus.Gatherer = (*cachedGatherer)(nil)
@@ -43,6 +46,7 @@ func (c *cachedGatherer) Gather() ([]*dto.MetricFamily, error) {
 	if c.valid && now.Sub(c.at) < c.period && !now.Before(c.at) {
 		return c.mfs, c.err
 	}
+	c.gatherings.Add(1)
 	c.mfs, c.err = c.g.Gather()
 	c.at, c.valid = now, true
 	c.gathered++

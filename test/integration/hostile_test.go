@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -301,5 +304,46 @@ func TestSubmitAcrossControllerRestart(t *testing.T) {
 	}
 	if len(jl.Jobs) != clients*each {
 		t.Fatalf("%d jobs for %d submissions", len(jl.Jobs), clients*each)
+	}
+}
+
+// TestProbeMetricsScrapers: scrapers hammering /metrics (over TCP, as
+// Prometheus does) make the controller gather its state at most about
+// once a second, so they cannot slow submissions down by taking its lock
+// for every scrape.
+func TestProbeMetricsScrapers(t *testing.T) {
+	c := newCluster(t, 1)
+	before := c.metric("tide_metrics_gathered_total")
+	url := fmt.Sprintf("http://127.0.0.1:%d/metrics", c.port)
+	stop := time.Now().Add(3 * time.Second)
+	var scrapes atomic.Int64
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			hc := &http.Client{Timeout: 5 * time.Second}
+			defer hc.CloseIdleConnections()
+			for time.Now().Before(stop) {
+				resp, err := hc.Get(url)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				scrapes.Add(1)
+			}
+		}()
+	}
+	// Submissions go on meanwhile.
+	for range 5 {
+		c.submit("#!/bin/sh\ntrue\n", "-H")
+	}
+	wg.Wait()
+	gathered := c.metric("tide_metrics_gathered_total") - before
+	t.Logf("%d scrapes, %.0f gatherings", scrapes.Load(), gathered)
+	if scrapes.Load() < 20 || gathered > 6 {
+		t.Fatalf("%d scrapes made %.0f gatherings, want at most about one a second", scrapes.Load(), gathered)
 	}
 }
