@@ -415,6 +415,7 @@ func TestBodyLimitOfEndpointsWithoutOne(t *testing.T) {
 func TestConcurrentScrapesCollectOnce(t *testing.T) {
 	h := newHarness(t)
 	h.s.metrics.cache.now = h.clock.now
+	h.s.metrics.scrapes.now = h.clock.now
 	handler := h.s.localHandler()
 	scrape := func() string {
 		w := httptest.NewRecorder()

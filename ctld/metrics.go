@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/tide-hpc/tide/ctld/api"
 	"github.com/tide-hpc/tide/gres"
@@ -33,7 +32,8 @@ type metrics struct {
 	connEvicted *prometheus.CounterVec
 	conns       connGauge
 	// cache serves every scrape (metricscache.go).
-	cache *cachedGatherer
+	cache   *cachedGatherer
+	scrapes *scrapeCache
 }
 
 func newMetrics(s *Server) *metrics {
@@ -74,6 +74,7 @@ func newMetrics(s *Server) *metrics {
 	m.reg.MustRegister(m.submissions, m.ends, m.cycle, m.startDelay, m.reclaims, m.preemptions, m.throttled,
 		m.syncs, m.commits, m.connRefused, m.connEvicted, &m.conns, &stateCollector{s: s})
 	m.cache = newCachedGatherer(m.reg, time.Second, time.Now)
+	m.scrapes = newScrapeCache(m.cache, time.Second, time.Now)
 	// How often scrapes made the controller gather (its state collector
 	// takes the controller's lock): at most once a second, however many
 	// scrapers there are.
@@ -108,9 +109,7 @@ func (m *metrics) committed()              { m.commits.Inc() }
 // handler serves the metrics from the cache: however many scrapers
 // come, the state collector (which takes the server lock) runs at most
 // once a second.
-func (m *metrics) handler() http.Handler {
-	return promhttp.HandlerFor(m.cache, promhttp.HandlerOpts{})
-}
+func (m *metrics) handler() http.Handler { return m.scrapes }
 
 var descConns = prometheus.NewDesc("tide_connections",
 	"Open connections, by listener and whether they showed the cluster key (on the socket every connection counts as authenticated).",

@@ -63,13 +63,16 @@ type retrier struct {
 	waited time.Duration
 	delay  time.Duration
 	tries  int
+	// off stops retrying: the submission has no token (see
+	// submitRetrying), so a repeat could be a second job.
+	off bool
 }
 
 func (c *Client) newRetrier() *retrier { return &retrier{c: c, delay: retryMin} }
 
 // next reports whether err calls for another try, and after how long.
 func (r *retrier) next(err error) (time.Duration, bool) {
-	if err == nil || !errors.Is(err, api.ErrUnavailable) || r.c.retryWindow <= 0 {
+	if err == nil || !errors.Is(err, api.ErrUnavailable) || r.c.retryWindow <= 0 || r.off {
 		return 0, false
 	}
 	// Jitter spreads the tries of many clients that lost the controller

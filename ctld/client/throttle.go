@@ -111,6 +111,12 @@ func (c *Client) submitRetrying(ctx context.Context, req api.SubmitRequest) (api
 			}
 			continue
 		}
+		if req.Token != "" && errors.Is(err, api.ErrInvalidArgument) && strings.Contains(err.Error(), `unknown field "token"`) {
+			// A controller older than submission tokens: submit without
+			// one (and without retries a lost answer could duplicate).
+			req.Token, retry.off = "", true
+			continue
+		}
 		var te *ThrottledError
 		if !errors.As(err, &te) {
 			return r, retry.final(err)
