@@ -208,3 +208,40 @@ func TestLaunchFailuresCountInARow(t *testing.T) {
 		t.Errorf("after a run: failures=%d nodes=%v, want none", j.LaunchFailures, j.LaunchFailNodes)
 	}
 }
+
+// TestLaunchingIsNotLaunched: a job the node reports launching (its job
+// directory not complete) is not taken for launched: the launch is not
+// repeated meanwhile, a node that forgets it (tided killed mid-launch)
+// gets it again instead of the job ending NODE_FAIL, and a cancel reaches
+// it as a kill.
+func TestLaunchingIsNotLaunched(t *testing.T) {
+	h := newHarness(t)
+	h.register("gpu01")
+	id := h.submit(api.JobSpec{Nodes: 1, Exclude: []string{"gpu02"}})
+	h.s.schedulePass()
+	host := h.job(id).BatchHost()
+	if resp := h.sync(host); len(resp.Launch) != 1 {
+		t.Fatalf("no launch: %+v", resp)
+	}
+	launching := api.NodeJobReport{JobID: id, State: api.NodeJobLaunching}
+	if resp := h.sync(host, launching); len(resp.Launch) != 0 {
+		t.Fatalf("launch repeated while launching: %+v", resp)
+	}
+	if j := h.job(id); j.Launched || j.State != api.StateRunning {
+		t.Fatalf("launching job: launched %v, %s", j.Launched, j.State)
+	}
+	// tided restarts and no longer knows it: launched again.
+	if resp := h.register(host); len(resp.Launch) != 1 || h.job(id).State != api.StateRunning {
+		t.Fatalf("after a restart mid-launch: %+v, job %s", resp, h.job(id).State)
+	}
+	h.sync(host, launching)
+	h.s.cancel(h.alice, api.CancelRequest{Filter: api.JobFilter{IDs: []uint64{id}}})
+	resp := h.sync(host, launching)
+	if len(resp.Signals) != 1 || !resp.Signals[0].Kill {
+		t.Fatalf("no kill for the launching job: %+v", resp)
+	}
+	h.sync(host, api.NodeJobReport{JobID: id, State: api.NodeJobFinished, Killed: true, Exit: api.ExitStatus{Signal: 15}})
+	if j := h.job(id); j.State != api.StateCancelled {
+		t.Fatalf("job %s after its kill", j.State)
+	}
+}

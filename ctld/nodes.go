@@ -38,6 +38,9 @@ type nodeRec struct {
 	matrix *topology.Matrix
 	// batch holds the active jobs whose batch script runs here.
 	batch map[uint64]*api.Job
+	// launching holds the jobs the node reported launching in its last
+	// report (api.NodeJobLaunching).
+	launching map[uint64]bool
 	// killSent remembers when a kill went out, to resend it only if the
 	// job outlives the kill wait.
 	killSent map[uint64]time.Time

@@ -18,6 +18,7 @@ func emptyResponse(r api.NodeSyncResponse) bool {
 func (s *Server) reconcile(n *nodeRec, reports []api.NodeJobReport) api.NodeSyncResponse {
 	var resp api.NodeSyncResponse
 	reported := make(map[uint64]bool, len(reports))
+	clear(n.launching)
 	for _, rep := range reports {
 		ref := api.JobRef{JobID: rep.JobID, Restart: rep.Restart}
 		j := s.jobs[rep.JobID]
@@ -36,6 +37,17 @@ func (s *Server) reconcile(n *nodeRec, reports []api.NodeJobReport) api.NodeSync
 			continue
 		}
 		reported[j.ID] = true
+		if rep.State == api.NodeJobLaunching {
+			// Not launched yet (the node has not committed it): a node
+			// that forgets it now lost nothing, and gets the launch
+			// again. Meanwhile the launch is not repeated, and a kill
+			// may already go to it.
+			if n.launching == nil {
+				n.launching = map[uint64]bool{}
+			}
+			n.launching[j.ID] = true
+			continue
+		}
 		if rep.CheckpointAck && j.Preempting != nil && !j.Preempting.Acked {
 			// The node repeats the acknowledgement while the file is
 			// there; only a victim in its grace time acts on it (tide
@@ -80,7 +92,7 @@ func (s *Server) commands(n *nodeRec, resp *api.NodeSyncResponse) {
 			continue // issue 7: allocation-only jobs run nothing on the node
 		}
 		switch {
-		case j.State == api.StateRunning && !j.Launched:
+		case j.State == api.StateRunning && !j.Launched && !n.launching[j.ID]:
 			spec, err := s.launchSpec(j)
 			if err != nil {
 				s.log.Error("cannot build launch", "job_id", j.ID, "err", err)
@@ -88,7 +100,7 @@ func (s *Server) commands(n *nodeRec, resp *api.NodeSyncResponse) {
 				continue
 			}
 			resp.Launch = append(resp.Launch, spec)
-		case j.State == api.StateCompleting && j.Launched:
+		case j.State == api.StateCompleting && (j.Launched || n.launching[j.ID]):
 			if t, ok := n.killSent[j.ID]; ok && now.Sub(t) < s.cl.Timeouts.KillWait+10*time.Second {
 				continue
 			}

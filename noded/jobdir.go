@@ -1,6 +1,7 @@
 package noded
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -136,6 +137,12 @@ func scanJobDirs(jobsDir string) ([]scannedJob, error) {
 		return out[i].Ref.Restart < out[j].Ref.Restart
 	})
 	return out, nil
+}
+
+// validJSONFile reports whether path holds a complete JSON document.
+func validJSONFile(path string) bool {
+	b, err := os.ReadFile(path)
+	return err == nil && json.Valid(b)
 }
 
 // lostStatus is the status written for a job whose supervisor vanished:

@@ -86,6 +86,10 @@ type jobFixture struct {
 	status *jobStatus
 	stepd  *procIdentity
 	marks  []string
+	// uncommitted leaves exec.json out (a launch interrupted before
+	// its directory was complete); pid writes the script's pid file.
+	uncommitted bool
+	pid         *procIdentity
 }
 
 func writeFixture(t *testing.T, jobsDir string, f jobFixture) string {
@@ -97,6 +101,16 @@ func writeFixture(t *testing.T, jobsDir string, f jobFixture) string {
 	if f.spec {
 		spec := api.LaunchSpec{JobRef: f.ref, Name: "fx", StartTime: time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC), TimeLimit: api.Infinite}
 		if err := writeJSONAtomic(filepath.Join(dir, fileLaunch), &spec, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if !f.uncommitted {
+			if err := writeJSONAtomic(filepath.Join(dir, fileExec), &execPlan{JobID: f.ref.JobID}, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if f.pid != nil {
+		if err := writeJSONAtomic(filepath.Join(dir, filePID), f.pid, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -193,9 +207,13 @@ func TestRecover(t *testing.T) {
 	writeFixture(t, jobsDir, jobFixture{ref: api.JobRef{JobID: 10}, spec: true,
 		status: &jobStatus{Exit: api.ExitStatus{Signal: 15}, EndTime: end}, marks: []string{markTimedOut}})
 	writeFixture(t, jobsDir, jobFixture{ref: api.JobRef{JobID: 11}, spec: true, stepd: &self})
-	lostDir := writeFixture(t, jobsDir, jobFixture{ref: api.JobRef{JobID: 12}, spec: true, stepd: &dead})
+	lostDir := writeFixture(t, jobsDir, jobFixture{ref: api.JobRef{JobID: 12}, spec: true, stepd: &dead, pid: &dead})
 	goneDir := writeFixture(t, jobsDir, jobFixture{ref: api.JobRef{JobID: 13}, spec: true,
 		status: &jobStatus{EndTime: end}, marks: []string{markForgotten}})
+	// Committed, but the script never started (no pid file): a failed
+	// launch. Not committed: dropped, the controller repeats the launch.
+	writeFixture(t, jobsDir, jobFixture{ref: api.JobRef{JobID: 14}, spec: true, stepd: &dead})
+	halfDir := writeFixture(t, jobsDir, jobFixture{ref: api.JobRef{JobID: 15}, spec: true, uncommitted: true})
 
 	d, err := Setup(context.Background(), cfg, Options{Logger: testLogger(), API: nopAPI{}, Executable: testExe})
 	if err != nil {
@@ -203,7 +221,7 @@ func TestRecover(t *testing.T) {
 	}
 	got := d.Jobs()
 	for i := range got {
-		if got[i].JobID == 12 {
+		if got[i].JobID == 12 || got[i].JobID == 14 {
 			if got[i].EndTime.IsZero() {
 				t.Error("lost job has no end time")
 			}
@@ -214,6 +232,8 @@ func TestRecover(t *testing.T) {
 		{JobID: 10, State: api.NodeJobFinished, StartTime: start, EndTime: end, Exit: api.ExitStatus{Signal: 15}, TimedOut: true},
 		{JobID: 11, State: api.NodeJobRunning, StartTime: start},
 		{JobID: 12, State: api.NodeJobFinished, StartTime: start, Exit: api.ExitStatus{Signal: 9}, Error: lostError},
+		{JobID: 14, State: api.NodeJobFinished, StartTime: start, Exit: api.ExitStatus{Signal: 9}, LaunchFailed: true,
+			Error: "launch interrupted: tided stopped before the job's script started"},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("reports (-want +got):\n%s", diff)
@@ -221,6 +241,9 @@ func TestRecover(t *testing.T) {
 	var st jobStatus
 	if err := readJSON(filepath.Join(lostDir, fileStatus), &st); err != nil || st.Error != lostError {
 		t.Errorf("lost job status on disk = %+v, %v; want %q persisted", st, err, lostError)
+	}
+	if _, err := os.Stat(halfDir); !os.IsNotExist(err) {
+		t.Errorf("the directory of an uncommitted launch is still there (%v)", err)
 	}
 	if _, err := os.Stat(goneDir); !os.IsNotExist(err) {
 		t.Errorf("finished forgotten job directory still exists (%v)", err)

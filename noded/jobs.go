@@ -479,6 +479,13 @@ func (d *Daemon) reportsLocked() []api.NodeJobReport {
 			spec = &j.spec
 		}
 		r := report(j.ref, spec, j.status, j.marks)
+		if j.status == nil && j.killBeforeCommitLocked() {
+			// Its job directory is not complete: nothing of it can run
+			// yet, and a tided killed now leaves nothing the next one
+			// would know. The controller does not take it for launched
+			// (and launches it again if the node forgets it).
+			r.State = api.NodeJobLaunching
+		}
 		r.CheckpointAck = r.State == api.NodeJobRunning && checkpointAcked(j)
 		out = append(out, r)
 	}
@@ -503,6 +510,17 @@ func (d *Daemon) recover() error {
 	}
 	var waits []reattached
 	for _, sj := range found {
+		if sj.Status == nil && !validJSONFile(filepath.Join(sj.Dir, fileExec)) {
+			// The launch never committed (exec.json is its last file):
+			// nothing of the job ran and it was never reported. Dropped;
+			// the controller repeats the launch.
+			d.log.Warn("launch interrupted before its job directory was complete: dropped, the controller repeats it",
+				"job_id", sj.Ref.JobID, "restart", sj.Ref.Restart, "problem", sj.Problem)
+			if err := removeJobDir(sj.Dir); err != nil {
+				d.log.Error("cannot remove job directory", "job_id", sj.Ref.JobID, "err", err)
+			}
+			continue
+		}
 		j := &job{ref: sj.Ref, dir: sj.Dir, marks: sj.Markers, stepd: sj.Stepd, recovered: true}
 		if sj.Spec != nil {
 			j.spec, j.hasSpec = *sj.Spec, true
@@ -547,6 +565,13 @@ func (d *Daemon) recover() error {
 			}
 			removeJobCgroup(d.cfg, sj.Ref.JobID, d.log)
 			st := lostStatus(time.Now())
+			if j.spec.ContainerImage == "" && !exists(filepath.Join(sj.Dir, filePID)) {
+				// The supervisor records the script's pid as it starts
+				// it: without one the script never ran, and the
+				// controller may launch the job again elsewhere.
+				st.LaunchFailed = true
+				st.Error = "launch interrupted: tided stopped before the job's script started"
+			}
 			if err := writeJSONAtomic(filepath.Join(sj.Dir, fileStatus), &st, 0o644); err != nil {
 				return fmt.Errorf("record lost job %d: %w", sj.Ref.JobID, err)
 			}

@@ -246,6 +246,10 @@ func (d *Daemon) launchStep(j *job, l *launchState, step string, commit bool) bo
 	}
 	hook, ctx := d.launchHook, l.ctx
 	d.mu.Unlock()
+	if commit {
+		// Reported as running from now on (it was launching).
+		d.wake()
+	}
 	if hook == nil {
 		return true
 	}

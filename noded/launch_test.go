@@ -116,10 +116,10 @@ func TestLaunchBesideSyncLoop(t *testing.T) {
 	n.launch(slow, quick)
 	gate.wait(t, gate.entered, "the slow launch to block")
 
-	// Both are reported at once: the slow one as running (it is, as far
-	// as the controller goes: it holds its resources), the quick one
+	// Both are reported at once: the slow one as launching (its
+	// directory is not complete, nothing of it runs), the quick one
 	// runs to its end meanwhile.
-	n.fake.waitReport(t, slow.JobRef, api.NodeJobRunning)
+	n.fake.waitReport(t, slow.JobRef, api.NodeJobLaunching)
 	if r := n.fake.waitReport(t, quick.JobRef, api.NodeJobFinished); r.Exit != (api.ExitStatus{}) {
 		t.Errorf("quick job: %+v", r)
 	}
@@ -274,7 +274,12 @@ func testKillDuringLaunch(t *testing.T, id uint64, step string, forget bool) {
 	spec := n.spec(t, id, "#!/bin/sh\necho ran > ran\nsleep 300\n", wd)
 	n.launch(spec)
 	gate.wait(t, gate.entered, "the launch to block")
-	n.fake.waitReport(t, spec.JobRef, api.NodeJobRunning)
+	if step == stepJobDir {
+		n.fake.waitReport(t, spec.JobRef, api.NodeJobLaunching)
+	} else {
+		// Committed: reported as running.
+		n.fake.waitReport(t, spec.JobRef, api.NodeJobRunning)
+	}
 	dir := jobDir(n, spec.JobRef)
 	if forget {
 		n.fake.queue(api.NodeSyncResponse{Forget: []api.JobRef{spec.JobRef}})

@@ -274,6 +274,12 @@ type NodeJobState string
 const (
 	NodeJobRunning  NodeJobState = "running"
 	NodeJobFinished NodeJobState = "finished"
+	// NodeJobLaunching is a job whose launch the node has begun but not
+	// committed (its job directory is not complete): nothing of it runs
+	// yet, and a node daemon that dies now leaves nothing behind, so the
+	// controller does not count it launched (it launches it again when
+	// the node no longer reports it) but may already kill it.
+	NodeJobLaunching NodeJobState = "launching"
 )
 
 // NodeJobReport is a node daemon's report of one job incarnation. Reports
