@@ -39,14 +39,25 @@ func (s *Server) snapshot() *sched.Snapshot {
 				free = append(free, g.Index)
 			}
 		}
-		snap.Nodes = append(snap.Nodes, sched.NodeInfo{
+		info := sched.NodeInfo{
 			Name: name, Usable: ok, Unusable: why,
 			CPUs: n.CPUs, FreeCPUs: n.CPUs - n.AllocCPUs, MemoryMB: n.MemoryMB, FreeMemMB: n.MemoryMB - n.AllocMemMB,
 			GPUModel: n.GPUModel(), GPUs: len(n.GPUs), FreeGPUs: free,
 			Idle: n.AllocCPUs == 0 && len(n.AllocGPUs) == 0 && n.AllocMemMB == 0, Switch: n.Switch,
 			Matrix: n.matrix, Shared: shared[name], GPUMemMB: gpuMemMB(n.GPUs),
 			Features: sched.SortedFeatures(n.Features), Releases: releases[name],
-		})
+		}
+		if !n.registered {
+			// Not heard from since the controller started: its declared
+			// size (it is unusable anyway), so that a job that fits it
+			// waits for the node (NodeDown) rather than be judged one
+			// that can never run (BadConstraints), as every pending job
+			// was after a controller restart until the nodes registered.
+			c := s.capacity(n)
+			info.CPUs, info.MemoryMB, info.GPUs, info.GPUModel, info.GPUMemMB = c.CPUs, c.MemoryMB, c.GPUs, c.GPUModel, c.GPUMemMB
+			info.Features = c.Features
+		}
+		snap.Nodes = append(snap.Nodes, info)
 	}
 	// Held jobs, unmet dependencies and throttled arrays stay out; an
 	// array's meta record becomes a few candidate tasks (arrays.go).

@@ -765,3 +765,23 @@ func TestGPUMemReclaim(t *testing.T) {
 		t.Errorf("lo1 was touched: %v", tr)
 	}
 }
+
+// TestPendingReasonBeforeNodesRegister: after a controller restart,
+// until the nodes register, pending jobs wait for them (NodeDown), not
+// for ever (BadConstraints) as if no node could ever hold them.
+func TestPendingReasonBeforeNodesRegister(t *testing.T) {
+	h := newHarness(t)
+	h.register("gpu01")
+	h.register("gpu02")
+	busy := h.submit(api.JobSpec{Nodes: 2, GPUsPerNode: 8})
+	h.s.schedulePass()
+	if h.job(busy).State != api.StateRunning {
+		t.Fatal("first job did not start")
+	}
+	id := h.submit(api.JobSpec{GPUsPerNode: 4, CPUsPerTask: 4})
+	h.restart()
+	h.s.schedulePass()
+	if j := h.job(id); j.State != api.StatePending || j.Reason != api.ReasonNodeDown {
+		t.Fatalf("job %s %s (%s), want PENDING NodeDown", j.State, j.Reason, j.ReasonDetail)
+	}
+}
