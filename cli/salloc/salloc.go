@@ -102,6 +102,9 @@ func Run(ctx context.Context, o *Options) error {
 		a.Spec.Name = "interactive"
 	}
 	c, err := srun.StepClient(o.API)
+	if err == nil {
+		err = srun.RideOut(c, prog, errOut)
+	}
 	if err != nil {
 		return failf(errOut, "%v", err)
 	}

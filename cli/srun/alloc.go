@@ -10,7 +10,6 @@ import (
 
 	"github.com/tide-hpc/tide/cli/cmdutil"
 	"github.com/tide-hpc/tide/ctld/api"
-	ctldclient "github.com/tide-hpc/tide/ctld/client"
 )
 
 // Allocation is a granted allocation-only job.
@@ -26,15 +25,6 @@ func Allocate(ctx context.Context, c StepAPI, spec api.JobSpec, prog string, err
 	spec.Allocation = true
 	spec.Script, spec.ScriptArgs, spec.Environment = "", nil, nil
 	spec.Stdout, spec.Stderr, spec.Stdin = "", "", ""
-	if rc, ok := c.(*ctldclient.Client); ok {
-		// Ride out a controller restart, as sbatch does.
-		window, err := ctldclient.ParseRetryWindow(os.Getenv(ctldclient.RetryEnv))
-		if err != nil {
-			return nil, err
-		}
-		rc.SetRetryWindow(window)
-		rc.OnRetry(ctldclient.RetryNotice(errOut, prog, window))
-	}
 	resp, err := c.Submit(ctx, api.SubmitRequest{Spec: spec})
 	if err != nil {
 		return nil, fmt.Errorf("Unable to allocate resources: %v", trimPrefix(err))

@@ -3,6 +3,8 @@ package srun
 import (
 	"context"
 	"fmt"
+	"io"
+	"os"
 
 	"github.com/tide-hpc/tide/cli/cmdutil"
 	"github.com/tide-hpc/tide/ctld/api"
@@ -32,6 +34,24 @@ func StepClient(get func() (cmdutil.API, error)) (StepAPI, error) {
 		return nil, fmt.Errorf("the controller client (%T) cannot run steps", c)
 	}
 	return s, nil
+}
+
+// RideOut makes c keep trying, as sbatch does, while the controller
+// cannot be reached (a restart): the allocation's submission, step
+// creations that surely did not reach it, step ends. TIDE_SUBMIT_RETRY
+// bounds it; prog names the command in the notice on errOut.
+func RideOut(c StepAPI, prog string, errOut io.Writer) error {
+	rc, ok := c.(*client.Client)
+	if !ok {
+		return nil
+	}
+	window, err := client.ParseRetryWindow(os.Getenv(client.RetryEnv))
+	if err != nil {
+		return err
+	}
+	rc.SetRetryWindow(window)
+	rc.OnRetry(client.RetryNotice(errOut, prog, window))
+	return nil
 }
 
 // decodeGrant reads a grant srun received (its credential is the node

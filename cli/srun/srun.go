@@ -90,6 +90,9 @@ func Run(ctx context.Context, o *Options) error {
 		cmdutil.Warnf(errOut, prog, "%s", w)
 	}
 	c, err := StepClient(o.API)
+	if err == nil {
+		err = RideOut(c, prog, errOut)
+	}
 	if err != nil {
 		return failf(errOut, "%v", err)
 	}

@@ -150,7 +150,7 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, in, 
 			}
 			return &ThrottledError{Err: err, RetryAfter: parseRetryAfter(resp.Header("Retry-After"), time.Now())}
 		}
-		return err
+		return &answerError{status: resp.status, err: err}
 	}
 	if out == nil {
 		return nil
@@ -201,6 +201,18 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, in, 
 	}
 	return nil
 }
+
+// answerError is an error the controller answered (as opposed to a
+// failure to reach it): retries look at its status (retry.go).
+type answerError struct {
+	status int
+	err    error
+}
+
+func (e *answerError) Error() string { return e.err.Error() }
+
+// Unwrap returns the class error.
+func (e *answerError) Unwrap() error { return e.err }
 
 // Submit submits a batch job (or tests it with req.TestOnly). When the
 // controller's submission buffer is full (429) it waits as the answer's

@@ -1,11 +1,13 @@
 package client
 
 import (
+	"context"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net"
 	"strconv"
 	"time"
 
@@ -88,6 +90,52 @@ func (r *retrier) next(err error) (time.Duration, bool) {
 	r.waited += wait
 	r.delay = min(r.delay*2, retryMax)
 	return wait, true
+}
+
+// retryScope says which failures a call may be repeated after.
+type retryScope int
+
+const (
+	// anyUnavailable: every ErrUnavailable (the call is idempotent).
+	anyUnavailable retryScope = iota
+	// unsentOnly: only when the request was never sent (the dial
+	// failed) or the controller answered 503 (it did nothing).
+	unsentOnly
+)
+
+// retrying runs call until it succeeds, fails for good, or the retry
+// window is spent (submissions have their own loop: submitRetrying).
+func (c *Client) retrying(ctx context.Context, scope retryScope, call func() error) error {
+	sleep := c.sleep
+	if sleep == nil {
+		sleep = sleepCtx
+	}
+	r := c.newRetrier()
+	for {
+		err := call()
+		if scope == unsentOnly && err != nil && !unsent(err) {
+			return err
+		}
+		wait, ok := r.next(err)
+		if !ok {
+			return r.final(err)
+		}
+		if err := sleep(ctx, wait); err != nil {
+			return err
+		}
+	}
+}
+
+// unsent reports whether err says the request never reached the
+// controller's handlers: the connection could not be made, or the
+// controller answered 503.
+func unsent(err error) bool {
+	var oe *net.OpError
+	if errors.As(err, &oe) && oe.Op == "dial" {
+		return true
+	}
+	var ae *answerError
+	return errors.As(err, &ae) && ae.status == 503
 }
 
 // final words the error after the last try.

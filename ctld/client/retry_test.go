@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -128,5 +129,51 @@ func TestParseRetryWindow(t *testing.T) {
 		if (err != nil) != tc.wantErr || got != tc.want {
 			t.Errorf("ParseRetryWindow(%q) = %v, %v; want %v (error %v)", tc.in, got, err, tc.want, tc.wantErr)
 		}
+	}
+}
+
+// TestStepCallsRideOut: a step's end is repeated while the controller
+// cannot be reached (the first report stands); a step's creation only
+// when it surely created nothing: never sent, or answered 503.
+func TestStepCallsRideOut(t *testing.T) {
+	unavailable := answerJSON(503, `{"error":{"code":"unavailable","message":"record end of step 7.1: disk I/O error"}}`)
+	ok := answerJSON(200, `{}`)
+	for _, tc := range []struct {
+		name    string
+		answers []string
+		call    func(c *Client) error
+		tries   int
+		wantErr bool
+	}{
+		{"end: broken, 503, done", []string{"", unavailable, ok},
+			func(c *Client) error { return c.EndStep(context.Background(), 7, 1, api.StepEnd{}) }, 3, false},
+		{"create: 503, then created", []string{unavailable, ok},
+			func(c *Client) error { _, err := c.CreateStep(context.Background(), 7, api.StepRequest{}); return err }, 2, false},
+		{"create: broken after sending is final", []string{"", ok},
+			func(c *Client) error { _, err := c.CreateStep(context.Background(), 7, api.StepRequest{}); return err }, 1, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newRawServer(t, tc.answers...)
+			c := s.client()
+			defer c.Close()
+			c.sleep = func(context.Context, time.Duration) error { return nil }
+			c.SetRetryWindow(time.Minute)
+			if err := tc.call(c); (err != nil) != tc.wantErr {
+				t.Fatalf("err = %v, want error %v", err, tc.wantErr)
+			}
+			if n := len(s.reqs); n != tc.tries {
+				t.Fatalf("%d tries, want %d", n, tc.tries)
+			}
+		})
+	}
+	// A socket that is not there (the controller restarting): tried
+	// until the window is spent.
+	c := NewUnix(filepath.Join(t.TempDir(), "gone.sock"))
+	tries := 0
+	c.sleep = func(context.Context, time.Duration) error { tries++; return nil }
+	c.SetRetryWindow(2 * time.Second)
+	_, err := c.CreateStep(context.Background(), 7, api.StepRequest{})
+	if err == nil || !strings.Contains(err.Error(), "gave up after") || tries < 2 {
+		t.Fatalf("err = %v after %d waits", err, tries)
 	}
 }

@@ -13,16 +13,25 @@ import (
 
 // CreateStep asks for a step of running job id and returns its signed
 // grant.
+//
+// While the controller cannot be reached it is asked again within the
+// retry window (SetRetryWindow), but only when the request surely did
+// not create a step: it was never sent, or the controller answered 503.
+// A connection broken after the request went out may have made one.
 func (c *Client) CreateStep(ctx context.Context, id uint64, req api.StepRequest) (api.StepResponse, error) {
 	var r api.StepResponse
-	err := c.do(ctx, methodPost, "/api/v1/jobs/"+strconv.FormatUint(id, 10)+"/steps", nil, req, &r)
+	err := c.retrying(ctx, unsentOnly, func() error {
+		return c.do(ctx, methodPost, "/api/v1/jobs/"+strconv.FormatUint(id, 10)+"/steps", nil, req, &r)
+	})
 	return r, err
 }
 
-// EndStep records how step id.step ended.
+// EndStep records how step id.step ended. The first report stands, so
+// it is repeated within the retry window while the controller cannot be
+// reached.
 func (c *Client) EndStep(ctx context.Context, id uint64, step uint32, e api.StepEnd) error {
 	path := "/api/v1/jobs/" + strconv.FormatUint(id, 10) + "/steps/" + strconv.FormatUint(uint64(step), 10) + "/end"
-	return c.do(ctx, methodPost, path, nil, e, nil)
+	return c.retrying(ctx, anyUnavailable, func() error { return c.do(ctx, methodPost, path, nil, e, nil) })
 }
 
 // Release gives an allocation-only job back; it ends COMPLETED for exit
