@@ -8,7 +8,8 @@ import (
 
 // ParseMemMB parses a Slurm memory size (--mem, --mem-per-cpu, config
 // memory): a number with an optional K, M, G or T suffix (default M),
-// returned in megabytes (rounded up).
+// returned in megabytes (rounded up), at most MaxMemMB whatever the
+// unit, so that FormatMemMB's spelling of any result parses back.
 func ParseMemMB(s string) (int64, error) {
 	t := strings.TrimSpace(s)
 	if t == "" {
@@ -34,11 +35,11 @@ func ParseMemMB(s string) (int64, error) {
 		return 0, Invalid("invalid memory size %q", s)
 	}
 	v, err := strconv.ParseFloat(num, 64)
+	mb := v * mult
 	// ParseFloat reads "nan" too, which passes every comparison.
-	if err != nil || math.IsNaN(v) || v < 0 || v > 1<<40 {
+	if err != nil || math.IsNaN(v) || v < 0 || mb > MaxMemMB {
 		return 0, Invalid("invalid memory size %q", s)
 	}
-	mb := v * mult
 	n := int64(mb)
 	if float64(n) < mb {
 		n++

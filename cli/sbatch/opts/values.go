@@ -143,18 +143,13 @@ func parseGPUCount(opt, v string) (gpuReq, error) {
 	var r gpuReq
 	switch len(parts) {
 	case 1:
-		switch {
-		case isDigits(parts[0]):
+		if isDigits(parts[0]) {
 			n, err := strconv.Atoi(parts[0])
 			if err != nil || n > math.MaxInt32 {
 				return gpuReq{}, bad
 			}
 			r.Count = n
-		case strings.EqualFold(parts[0], "gpu"):
-			// "gpu" alone is one GPU of any model, as --gres=gpu is
-			// (and as "gpu:1" is), not one of a model named "gpu".
-			r.Count = 1
-		default:
+		} else {
 			r.Type, r.Count = parts[0], 1
 		}
 	case 2:
@@ -165,6 +160,11 @@ func parseGPUCount(opt, v string) (gpuReq, error) {
 		r.Type, r.Count = parts[0], n
 	default:
 		return gpuReq{}, bad
+	}
+	if strings.EqualFold(r.Type, "gpu") {
+		// "gpu" is the resource, not a model: "gpu" alone is one GPU
+		// of any model, as --gres=gpu is, and "gpu:gpu:2" two.
+		r.Type = ""
 	}
 	if !validGPUType(r.Type) {
 		return gpuReq{}, bad
@@ -257,6 +257,9 @@ func parseGres(v string) (gresReq, error) {
 			one.Type, one.Count = parts[1], n
 		default:
 			return gresReq{}, bad
+		}
+		if strings.EqualFold(one.Type, "gpu") {
+			one.Type = "" // the resource, not a model, as in --gpus
 		}
 		if !validGPUType(one.Type) {
 			return gresReq{}, bad
