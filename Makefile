@@ -47,6 +47,10 @@ test-gpu: build ## on a machine with an NVIDIA GPU: NVML discovery against the d
 test-short: ## unit tests only
 	$(GO) test -tags '$(GOTAGS)' -short -count=1 ./...
 
+.PHONY: chaos
+chaos: ## soak test: mixed load on a local cluster while tidectld and tided are killed -9 at random (DURATION=10m)
+	TIDE_CHAOS_DURATION=$(or $(DURATION),10m) $(GO) test -tags '$(GOTAGS)' -count=1 -timeout 0 -v -run '^TestChaos$$' ./test/integration/
+
 bench: build ## scheduler and store benchmarks plus the local-cluster benchmark table
 	./scripts/bench.sh
 
