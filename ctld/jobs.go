@@ -3,6 +3,7 @@ package ctld
 import (
 	"context"
 	"fmt"
+	"path"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -319,6 +320,12 @@ func (s *Server) containerSpec(spec *api.JobSpec, part *api.Partition) error {
 	img, err := api.NormalizeImage(spec.ContainerImage)
 	if err != nil {
 		return api.Invalid("Batch job submission failed: %v", err)
+	}
+	for i, m := range spec.ContainerMounts {
+		if err := m.Check(); err != nil {
+			return api.Invalid("Batch job submission failed: invalid container mount %s: %v", m, err)
+		}
+		spec.ContainerMounts[i].Source, spec.ContainerMounts[i].Destination = path.Clean(m.Source), path.Clean(m.Destination)
 	}
 	spec.ContainerImage = img
 	has := false

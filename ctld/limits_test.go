@@ -48,6 +48,10 @@ func TestSubmitLimits(t *testing.T) {
 		{"nice past Slurm's range", api.JobSpec{Nice: 1 << 40}, "--nice"},
 		{"signal number out of range", api.JobSpec{Signal: &api.SignalSpec{Signal: 99}}, "--signal 99@0"},
 		{"switch wait negative", api.JobSpec{Switches: 1, SwitchWait: -1}, "--switches wait"},
+		{"relative container mount", api.JobSpec{ContainerImage: "busybox", ContainerMounts: []api.ContainerMount{{Source: "etc", Destination: "/host-etc"}}},
+			"invalid container mount etc:/host-etc: source and destination must be absolute paths"},
+		{"container mount over the root", api.JobSpec{ContainerImage: "busybox", ContainerMounts: []api.ContainerMount{{Source: "/tmp", Destination: "/"}}},
+			"cannot mount over the container's root"},
 		{"too many dependency items", api.JobSpec{Dependency: "afterok:" + strings.Repeat("1:", 1100) + "1"}, "1101 jobs named, at most 1024"},
 	}
 	h := newHarnessWith(t, limitsConfig)

@@ -55,16 +55,29 @@ func ParseContainerMounts(s string) ([]ContainerMount, error) {
 				return nil, Invalid("invalid container mount %q: flags must be ro or rw, not %q", item, parts[2])
 			}
 		}
-		if !path.IsAbs(m.Source) || !path.IsAbs(m.Destination) {
-			return nil, Invalid("invalid container mount %q: source and destination must be absolute paths", item)
+		if err := m.Check(); err != nil {
+			return nil, Invalid("invalid container mount %q: %v", item, err)
 		}
 		m.Source, m.Destination = path.Clean(m.Source), path.Clean(m.Destination)
-		if m.Destination == "/" {
-			return nil, Invalid("invalid container mount %q: cannot mount over the container's root", item)
-		}
 		out = append(out, m)
 	}
 	return out, nil
+}
+
+// Check refuses a mount the node must not make, whoever sent it (the
+// controller checks every submission's mounts with it, not only
+// sbatch): source and destination absolute and clean, not over the
+// container's root, no NUL or ':' (which String could not write back).
+func (m ContainerMount) Check() error {
+	switch {
+	case !path.IsAbs(m.Source) || !path.IsAbs(m.Destination):
+		return Invalid("source and destination must be absolute paths")
+	case path.Clean(m.Destination) == "/":
+		return Invalid("cannot mount over the container's root")
+	case strings.ContainsAny(m.Source+m.Destination, "\x00:"):
+		return Invalid("a mount path may not contain ':' or a NUL byte")
+	}
+	return nil
 }
 
 // NormalizeImage spells an image reference the way Docker and containerd
