@@ -46,6 +46,10 @@ func (s *Server) localHandler() http.Handler {
 	// connection for their duration.
 	mux.HandleFunc("GET /debug/pprof/{name...}", s.operatorOnly(s.profileDeadline(pprof.Index)))
 	mux.HandleFunc("GET /debug/pprof/profile", s.operatorOnly(s.profileDeadline(pprof.Profile)))
+	// Anything else is a JSON error too, as every answer of the API is.
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeErr(w, api.Errorf(api.ErrNotFound, "%s %s: no such API call", r.Method, r.URL.Path))
+	})
 	return mux
 }
 
