@@ -13,13 +13,7 @@ import (
 // only, one that takes queue vision's jobs only and refuses class
 // debug, and classes with access lists: inference keeps its default
 // (operators only), training is granted to bob and to queue nlp.
-const accessConfig = `
-version: 1
-cluster_name: t
-state_dir: /unused
-socket: /unused.sock
-node_addr: 127.0.0.1:0
-timeouts: {node: 30s, kill_wait: 5s, min_job_age: 5m}
+const accessConfig = testConfigHeader + `
 partitions:
   - {name: gpu, nodes: "gpu[01-02]", default: true, default_time: "1:00:00", max_time: "10:00:00"}
   - {name: staff, nodes: "gpu01", allow_groups: [daemon]}

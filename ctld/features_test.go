@@ -11,13 +11,7 @@ import (
 
 // featureConfig declares gpu01 with feature nvlink, so that -C nvlink is
 // valid before any node registers.
-const featureConfig = `
-version: 1
-cluster_name: t
-state_dir: /unused
-socket: /unused.sock
-node_addr: 127.0.0.1:0
-timeouts: {node: 30s, kill_wait: 5s, min_job_age: 5m}
+const featureConfig = testConfigHeader + `
 partitions:
   - {name: gpu, nodes: "gpu[01-02]", default: true, default_time: "10:00", max_time: "1:00:00"}
 nodes:

@@ -17,13 +17,7 @@ import (
 // shareConfig is testConfig with queues: vision (alice) and nlp (bob)
 // each guaranteed half of the 16 GPUs, and a debug class with a short
 // MaxTime.
-const shareConfig = `
-version: 1
-cluster_name: t
-state_dir: /unused
-socket: /unused.sock
-node_addr: 127.0.0.1:0
-timeouts: {node: 30s, kill_wait: 5s, min_job_age: 5m}
+const shareConfig = testConfigHeader + `
 partitions:
   - {name: gpu, nodes: "gpu[01-02]", default: true, default_time: "3:00:00", max_time: "10:00:00"}
 nodes:
