@@ -231,7 +231,7 @@ func TestArrayCancelAndHoldTasks(t *testing.T) {
 		t.Fatalf("%d tasks running, want 8 (9 pending minus held task 3)", got)
 	}
 	lf := api.JobFilter{Tasks: []api.TaskRef{{JobID: id, Task: 3}}, All: true}
-	if l := h.s.listJobs(lf); len(l.Jobs) != 1 || l.Jobs[0].HoldKind == api.HoldNone || l.Jobs[0].ArrayID() != fmt.Sprintf("%d_3", id) {
+	if l := h.s.listJobs(lf, seeAll); len(l.Jobs) != 1 || l.Jobs[0].HoldKind == api.HoldNone || l.Jobs[0].ArrayID() != fmt.Sprintf("%d_3", id) {
 		t.Fatalf("squeue -j N_3: %+v", l.Jobs)
 	}
 	// scancel N cancels every record of the array.
@@ -244,7 +244,7 @@ func TestArrayCancelAndHoldTasks(t *testing.T) {
 			t.Fatalf("after scancel N: %s is %s", j.ArrayID(), j.State)
 		}
 	}
-	if l := h.s.listJobs(api.JobFilter{IDs: []uint64{id}, All: true}); len(l.Jobs) != 10 {
+	if l := h.s.listJobs(api.JobFilter{IDs: []uint64{id}, All: true}, seeAll); len(l.Jobs) != 10 {
 		t.Fatalf("squeue -j N lists %d records, want 10", len(l.Jobs))
 	}
 }

@@ -10,14 +10,63 @@ import (
 	"time"
 )
 
-// caller is who is asking, as the kernel says (SO_PEERCRED) for the unix
-// socket.
+// caller is who is asking: as the kernel says (SO_PEERCRED) on the unix
+// socket, as a verified credential says on api_addr (apiauth.go).
 type caller struct {
 	uid, gid uint32
 	pid      int32
 	user     string
 	admin    bool
 	known    bool
+	// auth is how the identity was established; addr is the client's
+	// IP address on TCP ("" on the socket).
+	auth authMethod
+	addr string
+}
+
+// authMethod is how a caller was authenticated.
+type authMethod uint8
+
+const (
+	authNone   authMethod = iota
+	authSocket            // SO_PEERCRED on the unix socket
+	authMunge             // a MUNGE credential on api_addr
+	authJWT               // a JWT on api_addr
+)
+
+// String names the method in audit records and the job trail.
+func (m authMethod) String() string {
+	switch m {
+	case authSocket:
+		return "socket"
+	case authMunge:
+		return "munge"
+	case authJWT:
+		return "jwt"
+	}
+	return "none"
+}
+
+// remote reports whether the caller came over TCP.
+func (c caller) remote() bool { return c.auth == authMunge || c.auth == authJWT }
+
+// authNote says, for trail messages, how a remote caller came in
+// (" (jwt, 10.1.2.3)"); "" on the socket, whose callers the trail has
+// always named alone.
+func (c caller) authNote() string {
+	if !c.remote() {
+		return ""
+	}
+	return " (" + c.auth.String() + ", " + c.addr + ")"
+}
+
+// authDetail is authNote for audit details ("auth=jwt addr=10.1.2.3"),
+// "" on the socket.
+func (c caller) authDetail() string {
+	if !c.remote() {
+		return ""
+	}
+	return "auth=" + c.auth.String() + " addr=" + c.addr
 }
 
 type credKey struct{}
@@ -44,17 +93,23 @@ func peerCred(c net.Conn) (syscall.Ucred, bool) {
 	return *cred, true
 }
 
-// callerOf resolves the request's caller; known is false without
-// credentials (never the case on the unix socket).
+// callerOf resolves the request's caller: the socket peer's
+// credentials, or the identity api_addr verified (apiauth.go). known is
+// false without either (never the case on the socket, nor past
+// api_addr's authentication). Operators are the same users either way.
 func (s *Server) callerOf(r *http.Request) caller {
-	cred, ok := r.Context().Value(credKey{}).(syscall.Ucred)
-	if !ok {
-		return caller{}
+	if cred, ok := r.Context().Value(credKey{}).(syscall.Ucred); ok {
+		c := caller{uid: cred.Uid, gid: cred.Gid, pid: cred.Pid, known: true, auth: authSocket}
+		c.user = s.users.name(c.uid)
+		c.admin = s.isOperator(c.uid, c.user)
+		return c
 	}
-	c := caller{uid: cred.Uid, gid: cred.Gid, pid: cred.Pid, known: true}
-	c.user = s.users.name(c.uid)
-	c.admin = s.isOperator(c.uid, c.user)
-	return c
+	if id, ok := r.Context().Value(identKey{}).(*remoteIdent); ok {
+		c := caller{uid: id.uid, gid: id.gid, user: id.user, known: true, auth: id.method, addr: id.addr}
+		c.admin = s.isOperator(c.uid, c.user)
+		return c
+	}
+	return caller{}
 }
 
 // isOperator reports whether uid (named user) may act on every job and

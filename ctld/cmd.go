@@ -57,6 +57,9 @@ func NewCommand() *cobra.Command {
 				return err
 			}
 			defer s.Close()
+			if err := s.CheckStepKey(); err != nil {
+				return err
+			}
 			return s.Run(cmd.Context())
 		},
 	}

@@ -97,7 +97,10 @@ type limitListener struct {
 	// before it is closed (the socket: users should see why their
 	// squeue failed); else it is only closed (TCP: an attacker gets no
 	// bytes, nodes retry).
-	answer  bool
+	answer bool
+	// proof names what promotes a TCP connection, in refusals and logs:
+	// "the cluster key" (node_addr) or "credentials" (api_addr).
+	proof   string
 	now     func() time.Time
 	counter connCounters
 	log     *refusalLog
@@ -115,7 +118,7 @@ type limitListener struct {
 // the socket; on TCP identify defaults to the remote IP address.
 func newLimitListener(l net.Listener, name string, lim connLimits, counter connCounters, log *refusalLog) *limitListener {
 	return &limitListener{Listener: l, name: name, lim: lim, identify: ipPeer, privileged: func(connPeer) bool { return false },
-		now: time.Now, counter: counter, log: log, peers: map[string]int{}, unauth: map[string]int{}}
+		proof: "the cluster key", now: time.Now, counter: counter, log: log, peers: map[string]int{}, unauth: map[string]int{}}
 }
 
 // Accept returns the next connection within the limits. Connections
@@ -179,7 +182,7 @@ func (l *limitListener) admitUnauth(c net.Conn, p connPeer) (*trackedConn, refus
 		for _, v := range victims {
 			_ = v.Conn.Close()
 			l.counter.evicted(l.name)
-			l.log.note(l.now(), l.name, v.peer.key, "evicted", "closed the connection idle the longest without the cluster key, for a new one")
+			l.log.note(l.now(), l.name, v.peer.key, "evicted", "closed the connection idle the longest without "+l.proof+", for a new one")
 		}
 	}()
 	l.mu.Lock()
@@ -190,11 +193,11 @@ func (l *limitListener) admitUnauth(c net.Conn, p connPeer) (*trackedConn, refus
 		switch n := l.unauth[p.key]; {
 		case step == 0 && n >= l.lim.unauthPerPeer:
 			peer = p.key
-			ref = refusal{"unauthenticated_peer_limit", fmt.Sprintf("%d connections from %s have not shown the cluster key, the limit per peer, and none is idle", n, p.key)}
+			ref = refusal{"unauthenticated_peer_limit", fmt.Sprintf("%d connections from %s have not shown %s, the limit per peer, and none is idle", n, p.key, l.proof)}
 		case step == 1 && l.waiting.Len() >= l.lim.unauth:
-			ref = refusal{"unauthenticated_limit", fmt.Sprintf("%d connections have not shown the cluster key, the limit, and none is idle", l.waiting.Len())}
+			ref = refusal{"unauthenticated_limit", fmt.Sprintf("%d connections have not shown %s, the limit, and none is idle", l.waiting.Len(), l.proof)}
 		case step == 2 && l.open >= l.lim.total:
-			ref = refusal{"limit", fmt.Sprintf("%d connections are open, the limit, and none without the cluster key is idle", l.open)}
+			ref = refusal{"limit", fmt.Sprintf("%d connections are open, the limit, and none without %s is idle", l.open, l.proof)}
 		default:
 			continue
 		}
@@ -266,7 +269,7 @@ func (l *limitListener) promote(tc *trackedConn) error {
 	}
 	if n := l.peers[tc.peer.key]; n >= l.lim.perPeer {
 		l.mu.Unlock()
-		ref := refusal{"peer_limit", fmt.Sprintf("too many connections from %s (%d open with the cluster key, at most %d per peer); retry later", tc.peer.key, n, l.lim.perPeer)}
+		ref := refusal{"peer_limit", fmt.Sprintf("too many connections from %s (%d open with %s, at most %d per peer); retry later", tc.peer.key, n, l.proof, l.lim.perPeer)}
 		l.counter.refused(l.name, ref.reason)
 		l.log.note(l.now(), l.name, tc.peer.key, ref.reason, ref.msg)
 		return api.Errorf(api.ErrUnavailable, "tidectld: %s", ref.msg)

@@ -35,6 +35,8 @@ func (s *Server) localHandler() http.Handler {
 	post("/api/v1/nodes/update", smallBody, "Node update failed", s.handleNodeUpdate)
 	mux.HandleFunc("GET /api/v1/cluster", s.handleCluster)
 	mux.HandleFunc("GET "+api.PathQueues, s.handleQueues)
+	// JWTs for api_addr (apiauth.go).
+	post(api.PathTokens, smallBody, "Token creation failed", s.handleToken)
 	post("/api/v1/jobs/{id}/checkpoint", smallBody, "Checkpoint failed", s.handleCheckpoint)
 	// Steps and allocations (issue 7; handlers in steps.go).
 	post("/api/v1/jobs/{id}/steps", stepBody, "Step creation failed", s.handleCreateStep)
@@ -74,7 +76,7 @@ func (s *Server) nodeHandler() http.Handler {
 		mux.Handle("GET /metrics", s.metrics.handler())
 	}
 	mux.HandleFunc("/", s.withKey(func(w http.ResponseWriter, r *http.Request) {
-		writeErr(w, api.Errorf(api.ErrNotFound, "%s %s: not a node API call (clients use the local socket)", r.Method, r.URL.Path))
+		writeErr(w, api.Errorf(api.ErrNotFound, "%s %s: not a node API call (clients use the local socket or api_addr)", r.Method, r.URL.Path))
 	}))
 	return mux
 }
@@ -235,12 +237,13 @@ func (s *Server) handleList(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
+	v := s.jobView(s.callerOf(r))
 	if !wantsBinary(r) {
-		writeList(w, r, s.listJobs(f))
+		writeList(w, r, s.listJobs(f, v))
 		return
 	}
-	body, now := s.listCache.get(r.URL.RawQuery, s.listVersion(), func() []byte {
-		b, _ := listing.AppendJobs(nil, s.listJobs(f).Jobs)
+	body, now := s.listCache.get(v.cacheKey(r.URL.RawQuery), s.listVersion(), func() []byte {
+		b, _ := listing.AppendJobs(nil, s.listJobs(f, v).Jobs)
 		return b
 	})
 	w.Header().Set("Content-Type", listing.MediaJobs())
@@ -285,6 +288,10 @@ func (s *Server) handleJob(w http.ResponseWriter, r *http.Request) {
 func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 	id, err := pathID(r)
 	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	if err := s.checkTrail(r.Context(), s.callerOf(r), id); err != nil {
 		writeErr(w, err)
 		return
 	}
@@ -342,12 +349,13 @@ func (s *Server) handleAccounting(w http.ResponseWriter, r *http.Request) {
 	s.flushAll() // accounting shows every change made so far
 	now := s.now()
 	s.mu.Unlock()
-	jobs, err := s.store.QueryJobs(r.Context(), f)
+	v := s.accountingView(s.callerOf(r))
+	jobs, err := s.store.QueryJobs(r.Context(), v.narrow(f))
 	if err != nil {
 		writeErr(w, fmt.Errorf("query accounting: %w: %w", api.ErrInternal, err))
 		return
 	}
-	writeList(w, r, api.JobList{Jobs: jobs, Now: now})
+	writeList(w, r, api.JobList{Jobs: v.keepJobs(jobs), Now: now})
 }
 
 func (s *Server) handleAudit(w http.ResponseWriter, r *http.Request) {
@@ -372,6 +380,10 @@ func (s *Server) handleAudit(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleNodes(w http.ResponseWriter, r *http.Request) {
+	if err := s.checkNodeList(s.callerOf(r)); err != nil {
+		writeErr(w, err)
+		return
+	}
 	writeJSON(w, s.nodeList())
 }
 
@@ -428,6 +440,8 @@ func (s *Server) configSummary() map[string]string {
 		"StateSaveLocation":     c.StateDir,
 		"SlurmctldAddr":         c.NodeAddr,
 		"TideSocket":            c.Socket,
+		"TideAPIAddr":           orNull(c.APIAddr),
+		"AuthAltTypes":          authAltTypes(s.auth.jwtKey != nil),
 		"SlurmdTimeout":         fmt.Sprintf("%d sec", int(c.Timeouts.Node.Seconds())),
 		"KillWait":              fmt.Sprintf("%d sec", int(c.Timeouts.KillWait.Seconds())),
 		"MinJobAge":             fmt.Sprintf("%d sec", int(c.Timeouts.MinJobAge.Seconds())),
@@ -440,6 +454,7 @@ func (s *Server) configSummary() map[string]string {
 		"SLURM_VERSION":         "tide-" + Version,
 		"AccountingStorageType": "accounting_storage/tide_sqlite",
 		"DefMemPerCPU":          strconv.FormatInt(c.Scheduler.DefMemPerCPUMB, 10),
+		"PrivateData":           c.Private.String(),
 		"SchedulerParameters": fmt.Sprintf("max_script_size=%d,max_env_size=%d,max_env_vars=%d",
 			c.Submit.MaxScriptSize, c.Submit.MaxEnvSize, c.Submit.MaxEnvVars),
 	}
@@ -485,7 +500,7 @@ func (s *Server) handleSync(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleQueues(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, s.queueList())
+	writeJSON(w, s.visibleQueues(s.callerOf(r), s.queueList()))
 }
 
 func (s *Server) handleCheckpoint(w http.ResponseWriter, r *http.Request) {

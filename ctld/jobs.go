@@ -133,9 +133,9 @@ func (s *Server) submit(ctx context.Context, c caller, req api.SubmitRequest) (a
 	s.buffer.storing[j.ID] = true
 	s.mu.Unlock()
 
-	by := c.user
+	by := c.user + c.authNote()
 	if o.uid != c.uid || o.gid != c.gid {
-		by = fmt.Sprintf("%s as %s (group %s)", c.user, o.user, j.Group)
+		by = fmt.Sprintf("%s%s as %s (group %s)", c.user, c.authNote(), o.user, j.Group)
 	}
 	ev := api.Event{JobID: j.ID, Time: now, Kind: api.EventSubmit, State: j.State, Reason: string(j.Reason),
 		Message: fmt.Sprintf("submitted by %s from %s to partition %s", by, spec.SubmitHost, spec.Partition), Actor: c.user}
@@ -147,6 +147,7 @@ func (s *Server) submit(ctx context.Context, c caller, req api.SubmitRequest) (a
 	if o.uid != c.uid || o.gid != c.gid {
 		au.Detail += fmt.Sprintf(" uid=%d gid=%d", o.uid, o.gid)
 	}
+	au.Detail = withAuthDetail(au.Detail, c)
 	// The submission is written outside mu: scheduling passes and node
 	// syncs never wait behind a storm of submissions' commits (the id
 	// is answered only once it is stored).
@@ -514,10 +515,11 @@ func (s *Server) testOnly(j *api.Job, warn []string) api.SubmitResponse {
 	return resp
 }
 
-// listJobs returns copies of the in-memory jobs that match f.
-func (s *Server) listJobs(f api.JobFilter) api.JobList {
+// listJobs returns copies of the in-memory jobs that match f and that
+// v sees (privacy.go).
+func (s *Server) listJobs(f api.JobFilter, v view) api.JobList {
 	keep := func(j *api.Job) bool {
-		return (f.All || len(f.States) > 0 || !j.State.Terminal()) && f.Match(j)
+		return (f.All || len(f.States) > 0 || !j.State.Terminal()) && f.Match(j) && v.sees(j)
 	}
 	s.mu.Lock()
 	var match []*api.Job
@@ -574,6 +576,9 @@ func (s *Server) getJob(ctx context.Context, c caller, id uint64) (api.Job, erro
 		}
 		cp = found[0]
 	}
+	if !s.jobView(c).sees(&cp) || !ok && !s.accountingView(c).sees(&cp) {
+		return api.Job{}, hiddenJob()
+	}
 	if c.admin || c.uid == cp.UserID {
 		if script, env, err := s.store.Spool(ctx, id); err == nil {
 			cp.Script, cp.Environment = script, env
@@ -589,6 +594,7 @@ func (s *Server) cancel(c caller, req api.CancelRequest) (api.CancelResponse, er
 		len(f.States) == 0 && len(f.Accounts) == 0 {
 		return api.CancelResponse{}, api.Invalid("No job identification provided")
 	}
+	v := s.jobView(c) // filters select only the jobs the caller sees
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.now()
@@ -601,7 +607,7 @@ func (s *Server) cancel(c caller, req api.CancelRequest) (api.CancelResponse, er
 	} else {
 		var ids []uint64
 		for id, j := range s.jobs {
-			if !j.State.Terminal() && f.Match(j) {
+			if !j.State.Terminal() && f.Match(j) && v.sees(j) {
 				ids = append(ids, id)
 			}
 		}

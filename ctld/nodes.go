@@ -44,6 +44,11 @@ type nodeRec struct {
 	// killSent remembers when a kill went out, to resend it only if the
 	// job outlives the kill wait.
 	killSent map[uint64]time.Time
+	// hosted holds the active jobs with a share of this node that it does
+	// not launch, and hostedAcked the hash of the list the node last
+	// said it holds (hosted.go).
+	hosted      map[uint64]*api.Job
+	hostedAcked uint64
 	// reclaimStuck remembers, per GPU index, the last "cannot reclaim"
 	// message, so that a GPU stuck over its watermark logs once, not on
 	// every heartbeat.
@@ -216,6 +221,7 @@ func (s *Server) register(r api.NodeRegistration) (api.NodeSyncResponse, error) 
 	n.updateState()
 	s.log.Info("node registered", "node", n.Name, "cpus", n.CPUs, "memory_mb", n.MemoryMB, "gpus", len(n.GPUs), "jobs", len(r.Jobs))
 	resp := s.reconcile(n, r.Jobs)
+	s.registeredSteps(n, &resp) // issue 21: step key and hosted jobs
 	s.flush()
 	s.Kick()
 	return resp, nil
@@ -266,6 +272,7 @@ func (s *Server) sync(ctx context.Context, r api.NodeSyncRequest) (api.NodeSyncR
 		n.supersede = nil
 	}
 	n.LastSeen = s.now()
+	n.hostedAcked = r.HostedGen // issue 21: the hosted list the node holds
 	// A request overtaken by a newer one on another connection carries
 	// old news: its reports would make a finished job look running or a
 	// launched one lost. It still polls for commands, and its GPU

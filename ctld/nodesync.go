@@ -111,6 +111,7 @@ func (s *Server) commands(n *nodeRec, resp *api.NodeSyncResponse) {
 	resp.Signals = append(resp.Signals, n.signals...)
 	resp.Limits = append(resp.Limits, n.limits...)
 	n.signals, n.limits = nil, nil
+	s.addHosted(n, resp) // issue 21: the jobs whose steps the node may run
 }
 
 func ref(j *api.Job) api.JobRef { return api.JobRef{JobID: j.ID, Restart: j.Restarts} }
@@ -221,6 +222,7 @@ func (s *Server) releaseJob(j *api.Job) {
 		delete(n.batch, j.ID)
 		delete(n.killSent, j.ID)
 	}
+	s.unhostJob(j)
 }
 
 // requeue returns an active or finished job to PENDING as a new

@@ -117,6 +117,7 @@ func (s *Server) schedulePass() {
 		host := s.nodes[j.BatchHost()]
 		host.batch[j.ID] = j
 		touched[host.Name] = true
+		s.hostJob(j, touched) // issue 21: nodes that run its steps only
 		s.markDirty(j)
 		s.event(j, api.EventStart, "", startMessage(st.Why, st.Alloc), "")
 		s.shareStarted(j, st, snap, &plan)

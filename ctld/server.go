@@ -80,12 +80,16 @@ type Server struct {
 	// tokens are the submission tokens of the jobs in memory
 	// (tokens.go).
 	tokens map[tokenKey]*tokenEntry
+	// stepKey signs srun's step grants (stepkey.go).
+	stepKey stepKeyEntry
 	// schedule is the pure core (sched.Schedule; tests may stand in a
 	// plan of their own).
 	schedule func(*sched.Snapshot, time.Time, sched.Config) sched.Plan
 	// keyLog logs node requests without the cluster key, at most once
 	// per peer per interval.
 	keyLog *refusalLog
+	// auth authenticates requests on api_addr (apiauth.go).
+	auth authState
 }
 
 // refusalLogEvery is how often refused connections and keyless node
@@ -137,6 +141,9 @@ func newServer(cl *Cluster, log *slog.Logger, st Store, key string, now func() t
 		s.nodes[name] = newNodeRec(name, cl)
 	}
 	s.metrics = newMetrics(s)
+	if err := s.setupAuth(); err != nil {
+		return nil, err
+	}
 	if err := s.recover(context.Background()); err != nil {
 		return nil, err
 	}
@@ -245,15 +252,29 @@ func (s *Server) Run(ctx context.Context) error {
 		}
 		listeners = append(listeners, ml)
 	}
+	var al net.Listener
+	if s.cl.APIAddr != "" {
+		if al, err = net.Listen("tcp", s.cl.APIAddr); err != nil {
+			closeAll()
+			return fmt.Errorf("listen %s (api_addr): %w", s.cl.APIAddr, err)
+		}
+		listeners = append(listeners, al)
+	}
 
 	sockLim, nodeLim, metricsLim := s.connLimits()
+	// api_addr's connections start unauthenticated as node_addr's do,
+	// and are promoted by their first authenticated request.
+	apiLim := nodeLim
 	lims := []*connLimits{&sockLim, &nodeLim}
 	if ml != nil {
 		lims = append(lims, &metricsLim)
 	}
+	if al != nil {
+		lims = append(lims, &apiLim)
+	}
 	if fitConnLimits(lims, nofile) {
 		s.log.Warn("connection limits lowered to fit the file descriptor limit (raise the hard RLIMIT_NOFILE, LimitNOFILE= under systemd)",
-			"nofile", nofile, "socket", sockLim.total, "node_addr", nodeLim.total, "metrics_addr", metricsLim.total)
+			"nofile", nofile, "socket", sockLim.total, "node_addr", nodeLim.total, "metrics_addr", metricsLim.total, "api_addr", apiLim.total)
 	}
 	rlog := newRefusalLog(s.log, refusalLogEvery, "refused connections")
 	sock := newLimitListener(ul, "socket", sockLim, s.metrics, rlog)
@@ -271,8 +292,16 @@ func (s *Server) Run(ctx context.Context) error {
 		servers = append(servers, s.httpServer(s.metricsHandler(), mlim))
 		serving = append(serving, mlim)
 	}
+	if al != nil {
+		alim := newLimitListener(al, "api", apiLim, s.metrics, rlog)
+		alim.proof = "credentials"
+		gauged = append(gauged, alim)
+		servers = append(servers, s.httpServer(s.apiHandler(), alim))
+		serving = append(serving, alim)
+	}
 	s.metrics.conns.set(gauged...)
 	s.log.Info("tidectld serving", "socket", s.cl.Socket, "node_addr", tl.Addr().String(), "metrics_addr", s.cl.MetricsAddr,
+		"api_addr", addrOf(al), "jwt", s.auth.jwtKey != nil,
 		"cluster", s.cl.ClusterName, "nofile", nofile, "max_connections", sockLim.total)
 
 	var wg sync.WaitGroup
@@ -307,6 +336,14 @@ func (s *Server) Run(ctx context.Context) error {
 	s.flushAll()
 	s.mu.Unlock()
 	return runErr
+}
+
+// addrOf is l's address, "" for none.
+func addrOf(l net.Listener) string {
+	if l == nil {
+		return ""
+	}
+	return l.Addr().String()
 }
 
 // connLimits turns limits.* into the socket's, node_addr's and
@@ -528,10 +565,20 @@ func (s *Server) event(j *api.Job, kind, reason, msg, actor string) {
 		Reason: reason, Message: msg, Actor: actor})
 }
 
-// auditf queues an audit record.
+// auditf queues an audit record; a remote caller's record says how it
+// authenticated and from where (caller.authDetail).
 func (s *Server) auditf(c caller, action, target, format string, args ...any) {
 	s.audit = append(s.audit, api.AuditRecord{Time: s.now(), UID: c.uid, User: c.user,
-		Action: action, Target: target, Detail: fmt.Sprintf(format, args...)})
+		Action: action, Target: target, Detail: withAuthDetail(fmt.Sprintf(format, args...), c)})
+}
+
+// withAuthDetail appends c.authDetail() to an audit detail.
+func withAuthDetail(detail string, c caller) string {
+	d := c.authDetail()
+	if d == "" || detail == "" {
+		return detail + d
+	}
+	return detail + " " + d
 }
 
 func (s *Server) markDirty(j *api.Job) {

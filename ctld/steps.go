@@ -2,10 +2,12 @@ package ctld
 
 // Job steps (issue 7, parts 3 and 4): srun asks the controller for a step
 // of a running job, and the controller lays the step's tasks out on the
-// job's nodes and signs a grant that the node daemons verify with the
-// cluster key. srun then talks to the nodes directly; the controller
-// never relays a step's I/O. Steps are recorded for sacct. Allocation-only
-// jobs (srun outside an allocation, salloc) are released here too.
+// job's nodes and signs a grant with its own step key (stepkey.go, issue
+// 21) that the node daemons verify with its public half; they also check
+// that the job runs on them under the grant's user (hosted.go). srun then
+// talks to the nodes directly; the controller never relays a step's I/O.
+// Steps are recorded for sacct. Allocation-only jobs (srun outside an
+// allocation, salloc) are released here too.
 
 import (
 	"context"
@@ -18,7 +20,6 @@ import (
 	"time"
 
 	"github.com/tide-hpc/tide/ctld/api"
-	"github.com/tide-hpc/tide/internal/stepcred"
 )
 
 // stepStore is what steps need from the store beyond Store; the SQLite
@@ -30,8 +31,14 @@ type stepStore interface {
 	Steps(ctx context.Context, jobIDs []uint64) ([]api.StepRecord, error)
 }
 
-// noExpiry is how far ahead an unlimited job's grants expire.
+// noExpiry is how far ahead an unlimited job ends, for its steps.
 const noExpiry = 10 * 365 * 24 * time.Hour
+
+// grantTTL is how long a step grant may be used to start the step: srun
+// connects to the nodes as soon as it has the grant, and a node starts a
+// step once, so a grant is good for seconds; the margin covers clocks a
+// little apart and a slow node.
+const grantTTL = 2 * time.Minute
 
 func (s *Server) steps() (stepStore, error) {
 	st, ok := s.store.(stepStore)
@@ -241,19 +248,28 @@ func (s *Server) createStep(ctx context.Context, c caller, id uint64, req api.St
 		}
 		lay.nodes[i].Addr = stepAddrOf(n)
 	}
+	signer, err := s.stepSigner()
+	if err != nil {
+		return api.StepResponse{}, api.Errorf(api.ErrUnavailable, "Unable to create step for job %d: %v", id, err)
+	}
 	stepID, err := st.NextStepID(ctx, id)
 	if err != nil {
 		return api.StepResponse{}, fmt.Errorf("Unable to create step for job %d: %w", id, err)
 	}
 	now := s.now()
-	expires := j.StartTime.Add(noExpiry)
+	jobEnd := j.StartTime.Add(noExpiry)
 	if j.TimeLimit > 0 {
-		expires = j.StartTime.Add(time.Duration(j.TimeLimit) * time.Second)
+		jobEnd = j.StartTime.Add(time.Duration(j.TimeLimit) * time.Second)
 	}
-	g := &api.StepGrant{JobID: id, StepID: stepID, JobName: j.Name, UserID: j.UserID, GroupID: j.GroupID, User: j.User,
-		Partition: j.Partition, Cluster: s.cl.ClusterName, Expires: expires.UTC(), JobNodes: j.NodeNames(),
+	expires := now.Add(grantTTL)
+	if jobEnd.Before(expires) {
+		expires = jobEnd
+	}
+	g := &api.StepGrant{JobID: id, Restart: j.Restarts, StepID: stepID, JobName: j.Name, UserID: j.UserID, GroupID: j.GroupID, User: j.User,
+		Partition: j.Partition, Cluster: s.cl.ClusterName,
+		Issued: now.UTC(), Expires: expires.UTC(), JobEnd: jobEnd.UTC(), JobNodes: j.NodeNames(),
 		Nodes: lay.nodes, NTasks: lay.ntasks, Argv: req.Argv, Cwd: req.Cwd, Env: req.Env, Pty: req.Pty}
-	signed, err := stepcred.Sign(s.key, g)
+	signed, err := signer.Sign(g)
 	if err != nil {
 		return api.StepResponse{}, err
 	}
@@ -511,5 +527,5 @@ func (s *Server) handleSteps(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	writeJSON(w, api.StepList{Steps: steps})
+	writeJSON(w, api.StepList{Steps: s.accountingView(s.callerOf(r)).keepSteps(steps)})
 }

@@ -112,7 +112,7 @@ func TestLayoutStep(t *testing.T) {
 // two-node job of alice's.
 func stepHarness(t *testing.T, spec api.JobSpec) (*harness, uint64) {
 	t.Helper()
-	h := newHarness(t)
+	h := newStepKeyHarness(t)
 	for _, n := range []string{"gpu01", "gpu02"} {
 		h.register(n)
 		h.s.mu.Lock()
@@ -136,13 +136,18 @@ func TestCreateStep(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, idx, err := stepcred.Verify("k", resp.Grant, "gpu02", h.clock.now())
+	g, idx, err := stepcred.Verify(h.stepKey(), resp.Grant, "gpu02", h.clock.now())
 	if err != nil || idx != 1 {
 		t.Fatalf("grant does not verify for gpu02: %v (index %d)", err, idx)
 	}
 	j := h.job(id)
-	if g.StepID != 0 || g.NTasks != 4 || g.UserID != 1000 || g.User != "alice" || !g.Expires.Equal(j.StartTime.Add(10*time.Minute)) {
+	now := h.clock.now()
+	if g.StepID != 0 || g.NTasks != 4 || g.UserID != 1000 || g.GroupID != 1000 || g.User != "alice" || g.Restart != j.Restarts ||
+		!g.Issued.Equal(now) || !g.Expires.Equal(now.Add(grantTTL)) || !g.JobEnd.Equal(j.StartTime.Add(10*time.Minute)) {
 		t.Fatalf("grant %+v", g)
+	}
+	if _, _, err := stepcred.Verify(h.stepKey(), resp.Grant, "gpu02", now.Add(grantTTL)); !errors.Is(err, stepcred.ErrExpired) {
+		t.Fatalf("grant still good %s after it was made: %v", grantTTL, err)
 	}
 	if g.Nodes[0].Addr != "gpu01.example:6818" || len(g.Nodes[0].GPUs) != 2 || len(g.Nodes[0].GPUs[0]) != 1 {
 		t.Fatalf("node 0 of the grant: %+v", g.Nodes[0])

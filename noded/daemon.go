@@ -114,6 +114,9 @@ type Daemon struct {
 	// steps is the srun step listener (issue 7); nil when step_addr is
 	// empty or it could not listen.
 	steps *stepServer
+	// hosted is the controller's list of the jobs this node runs steps
+	// of without having launched them (stepauth.go, issue 21).
+	hosted hostedJobs
 
 	// launchSlots holds a token per launch running (launch.go), at most
 	// launchConcurrency; launches counts those not decided yet, which
@@ -323,6 +326,7 @@ func (d *Daemon) apply(r api.NodeSyncResponse) bool {
 	if len(r.Launch) > 0 && d.applyLaunches(r.Launch) {
 		acted = true
 	}
+	acted = d.applySteps(r) || acted // issue 21: step key, hosted jobs
 	for _, l := range r.Limits {
 		acted = d.applyLimit(l) || acted
 	}
@@ -452,6 +456,7 @@ func (d *Daemon) nextSeqLocked() uint64 {
 // (an XID event wakes the loop for one), and notes it delivered.
 func (d *Daemon) sendSync(ctx context.Context, req api.NodeSyncRequest) (api.NodeSyncResponse, error) {
 	at := d.addGPUStatus(&req)
+	req.HostedGen = d.hosted.held()
 	resp, err := d.api.Sync(ctx, req)
 	if err == nil {
 		d.gpuStatusSent(at)

@@ -2,6 +2,7 @@ package noded
 
 import (
 	"encoding/json"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -59,6 +60,14 @@ type fakeCtld struct {
 	// recorded, as the real controller ignores them).
 	seq   uint64
 	stale int
+	// stepKey is the public step key registration answers carry ("" for
+	// none); hosted and hostedGen the hosted-job list, sent while the
+	// node's echo (ackedGen, its last sync's) differs, as the real
+	// controller does.
+	stepKey   string
+	hosted    []api.HostedJob
+	hostedGen uint64
+	ackedGen  uint64
 }
 
 func newFakeCtld(t testing.TB, key string) *fakeCtld {
@@ -181,7 +190,31 @@ func (f *fakeCtld) register(w http.ResponseWriter, r *http.Request) {
 	f.seq = reg.Seq
 	f.recordLocked(reg.Jobs)
 	f.signalChanged()
-	w.Write([]byte("{}"))
+	json.NewEncoder(w).Encode(api.NodeSyncResponse{StepKey: f.stepKey, Hosted: f.hosted, HostedGen: f.hostedGen})
+}
+
+// addHostedLocked puts the hosted list in resp unless the node echoed
+// it.
+func (f *fakeCtld) addHostedLocked(resp *api.NodeSyncResponse) {
+	if f.hostedGen != 0 && f.hostedGen != f.ackedGen {
+		resp.Hosted, resp.HostedGen = f.hosted, f.hostedGen
+	}
+}
+
+// setHosted replaces the hosted list (gen names it) and wakes the
+// node's held sync.
+func (f *fakeCtld) setHosted(list []api.HostedJob, gen uint64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.hosted, f.hostedGen = list, gen
+	close(f.kick)
+	f.kick = make(chan struct{})
+}
+
+// waitHostedAck waits for a sync echoing hosted list gen.
+func (f *fakeCtld) waitHostedAck(t testing.TB, gen uint64) {
+	t.Helper()
+	f.waitFor(t, fmt.Sprintf("hosted list %d echoed", gen), func() bool { return f.ackedGen == gen })
 }
 
 func (f *fakeCtld) sync(w http.ResponseWriter, r *http.Request) {
@@ -194,6 +227,10 @@ func (f *fakeCtld) sync(w http.ResponseWriter, r *http.Request) {
 	if !f.checkLocked(w, r) {
 		f.mu.Unlock()
 		return
+	}
+	if req.HostedGen != f.ackedGen {
+		f.ackedGen = req.HostedGen
+		f.signalChanged()
 	}
 	if req.Seq != 0 && req.Seq <= f.seq {
 		f.stale++
@@ -217,6 +254,7 @@ func (f *fakeCtld) sync(w http.ResponseWriter, r *http.Request) {
 		f.supersede = nil
 	}
 	resp := f.commandsLocked(req.Jobs, seq)
+	f.addHostedLocked(&resp)
 	if isEmpty(resp) {
 		kick := f.kick
 		if f.supersede == nil {
@@ -241,6 +279,7 @@ func (f *fakeCtld) sync(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		resp = f.commandsLocked(req.Jobs, seq)
+		f.addHostedLocked(&resp)
 	}
 	f.mu.Unlock()
 	json.NewEncoder(w).Encode(resp)

@@ -17,7 +17,6 @@ import (
 
 	"github.com/tide-hpc/tide/ctld/api"
 	"github.com/tide-hpc/tide/gres"
-	"github.com/tide-hpc/tide/internal/stepcred"
 	"github.com/tide-hpc/tide/internal/stepio"
 	"github.com/tide-hpc/tide/noded/cgroup"
 )
@@ -36,6 +35,7 @@ func fenceDaemon(t *testing.T, status string, gpus []gres.Device, edit func(*Con
 	if edit != nil {
 		edit(&cfg)
 	}
+	pinTestKey(t, dir)
 	d := &Daemon{cfg: cfg, log: slog.New(slog.DiscardHandler), asRoot: os.Geteuid() == 0, gpus: gpus,
 		cgroups: status, jobs: map[api.JobRef]*job{}, jobsDir: filepath.Join(dir, "jobs")}
 	if err := os.Mkdir(d.jobsDir, 0o711); err != nil {
@@ -45,6 +45,7 @@ func fenceDaemon(t *testing.T, status string, gpus []gres.Device, edit func(*Con
 		t.Fatal(err)
 	}
 	t.Cleanup(d.stopSteps)
+	hostTestJob(d)
 	return d
 }
 
@@ -55,10 +56,11 @@ func oneNodeGrant(t *testing.T, addr string, gpus []int, argv ...string) api.Sig
 	if gpus != nil {
 		sn.GPUs = [][]int{gpus}
 	}
+	now := time.Now()
 	g := &api.StepGrant{JobID: 42, StepID: 3, JobName: "t", UserID: uint32(os.Getuid()), GroupID: uint32(os.Getgid()),
-		User: "u", Expires: time.Now().Add(time.Hour), JobNodes: []string{"n1"}, NTasks: 1,
+		User: "u", Issued: now, Expires: now.Add(time.Minute), JobEnd: now.Add(time.Hour), JobNodes: []string{"n1"}, NTasks: 1,
 		Nodes: []api.StepNode{sn}, Argv: argv, Cwd: t.TempDir(), Env: []string{"PATH=/usr/bin:/bin"}}
-	sg, err := stepcred.Sign(stepKey, g)
+	sg, err := testSigner.Sign(g)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +96,7 @@ func addBatchJob(t *testing.T, d *Daemon, alloc api.NodeAlloc, pid int) {
 	t.Helper()
 	ref := api.JobRef{JobID: 42}
 	j := &job{ref: ref, dir: filepath.Join(d.jobsDir, dirName(ref)), hasSpec: true,
-		spec: api.LaunchSpec{JobRef: ref, Alloc: []api.NodeAlloc{alloc}}}
+		spec: api.LaunchSpec{JobRef: ref, UserID: uint32(os.Getuid()), GroupID: uint32(os.Getgid()), Alloc: []api.NodeAlloc{alloc}}}
 	if err := os.Mkdir(j.dir, 0o711); err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,8 @@
 package noded
 
 // Job steps (issue 7): tided accepts srun's connections on its step
-// listener, checks the controller's signed grant, starts this node's
+// listener, checks the controller's signed grant and that the grant's job
+// runs here under its user (stepauth.go, issue 21), starts this node's
 // tasks of the step as the job's user and streams their standard
 // streams, signals and exits over the connection (internal/stepio).
 // The connection is the step's lifeline: when it closes before the
@@ -47,16 +48,25 @@ const outputGrace = 2 * time.Second
 // stepServer is tided's step listener and the steps it runs.
 type stepServer struct {
 	d   *Daemon
-	key string
 	ln  net.Listener
 	log *slog.Logger
 	// advertised is the address registered with the controller.
 	advertised string
+	// keys holds the controller's pinned step key (stepauth.go); since
+	// is when the listener started: older grants are refused.
+	keys  stepKeys
+	since time.Time
+	// hostedWait bounds a grant's wait for its job to be listed here
+	// (the constant hostedWait; tests shorten it). Guarded by mu.
+	hostedWait time.Duration
 
 	mu      sync.Mutex
 	running map[*stepRun]struct{}
 	closed  bool
 	wg      sync.WaitGroup
+	// started holds the steps started here whose grants have not expired
+	// yet, with their expiry: a grant starts its step once.
+	started map[stepID]time.Time
 
 	// cgMu guards jobCgroups, the job cgroups tided made for steps of
 	// jobs whose batch script runs elsewhere (cgroupplan.go).
@@ -70,15 +80,16 @@ func (d *Daemon) startSteps() error {
 	if d.cfg.StepAddr == "" {
 		return nil
 	}
-	key, err := LoadKey(d.cfg.KeyFile)
-	if err != nil {
+	s := &stepServer{d: d, log: d.log.With("component", "steps"), running: map[*stepRun]struct{}{},
+		started: map[stepID]time.Time{}, since: time.Now(), hostedWait: hostedWait}
+	if err := s.loadPin(); err != nil {
 		return err
 	}
 	ln, err := net.Listen("tcp", d.cfg.StepAddr)
 	if err != nil {
 		return fmt.Errorf("step listener (step_addr %s): %w", d.cfg.StepAddr, err)
 	}
-	s := &stepServer{d: d, key: key, ln: ln, log: d.log.With("component", "steps"), running: map[*stepRun]struct{}{}}
+	s.ln = ln
 	s.advertised = advertiseAddr(ln.Addr().String(), d.hostname)
 	d.steps = s
 	s.wg.Add(1)
@@ -214,8 +225,12 @@ func (s *stepServer) serve(c net.Conn) {
 		fail("bad hello: " + err.Error())
 		return
 	}
-	g, idx, err := stepcred.Verify(s.key, hello.Grant, s.d.cfg.Name, time.Now())
+	pub, hint := s.pinnedKey()
+	g, idx, err := stepcred.Verify(pub, hello.Grant, s.d.cfg.Name, time.Now())
 	if err != nil {
+		if errors.Is(err, stepcred.ErrBadCredential) {
+			err = fmt.Errorf("%w%s", err, hint)
+		}
 		s.log.Warn("step refused", "remote", c.RemoteAddr().String(), "err", err)
 		fail(fmt.Sprintf("%s: %v", s.d.cfg.Name, err))
 		return
@@ -223,6 +238,11 @@ func (s *stepServer) serve(c net.Conn) {
 	log := s.log.With("job_id", g.JobID, "step", g.StepID)
 	if s.d.asRoot && g.UserID == 0 && !s.d.cfg.AllowRootJobs {
 		fail(fmt.Sprintf("root jobs are not allowed on node %s", s.d.cfg.Name))
+		return
+	}
+	if err := s.admit(g); err != nil {
+		log.Warn("step refused", "remote", c.RemoteAddr().String(), "user_id", g.UserID, "err", err)
+		fail(fmt.Sprintf("%s: %v", s.d.cfg.Name, err))
 		return
 	}
 	r := &stepRun{s: s, g: g, node: idx, conn: c, w: w, log: log, allDone: make(chan struct{})}
@@ -259,7 +279,7 @@ func (s *stepServer) serve(c net.Conn) {
 	for _, p := range r.pumps {
 		go p()
 	}
-	expiry := time.AfterFunc(time.Until(g.Expires), func() {
+	expiry := time.AfterFunc(time.Until(g.JobEnd), func() {
 		log.Info("step reached its job's end, killing its tasks")
 		r.kill()
 	})

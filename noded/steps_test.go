@@ -2,7 +2,12 @@ package noded
 
 import (
 	"bytes"
+	"crypto/ed25519"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"net"
 	"os"
@@ -23,11 +28,31 @@ import (
 
 const stepKey = "step-test-key-0123456789"
 
+// testSigner stands in for the controller's step key (a fixed seed:
+// every test's controller is the same one).
+var testSigner = stepcred.NewSigner(ed25519.NewKeyFromSeed(bytes.Repeat([]byte{7}, ed25519.SeedSize)))
+
 // Every daemon the package's tests set up listens for steps on a free
 // loopback port, never on all interfaces.
 func init() { defaultStepAddr = "127.0.0.1:0" }
 
-// testStepServer runs a step listener for node n1 on loopback.
+// pinTestKey pins testSigner's key in state directory dir, as the first
+// registration would.
+func pinTestKey(t *testing.T, dir string) {
+	t.Helper()
+	if err := stepcred.WritePublicFile(filepath.Join(dir, PinnedStepKeyFile), testSigner.Public()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// hostTestJob tells d, as the controller would, that job 42 (its first
+// run) holds a share of it as the test's user.
+func hostTestJob(d *Daemon) {
+	d.hosted.set([]api.HostedJob{{JobRef: api.JobRef{JobID: 42}, UserID: uint32(os.Getuid()), GroupID: uint32(os.Getgid())}}, 1)
+}
+
+// testStepServer runs a step listener for node n1 on loopback, with
+// job 42 hosted there.
 func testStepServer(t *testing.T) *stepServer { return testStepServerRoot(t, true) }
 
 // testStepServerRoot is testStepServer with allow_root_jobs given.
@@ -39,26 +64,39 @@ func testStepServerRoot(t *testing.T, allowRoot bool) *stepServer {
 	cfg.KeyFile = writeKey(t, dir, 0o600, stepKey+"\n")
 	cfg.StepAddr = "127.0.0.1:0"
 	cfg.AllowRootJobs = allowRoot // tests run as root in CI
+	pinTestKey(t, dir)
 	d := &Daemon{cfg: cfg, log: slog.New(slog.DiscardHandler), asRoot: os.Geteuid() == 0}
 	if err := d.startSteps(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(d.stopSteps)
+	hostTestJob(d)
 	return d.steps
 }
 
-// testGrant is a step of two tasks on n1 (and one on n2) running argv.
-func testGrant(t *testing.T, addr string, expires time.Time, argv ...string) api.SignedGrant {
+// stepGrant is step 3 of job 42: two tasks on n1 (and one on n2)
+// running argv, signed by testSigner after edit changed it.
+func stepGrant(t *testing.T, addr string, edit func(*api.StepGrant), argv ...string) api.SignedGrant {
 	t.Helper()
+	now := time.Now()
 	g := &api.StepGrant{JobID: 42, StepID: 3, JobName: "t", UserID: uint32(os.Getuid()), GroupID: uint32(os.Getgid()),
-		User: "u", Expires: expires, JobNodes: []string{"n1", "n2"}, NTasks: 3,
+		User: "u", Issued: now, Expires: now.Add(time.Minute), JobEnd: now.Add(time.Hour), JobNodes: []string{"n1", "n2"}, NTasks: 3,
 		Nodes: []api.StepNode{{Name: "n1", Addr: addr, Ranks: []int{0, 1}, CPUs: 4}, {Name: "n2", Addr: "127.0.0.1:9", Ranks: []int{2}, CPUs: 4}},
 		Argv:  argv, Cwd: t.TempDir(), Env: []string{"PATH=/usr/bin:/bin"}}
-	sg, err := stepcred.Sign(stepKey, g)
+	if edit != nil {
+		edit(g)
+	}
+	sg, err := testSigner.Sign(g)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return sg
+}
+
+// testGrant is stepGrant good until expires.
+func testGrant(t *testing.T, addr string, expires time.Time, argv ...string) api.SignedGrant {
+	t.Helper()
+	return stepGrant(t, addr, func(g *api.StepGrant) { g.Expires = expires }, argv...)
 }
 
 // dialStep connects and says hello; it returns the connection and the
@@ -116,25 +154,51 @@ func TestStepServerRunsTasks(t *testing.T) {
 	}
 }
 
+// TestStepServerRefuses checks that a grant that is not the
+// controller's, or that is for a job not running here as its user, or
+// that was used before, starts nothing: the refused step's command would
+// leave a mark.
 func TestStepServerRefuses(t *testing.T) {
 	s := testStepServer(t)
-	good := testGrant(t, s.advertised, time.Now().Add(time.Hour), "/bin/true")
+	s.mu.Lock()
+	s.hostedWait = 200 * time.Millisecond
+	s.mu.Unlock()
+	mark := filepath.Join(t.TempDir(), "ran")
+	argv := []string{"/bin/sh", "-c", "echo ran >> " + mark}
+	grant := func(edit func(*api.StepGrant)) api.SignedGrant { return stepGrant(t, s.advertised, edit, argv...) }
+	good := grant(nil)
 	tampered := good
-	tampered.Body = bytes.Replace(good.Body, []byte(`"/bin/true"`), []byte(`"/bin/echo"`), 1)
-	otherKey, _ := stepcred.Sign("another-key-0123456789", mustDecode(t, good))
+	tampered.Body = bytes.Replace(good.Body, []byte(`"user_id":`), []byte(`"user_id":1`), 1)
+	_, otherPriv, _ := ed25519.GenerateKey(nil)
+	otherKey, _ := stepcred.NewSigner(otherPriv).Sign(mustDecode(t, good))
+	// What anyone holding the cluster key could make before issue 21:
+	// an HMAC of the grant under that key, here for root and a job that
+	// does not exist.
+	forged := func(body []byte) api.SignedGrant {
+		m := hmac.New(sha256.New, []byte(stepKey))
+		m.Write(body)
+		return api.SignedGrant{Body: body, Cred: hex.EncodeToString(m.Sum(nil))}
+	}
+	rootBody, _ := json.Marshal(mustDecode(t, grant(func(g *api.StepGrant) { g.JobID, g.UserID, g.GroupID = 999, 0, 0 })))
 	tests := []struct {
 		name string
 		sg   api.SignedGrant
 		want string
 	}{
 		{name: "tampered grant", sg: tampered, want: "invalid step credential"},
-		{name: "grant signed with another key", sg: otherKey, want: "invalid step credential"},
-		{name: "expired grant", sg: testGrant(t, s.advertised, time.Now().Add(-time.Second), "/bin/true"), want: "expired"},
-		{name: "missing command", sg: testGrant(t, s.advertised, time.Now().Add(time.Hour), "no-such-command-xyz"), want: "command not found"},
+		{name: "grant signed with another key", sg: otherKey, want: "n1: invalid step credential: not signed by the controller's step key"},
+		{name: "grant forged with the cluster key", sg: forged(rootBody), want: "invalid step credential"},
+		{name: "expired grant", sg: grant(func(g *api.StepGrant) { g.Expires = time.Now().Add(-time.Second) }), want: "step credential expired"},
+		{name: "grant for other nodes", sg: grant(func(g *api.StepGrant) { g.Nodes = g.Nodes[1:] }), want: "step 42.3 does not run on n1"},
+		{name: "job not on this node", sg: grant(func(g *api.StepGrant) { g.JobID = 43 }), want: "n1: step refused: job 43 (run 0) does not run on this node"},
+		{name: "earlier run of the job", sg: grant(func(g *api.StepGrant) { g.Restart = 1 }), want: "job 42 (run 1) does not run on this node"},
+		{name: "another uid", sg: grant(func(g *api.StepGrant) { g.UserID++ }), want: "not as the grant's uid"},
+		{name: "another gid", sg: grant(func(g *api.StepGrant) { g.GroupID++ }), want: "not as the grant's uid"},
+		{name: "issued before tided started", sg: grant(func(g *api.StepGrant) { g.Issued = s.since.Add(-time.Second) }), want: "before this node's tided started"},
 	}
 	if os.Geteuid() == 0 {
 		strict := testStepServerRoot(t, false)
-		_, f := dialStep(t, strict, testGrant(t, strict.advertised, time.Now().Add(time.Hour), "/bin/true"), stepio.StdinNone)
+		_, f := dialStep(t, strict, stepGrant(t, strict.advertised, nil, argv...), stepio.StdinNone)
 		if f.Type != stepio.Error || !strings.Contains(string(f.Payload), "root jobs are not allowed") {
 			t.Errorf("root step on a node without allow_root_jobs: %s %q", f.Type, f.Payload)
 		}
@@ -147,6 +211,28 @@ func TestStepServerRefuses(t *testing.T) {
 			}
 		})
 	}
+	if b, err := os.ReadFile(mark); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a refused step ran: %q %v", b, err)
+	}
+
+	t.Run("replayed grant", func(t *testing.T) {
+		if out, nodeErr := runStep(t, s.d, good); nodeErr != "" || out != "" {
+			t.Fatalf("first use: output %q, node error %q", out, nodeErr)
+		}
+		_, f := dialStep(t, s, good, stepio.StdinNone)
+		if want := "step 42.3 already started on this node"; f.Type != stepio.Error || !strings.Contains(string(f.Payload), want) {
+			t.Fatalf("replay answered %s %q, want error containing %q", f.Type, f.Payload, want)
+		}
+		if b, _ := os.ReadFile(mark); string(b) != "ran\nran\n" {
+			t.Fatalf("marks %q, want the two tasks of the first use only", b)
+		}
+	})
+	t.Run("missing command", func(t *testing.T) {
+		_, f := dialStep(t, s, stepGrant(t, s.advertised, func(g *api.StepGrant) { g.StepID = 4 }, "no-such-command-xyz"), stepio.StdinNone)
+		if f.Type != stepio.Error || !strings.Contains(string(f.Payload), "command not found") {
+			t.Fatalf("answer %s %q", f.Type, f.Payload)
+		}
+	})
 }
 
 func mustDecode(t *testing.T, sg api.SignedGrant) *api.StepGrant {

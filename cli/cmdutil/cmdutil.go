@@ -91,23 +91,54 @@ type Factory struct {
 	UID func() int
 }
 
-// New returns the production factory.
+// New returns the production factory. The client is the unix socket's,
+// or with TIDE_CONTROLLER set the TCP API's (client.FromEnv).
 func New() *Factory {
 	var c *client.Client
-	return &Factory{
-		IO: System(),
-		API: func() (API, error) {
-			if c == nil {
-				c = client.FromEnv()
+	getAPI := func() (API, error) {
+		if c == nil {
+			cc, err := client.FromEnv()
+			if err != nil {
+				return nil, err
 			}
-			return c, nil
-		},
+			c = cc
+		}
+		return c, nil
+	}
+	return &Factory{
+		IO:       System(),
+		API:      getAPI,
 		Now:      time.Now,
 		Getenv:   os.Getenv,
 		Environ:  os.Environ,
 		Getwd:    os.Getwd,
 		Hostname: os.Hostname,
-		UID:      os.Getuid,
+		UID:      callerUID(os.Getenv, os.Getuid, getAPI),
+	}
+}
+
+// callerUID returns the UID function of the factory: the process's uid,
+// which is who the socket (SO_PEERCRED) and a MUNGE credential say the
+// caller is. With a token (TIDE_CONTROLLER and TIDE_JWT set) the caller
+// is the token's user, whom only the controller knows: it is asked once
+// (GET /api/v1/cluster), and the process's uid stands in if it cannot
+// answer (the command's own request then fails with the reason).
+func callerUID(getenv func(string) string, getuid func() int, getAPI func() (API, error)) func() int {
+	if getenv(client.ControllerEnv) == "" || getenv(client.JWTEnv) == "" {
+		return getuid
+	}
+	uid := -1
+	return func() int {
+		if uid >= 0 {
+			return uid
+		}
+		uid = getuid()
+		if a, err := getAPI(); err == nil {
+			if info, err := a.Cluster(context.Background()); err == nil {
+				uid = int(info.CallerUID)
+			}
+		}
+		return uid
 	}
 }
 

@@ -25,6 +25,7 @@ import (
 	"github.com/tide-hpc/tide/cli/sprio"
 	"github.com/tide-hpc/tide/cli/squeue"
 	"github.com/tide-hpc/tide/cli/srun"
+	"github.com/tide-hpc/tide/cli/token"
 )
 
 // Version is the CLI's version.
@@ -55,6 +56,7 @@ var commands = []command{
 	{"sprio", "prio", sprio.NewCmd, "Show the factors of pending jobs' priority (level, aging, queue share)"},
 	{"", "queues", queues.NewCmd, "Show the queues' guaranteed shares and use, and the job classes"},
 	{"", "checkpoint-done", checkpoint.NewCmd, "Acknowledge that a job finished writing a checkpoint"},
+	{"", "token", token.NewCmd, "Get a token (JWT) for the controller's TCP API (TIDE_CONTROLLER, TIDE_JWT)"},
 	{"", "sim", newSimHandoff, "Replay a job trace through the scheduler and compare policies"},
 	{"", "image", newImageHandoff, "Manage container images in this node's containerd (node-side, root)"},
 }

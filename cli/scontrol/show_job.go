@@ -2,6 +2,7 @@ package scontrol
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -55,7 +56,11 @@ func (o *Options) showJob(ctx context.Context, args []string) error {
 	models := map[string]string{}
 	if o.Details && anyGPUs(jobs) {
 		nl, err := c.Nodes(ctx)
-		if err != nil {
+		switch {
+		case errors.Is(err, api.ErrPermissionDenied):
+			// Nodes are private (private_data: nodes): GRES
+			// without the model.
+		case err != nil:
 			return fmt.Errorf("load nodes for GPU models: %w", err)
 		}
 		for _, n := range nl.Nodes {

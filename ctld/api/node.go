@@ -364,6 +364,10 @@ type NodeSyncRequest struct {
 	// session). The controller uses it to find the slice that overran a
 	// shared GPU; pids missing here are not attributed to any job.
 	GPUProcJobs map[int]uint64 `json:"gpu_proc_jobs,omitempty"`
+	// HostedGen is the NodeSyncResponse.HostedGen of the hosted-job list
+	// the node holds (zero before it got one): the controller sends the
+	// list again while this differs from its own.
+	HostedGen uint64 `json:"hosted_gen,omitempty"`
 }
 
 // NodeSyncResponse carries the controller's commands for a node.
@@ -381,6 +385,27 @@ type NodeSyncResponse struct {
 	// Unregistered asks the node to register again (the controller lost
 	// or never had its registration).
 	Unregistered bool `json:"unregistered,omitempty"`
+	// StepKey is the controller's public key for step grants (Ed25519,
+	// 32 bytes in standard base64), sent in registration answers. The
+	// node pins it: see docs/architecture.md "Steps".
+	StepKey string `json:"step_key,omitempty"`
+	// Hosted is, when HostedGen is set, the complete list of jobs that
+	// hold a share of the node without the node having launched them
+	// (absent: none). HostedGen names that list (a hash of it); the node
+	// echoes it in NodeSyncRequest.HostedGen, and the controller repeats
+	// the list until the echo matches.
+	Hosted    []HostedJob `json:"hosted,omitempty"`
+	HostedGen uint64      `json:"hosted_gen,omitempty"`
+}
+
+// HostedJob is a running job that holds a share of a node which did not
+// launch it: an allocation-only job (salloc, srun outside a batch job),
+// or a job whose batch script runs on another node. A node daemon starts
+// steps only of the jobs it launched and of these, as their user.
+type HostedJob struct {
+	JobRef
+	UserID  uint32 `json:"user_id"`
+	GroupID uint32 `json:"group_id"`
 }
 
 // JobRef names one incarnation of a job.

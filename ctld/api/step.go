@@ -52,9 +52,13 @@ type StepNode struct {
 
 // StepGrant is what the controller grants a step: where its tasks run
 // and as whom. It travels signed (SignedGrant), so that a node daemon can
-// trust it without asking the controller.
+// trust it without asking the controller; the node still checks that
+// the job (JobID, Restart) runs there under UserID and GroupID.
 type StepGrant struct {
-	JobID   uint64 `json:"job_id"`
+	JobID uint64 `json:"job_id"`
+	// Restart is the job's incarnation (Job.Restarts): a grant of an
+	// earlier run is no grant for a requeued job.
+	Restart int    `json:"restart"`
 	StepID  uint32 `json:"step_id"`
 	JobName string `json:"job_name"`
 	UserID  uint32 `json:"user_id"`
@@ -63,10 +67,15 @@ type StepGrant struct {
 	// Partition and Cluster are exported to the tasks.
 	Partition string `json:"partition,omitempty"`
 	Cluster   string `json:"cluster,omitempty"`
-	// Expires is when the grant stops being valid: the job's end at its
-	// time limit (far future for unlimited jobs). Node daemons refuse a
-	// grant past it and end the step's tasks when it passes.
+	// Issued is when the controller signed the grant. Expires is when the
+	// grant stops being good for starting the step: shortly after Issued
+	// (the time srun needs to reach the nodes), never after JobEnd. Node
+	// daemons refuse it past Expires, and start a step once per node.
+	Issued  time.Time `json:"issued"`
 	Expires time.Time `json:"expires"`
+	// JobEnd is the job's end at its time limit (far future for
+	// unlimited jobs): node daemons end the step's tasks when it passes.
+	JobEnd time.Time `json:"job_end"`
 	// JobNodes are every node of the job, in allocation order.
 	JobNodes []string   `json:"job_nodes"`
 	Nodes    []StepNode `json:"nodes"`
@@ -91,9 +100,9 @@ func (g *StepGrant) NodeIndex(name string) int {
 func (g *StepGrant) ID() string { return fmt.Sprintf("%d.%d", g.JobID, g.StepID) }
 
 // SignedGrant is a StepGrant as the controller encoded it (Body, JSON)
-// and its credential: HMAC-SHA256 of Body under the cluster key, in hex
-// (see internal/stepio). Body is kept as bytes so that what is verified
-// is exactly what was signed.
+// and its credential: the Ed25519 signature of Body by the controller's
+// step key, in standard base64 (see internal/stepcred). Body is kept as
+// bytes so that what is verified is exactly what was signed.
 type SignedGrant struct {
 	Body []byte `json:"body"`
 	Cred string `json:"cred"`

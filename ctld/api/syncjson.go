@@ -99,6 +99,8 @@ func (d syncDecoder) syncRequest(r *NodeSyncRequest) bool {
 			return d.Int64(&r.FreeMemMB)
 		case "gpu_proc_jobs":
 			return d.Value(&r.GPUProcJobs, true)
+		case "hosted_gen":
+			return d.Uint64(&r.HostedGen)
 		}
 		return false
 	})
@@ -150,7 +152,7 @@ func (d syncDecoder) jobReport(j *NodeJobReport) bool {
 }
 
 func (d syncDecoder) syncResponse(r *NodeSyncResponse) bool {
-	var launch, signals, limits, ack, forget bool
+	var launch, signals, limits, ack, forget, hosted bool
 	return d.Object(func(key []byte) bool {
 		switch string(key) {
 		case "launch":
@@ -165,8 +167,26 @@ func (d syncDecoder) syncResponse(r *NodeSyncResponse) bool {
 			return structs(d, &forget, &r.Forget, d.jobRef)
 		case "unregistered":
 			return d.Bool(&r.Unregistered)
+		case "step_key":
+			return d.String(&r.StepKey)
+		case "hosted":
+			return structs(d, &hosted, &r.Hosted, d.hostedJob)
+		case "hosted_gen":
+			return d.Uint64(&r.HostedGen)
 		}
 		return false
+	})
+}
+
+func (d syncDecoder) hostedJob(h *HostedJob) bool {
+	return d.Object(func(key []byte) bool {
+		switch string(key) {
+		case "user_id":
+			return d.Uint32(&h.UserID)
+		case "group_id":
+			return d.Uint32(&h.GroupID)
+		}
+		return d.jobRefField(key, &h.JobRef)
 	})
 }
 
@@ -399,6 +419,9 @@ func (r *NodeSyncRequest) AppendJSON(b []byte) ([]byte, error) {
 	if len(r.GPUProcJobs) > 0 {
 		b = appendProcJobsJSON(append(b, `,"gpu_proc_jobs":`...), r.GPUProcJobs)
 	}
+	if r.HostedGen != 0 {
+		b = strconv.AppendUint(append(b, `,"hosted_gen":`...), r.HostedGen, 10)
+	}
 	return append(b, '}'), nil
 }
 
@@ -571,6 +594,26 @@ func (r *NodeSyncResponse) AppendJSON(b []byte) ([]byte, error) {
 	b = appendJobRefsField(b, `,"ack":[`, r.Ack)
 	b = appendJobRefsField(b, `,"forget":[`, r.Forget)
 	b = appendBoolField(b, `,"unregistered":true`, r.Unregistered)
+	b = appendStringField(b, `,"step_key":`, r.StepKey)
+	if len(r.Hosted) > 0 {
+		b = append(b, `,"hosted":[`...)
+		for i := range r.Hosted {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			h := &r.Hosted[i]
+			b = appendJobRefJSON(b, &h.JobRef)
+			b = append(b, `,"user_id":`...)
+			b = strconv.AppendUint(b, uint64(h.UserID), 10)
+			b = append(b, `,"group_id":`...)
+			b = strconv.AppendUint(b, uint64(h.GroupID), 10)
+			b = append(b, '}')
+		}
+		b = append(b, ']')
+	}
+	if r.HostedGen != 0 {
+		b = strconv.AppendUint(append(b, `,"hosted_gen":`...), r.HostedGen, 10)
+	}
 	if len(b) == n0 {
 		return append(b, "{}"...), nil
 	}
@@ -581,7 +624,7 @@ func (r *NodeSyncResponse) AppendJSON(b []byte) ([]byte, error) {
 // syncResponseSizeHint guesses the encoded size of r from the launches'
 // bulkiest fields, the script and the environment.
 func syncResponseSizeHint(r *NodeSyncResponse) int {
-	n := 64 + 32*(len(r.Signals)+len(r.Limits)+len(r.Ack)+len(r.Forget))
+	n := 64 + 32*(len(r.Signals)+len(r.Limits)+len(r.Ack)+len(r.Forget)) + 64*len(r.Hosted) + len(r.StepKey)
 	for i := range r.Launch {
 		s := &r.Launch[i]
 		n += 640 + len(s.Script) + len(s.WorkDir) + len(s.SubmitDir)

@@ -175,6 +175,7 @@ func TestNodeSyncJSONMatchesEncodingJSON(t *testing.T) {
 		{"typical", typicalSyncRequest()},
 		{"empty slices and map", &NodeSyncRequest{Jobs: []NodeJobReport{}, GPUStatus: []gres.Status{}, GPUProcJobs: map[int]uint64{}}},
 		{"zero report", &NodeSyncRequest{Jobs: []NodeJobReport{{}}}},
+		{"hosted list echoed", &NodeSyncRequest{Name: "n", HostedGen: math.MaxUint64}},
 		{"zero status", &NodeSyncRequest{GPUStatus: []gres.Status{{Processes: []gres.ProcUsage{}}}}},
 		{"zero time in a zone", &NodeSyncRequest{Jobs: []NodeJobReport{{StartTime: time.Time{}.In(time.FixedZone("X", -3600))}}}},
 		{"time with monotonic clock", &NodeSyncRequest{Jobs: []NodeJobReport{{StartTime: time.Now()}}}},
@@ -210,6 +211,9 @@ func TestNodeSyncJSONMatchesEncodingJSON(t *testing.T) {
 		{"empty alloc", &NodeSyncResponse{Launch: []LaunchSpec{{Alloc: []NodeAlloc{}, Args: []string{}, Env: []string{}}}}},
 		{"zero pointers' targets", &NodeSyncResponse{Launch: []LaunchSpec{{Signal: &SignalSpec{}, Array: &ArrayLaunch{}, Alloc: []NodeAlloc{{GPUs: []int{}}}}}}},
 		{"zero signal and limit", &NodeSyncResponse{Signals: []SignalCommand{{}}, Limits: []LimitUpdate{{}}, Forget: []JobRef{{}}}},
+		{"registration answer with step key", &NodeSyncResponse{StepKey: "MCowBQYDK2VwAyEA", HostedGen: 1}},
+		{"hosted jobs", &NodeSyncResponse{Hosted: []HostedJob{{JobRef: JobRef{JobID: 9, Restart: 2}, UserID: 1000, GroupID: 100}, {}}, HostedGen: math.MaxUint64}},
+		{"empty hosted list", &NodeSyncResponse{Hosted: []HostedJob{}, HostedGen: 3}},
 		{"bad start time", &NodeSyncResponse{Ack: []JobRef{{JobID: 1}},
 			Launch: []LaunchSpec{*typicalLaunch(), {StartTime: time.Date(-1, 1, 1, 0, 0, 0, 0, time.UTC)}}}},
 	}

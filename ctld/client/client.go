@@ -1,6 +1,7 @@
 // Package client is the Go client of tidectld's HTTP/JSON API, used by
-// the CLI (over the unix socket) and by tided (over TCP with the cluster
-// key).
+// the CLI (over the unix socket, or over TCP to api_addr with a JWT or
+// MUNGE credential per request: remote.go) and by tided (over TCP with
+// the cluster key).
 package client
 
 import (
@@ -12,7 +13,6 @@ import (
 	"io"
 	"net"
 	"net/url"
-	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -32,6 +32,8 @@ const KeyHeader = "X-Tide-Cluster-Key"
 type Client struct {
 	tr  *transport
 	key string
+	// creds authenticate requests to api_addr (NewRemote).
+	creds Credentials
 	// where names the endpoint in connection errors.
 	where string
 
@@ -51,15 +53,6 @@ type Client struct {
 func NewUnix(path string) *Client {
 	dial := func(ctx context.Context) (net.Conn, error) { return dialRawUnix(ctx, path) }
 	return &Client{tr: &transport{dial: dial, host: "tidectld"}, where: path}
-}
-
-// FromEnv returns a unix-socket client for TIDE_SOCKET or DefaultSocket.
-func FromEnv() *Client {
-	p := os.Getenv("TIDE_SOCKET")
-	if p == "" {
-		p = DefaultSocket
-	}
-	return NewUnix(p)
 }
 
 // NewTCP returns a client for a controller's node address (host:port),
@@ -131,6 +124,10 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, in, 
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
+		}
+		var ce *credentialError
+		if errors.As(err, &ce) {
+			return fmt.Errorf("no credential for tidectld at %s: %w", c.where, ce.err)
 		}
 		// One line (two %w, not errors.Join): the CLI escapes newlines
 		// in the messages it prints.

@@ -24,6 +24,9 @@ import (
 type transport struct {
 	dial func(ctx context.Context) (net.Conn, error)
 	host string // Host header
+	// auth, when set, gives each request sent its Authorization header
+	// (a fresh one per try: see Credentials).
+	auth func(ctx context.Context) (string, error)
 
 	mu   sync.Mutex
 	idle []*wireConn // kept-alive connections, newest last
@@ -155,6 +158,17 @@ func (t *transport) closeIdle() {
 // closed (only for requests that are safe to repeat).
 func (t *transport) roundTrip(ctx context.Context, method, target string, hdr [][2]string, body []byte, retry bool) (*wireResponse, error) {
 	for attempt := 0; ; attempt++ {
+		h := hdr
+		if t.auth != nil {
+			a, err := t.auth(ctx)
+			if err == nil && !validHeaderValue(a) {
+				err = errors.New("credential has control characters")
+			}
+			if err != nil {
+				return nil, &credentialError{err: err}
+			}
+			h = append(hdr[:len(hdr):len(hdr)], [2]string{"Authorization", a})
+		}
 		c := t.getIdle()
 		reused := c != nil
 		if c == nil {
@@ -164,7 +178,7 @@ func (t *transport) roundTrip(ctx context.Context, method, target string, hdr []
 			}
 			c = newWireConn(nc)
 		}
-		resp, err := t.exchange(ctx, c, method, target, hdr, body)
+		resp, err := t.exchange(ctx, c, method, target, h, body)
 		if err == nil {
 			return resp, nil
 		}

@@ -71,6 +71,16 @@ type Config struct {
 	// served ("" = on node_addr).
 	MetricsAddr string       `mapstructure:"metrics_addr" json:"metrics_addr"`
 	Limits      LimitsConfig `mapstructure:"limits" json:"limits"`
+
+	// The user API over TCP (auth.go): where it listens ("" = off),
+	// and how its requests authenticate (a JWT, a MUNGE credential).
+	APIAddr string      `mapstructure:"api_addr" json:"api_addr"`
+	JWT     JWTConfig   `mapstructure:"jwt" json:"jwt"`
+	Munge   MungeConfig `mapstructure:"munge" json:"munge"`
+
+	// PrivateData (privacy.go) is Slurm's PrivateData: what regular
+	// users may not see of other users (events, jobs, nodes, usage).
+	PrivateData []string `mapstructure:"private_data" json:"private_data"`
 }
 
 // TimeoutConfig holds the controller's timeouts.
@@ -258,6 +268,8 @@ func Default() Config {
 		Submit: SubmitConfig{RatePerQueue: DefaultSubmitRate, Buffer: DefaultSubmitBuffer,
 			MaxScriptSize: DefaultMaxScriptSize, MaxEnvSize: DefaultMaxEnvSize, MaxEnvVars: DefaultMaxEnvVars},
 		Limits: DefaultLimits(),
+		JWT:    JWTConfig{MaxLifespan: DefaultJWTMaxLifespan},
+		Munge:  MungeConfig{Socket: DefaultMungeSocket},
 	}
 }
 
@@ -321,6 +333,9 @@ func Parse(r io.Reader) (Config, error) {
 	for k, val := range limitsDefaults(def.Limits) {
 		v.SetDefault(k, val)
 	}
+	for k, val := range authDefaults(def) {
+		v.SetDefault(k, val)
+	}
 	if err := v.ReadConfig(r); err != nil {
 		return Config{}, fmt.Errorf("parse YAML: %w", err)
 	}
@@ -333,7 +348,7 @@ func Parse(r io.Reader) (Config, error) {
 
 // resolvePaths makes relative paths relative to the config file's folder.
 func (c *Config) resolvePaths(dir string) {
-	for _, p := range []*string{&c.StateDir, &c.Socket, &c.KeyFile, &c.Topology.File} {
+	for _, p := range []*string{&c.StateDir, &c.Socket, &c.KeyFile, &c.Topology.File, &c.JWT.KeyFile, &c.Munge.Socket} {
 		if *p != "" && !filepath.IsAbs(*p) {
 			*p = filepath.Join(dir, *p)
 		}
@@ -354,6 +369,8 @@ type Cluster struct {
 	Policy sched.Policy
 	// Sharing holds the validated queues and job classes.
 	Sharing Sharing
+	// Private is private_data, parsed once.
+	Private PrivateData
 }
 
 // Validate checks the config and expands node lists. It reports every
@@ -542,6 +559,8 @@ func (c Config) Validate() (*Cluster, error) {
 	cl.Tree = tree
 	c.validateSharing(cl, bad)
 	c.validateLimits(bad)
+	c.validateAuth(bad)
+	c.validatePrivacy(cl, bad)
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
