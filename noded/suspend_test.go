@@ -266,12 +266,15 @@ func TestSuspendIgnored(t *testing.T) {
 	n.cfg.Cgroups = CgroupsOff
 	n.start(t)
 	wd := t.TempDir()
-	spec := n.spec(t, 603, "#!/bin/sh\ntrap 'echo term; sleep 1; exit 3' TERM\nwhile :; do sleep 0.02; done\n", wd)
+	// The script says when its trap is set: a TERM that came before
+	// would end it with 0:15 and the test would check nothing.
+	spec := n.spec(t, 603, "#!/bin/sh\ntrap 'echo term; sleep 1; exit 3' TERM\n: > trap-set\nwhile :; do sleep 0.02; done\n", wd)
 	spec.KillWait = 30
 	n.launch(spec)
 	n.fake.waitReport(t, spec.JobRef, api.NodeJobRunning)
 	dir := jobDir(n, spec.JobRef)
 	waitUntil(t, "job pid recorded", func() bool { return exists(filepath.Join(dir, filePID)) })
+	waitUntil(t, "trap set", func() bool { return exists(filepath.Join(wd, "trap-set")) })
 	n.fake.queue(api.NodeSyncResponse{Signals: []api.SignalCommand{
 		{JobRef: spec.JobRef, Signal: int(syscall.SIGSTOP), BatchOnly: true},
 		{JobRef: spec.JobRef, Signal: int(syscall.SIGCONT), BatchOnly: true},
