@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/tide-hpc/tide/internal/pki"
 )
 
 // NewCommand returns the tidectld command: run the controller, or print
@@ -94,17 +96,26 @@ func NewCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if _, err := cfg.Validate(); err != nil {
+			cl, err := cfg.Validate()
+			if err != nil {
 				return fmt.Errorf("invalid config:\n%w", err)
 			}
-			if _, err := readKey(cfg.KeyFile); err != nil {
+			tlsOn, err := tlsWanted(cl)
+			if err != nil {
+				return err
+			}
+			if tlsOn {
+				if _, err := pki.LoadCA(cl.TLSDir()); err != nil {
+					return fmt.Errorf("cluster CA: %w", err)
+				}
+			} else if _, err := readKey(cfg.KeyFile); err != nil {
 				return err
 			}
 			fmt.Fprintln(cmd.OutOrStdout(), "config ok")
 			return nil
 		},
 	})
-	root.AddCommand(cfgCmd, &cobra.Command{
+	root.AddCommand(cfgCmd, newCACommand(load), newNodeTokenCommand(load), &cobra.Command{
 		Use: "keygen FILE", Short: "Write a new random cluster key (mode 0600)", Args: cobra.ExactArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
 			b := make([]byte, 32)

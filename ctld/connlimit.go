@@ -316,7 +316,7 @@ func (l *limitListener) releaseLocked(tc *trackedConn) {
 // connState is the http.Server's ConnState hook: it tells which
 // connections serve a request (never evicted) and which idle.
 func (l *limitListener) connState(c net.Conn, st http.ConnState) {
-	tc, ok := c.(*trackedConn)
+	tc, ok := unwrapTLS(c).(*trackedConn)
 	if !ok {
 		return
 	}
@@ -400,7 +400,7 @@ type connKey struct{}
 // connContext puts the connection (and, on the socket, the peer's
 // credentials) in every request's context.
 func connContext(ctx context.Context, c net.Conn) context.Context {
-	tc, ok := c.(*trackedConn)
+	tc, ok := unwrapTLS(c).(*trackedConn)
 	if !ok {
 		return ctx
 	}

@@ -37,6 +37,8 @@ func (s *Server) localHandler() http.Handler {
 	mux.HandleFunc("GET "+api.PathQueues, s.handleQueues)
 	// JWTs for api_addr (apiauth.go).
 	post(api.PathTokens, smallBody, "Token creation failed", s.handleToken)
+	// Join tokens for nodes (nodejoin.go), operators only.
+	post(api.PathNodeTokens, smallBody, "Join token creation failed", s.handleNodeToken)
 	post("/api/v1/jobs/{id}/checkpoint", smallBody, "Checkpoint failed", s.handleCheckpoint)
 	// Steps and allocations (issue 7; handlers in steps.go).
 	post("/api/v1/jobs/{id}/steps", stepBody, "Step creation failed", s.handleCreateStep)
@@ -66,16 +68,23 @@ func (s *Server) operatorOnly(h http.HandlerFunc) http.HandlerFunc {
 }
 
 // nodeHandler serves node daemons on TCP. Every API call needs the
-// cluster key; /metrics is open for scrapers unless metrics_addr moves
-// it to a listener of its own.
+// cluster key, or over TLS (tls.go) a node certificate, except a join,
+// which brings a join token instead; /metrics is open for scrapers
+// unless metrics_addr moves it to a listener of its own.
 func (s *Server) nodeHandler() http.Handler {
 	mux := newLimitedMux()
-	mux.post("/api/v1/node/register", nodeBody, "Node registration failed", s.withKey(s.handleRegister))
-	mux.post("/api/v1/node/sync", nodeBody, "Node sync failed", s.withKey(s.handleSync))
+	auth := s.withKey
+	if s.tls.on {
+		auth = s.withNodeCert
+		mux.post(api.PathNodeJoin, joinBody, "Node join failed", s.handleJoin)
+		mux.post(api.PathNodeRenew, joinBody, "Certificate renewal failed", auth(s.handleRenew))
+	}
+	mux.post("/api/v1/node/register", nodeBody, "Node registration failed", auth(s.handleRegister))
+	mux.post("/api/v1/node/sync", nodeBody, "Node sync failed", auth(s.handleSync))
 	if s.cl.MetricsAddr == "" {
 		mux.Handle("GET /metrics", s.metrics.handler())
 	}
-	mux.HandleFunc("/", s.withKey(func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("/", auth(func(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, api.Errorf(api.ErrNotFound, "%s %s: not a node API call (clients use the local socket or api_addr)", r.Method, r.URL.Path))
 	}))
 	return mux
@@ -466,6 +475,10 @@ func (s *Server) handleRegister(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
+	if err := s.checkNodeIdentity(r, reg.Name); err != nil {
+		writeErr(w, fmt.Errorf("Node registration failed: %w", err))
+		return
+	}
 	resp, err := s.register(reg)
 	if err != nil {
 		writeErr(w, err)
@@ -485,6 +498,10 @@ func (s *Server) handleSync(w http.ResponseWriter, r *http.Request) {
 	}
 	if err != nil {
 		writeErr(w, badBody(err))
+		return
+	}
+	if err := s.checkNodeIdentity(r, req.Name); err != nil {
+		writeErr(w, fmt.Errorf("Node sync failed: %w", err))
 		return
 	}
 	if req.WaitMS > 0 {

@@ -90,6 +90,9 @@ type Server struct {
 	keyLog *refusalLog
 	// auth authenticates requests on api_addr (apiauth.go).
 	auth authState
+	// tls is the cluster CA and the controller's certificate when
+	// node_addr and api_addr serve TLS (tls.go).
+	tls tlsState
 }
 
 // refusalLogEvery is how often refused connections and keyless node
@@ -107,9 +110,17 @@ func New(cl *Cluster, log *slog.Logger) (*Server, error) {
 	if err := os.MkdirAll(cl.StateDir, 0o700); err != nil {
 		return nil, fmt.Errorf("create state dir: %w", err)
 	}
-	key, err := readKey(cl.KeyFile)
+	// Over TLS nodes show certificates, never the cluster key: the key
+	// file is not read (and need not exist).
+	tlsOn, err := tlsWanted(cl)
 	if err != nil {
 		return nil, err
+	}
+	key := ""
+	if !tlsOn {
+		if key, err = readKey(cl.KeyFile); err != nil {
+			return nil, err
+		}
 	}
 	st, err := accounting.Open(filepath.Join(cl.StateDir, "tide.db"))
 	if err != nil {
@@ -143,6 +154,12 @@ func newServer(cl *Cluster, log *slog.Logger, st Store, key string, now func() t
 	s.metrics = newMetrics(s)
 	if err := s.setupAuth(); err != nil {
 		return nil, err
+	}
+	if err := s.setupTLS(); err != nil {
+		return nil, err
+	}
+	if s.tls.on {
+		s.keyLog = newRefusalLog(log, refusalLogEvery, "refused node request without a node certificate")
 	}
 	if err := s.recover(context.Background()); err != nil {
 		return nil, err
@@ -281,11 +298,17 @@ func (s *Server) Run(ctx context.Context) error {
 	sock.identify, sock.privileged, sock.answer = uidPeer, s.privilegedPeer, true
 	node := newLimitListener(tl, "node", nodeLim, s.metrics, rlog)
 	gauged := []*limitListener{sock, node}
+	// TLS goes over the limits: a connection is counted (and may be
+	// evicted) from its accept, before its handshake.
+	nodeTLS, apiTLS := s.tlsConfigs()
+	if nodeTLS != nil {
+		node.proof = "a node certificate"
+	}
 
 	local := s.httpServer(s.localHandler(), sock)
 	remote := s.httpServer(s.nodeHandler(), node)
 	servers := []*http.Server{local, remote}
-	serving := []net.Listener{sock, node}
+	serving := []net.Listener{sock, withTLS(node, nodeTLS)}
 	if ml != nil {
 		mlim := newLimitListener(ml, "metrics", metricsLim, s.metrics, rlog)
 		gauged = append(gauged, mlim)
@@ -297,12 +320,19 @@ func (s *Server) Run(ctx context.Context) error {
 		alim.proof = "credentials"
 		gauged = append(gauged, alim)
 		servers = append(servers, s.httpServer(s.apiHandler(), alim))
-		serving = append(serving, alim)
+		serving = append(serving, withTLS(alim, apiTLS))
 	}
 	s.metrics.conns.set(gauged...)
 	s.log.Info("tidectld serving", "socket", s.cl.Socket, "node_addr", tl.Addr().String(), "metrics_addr", s.cl.MetricsAddr,
-		"api_addr", addrOf(al), "jwt", s.auth.jwtKey != nil,
+		"api_addr", addrOf(al), "jwt", s.auth.jwtKey != nil, "tls", s.tls.on,
 		"cluster", s.cl.ClusterName, "nofile", nofile, "max_connections", sockLim.total)
+	if s.tls.on {
+		s.log.Info("TLS on node_addr and api_addr: nodes authenticate with certificates of the cluster CA",
+			"ca", filepath.Join(s.tls.dir, "ca.crt"), "ca_sha256", s.tls.ca.Fingerprint(), "hosts", s.tls.hosts)
+	} else {
+		s.log.Warn("no TLS: node_addr (and api_addr) serve plain HTTP, and nodes send the cluster key in clear; run tidectld ca init and restart (tls.mode)",
+			"tls_mode", s.cl.TLS.Mode)
+	}
 
 	var wg sync.WaitGroup
 	errc := make(chan error, len(servers))
@@ -317,6 +347,12 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	wg.Add(1)
 	go func() { defer wg.Done(); s.loop(ctx) }()
+	renewCtx, stopRenew := context.WithCancel(ctx)
+	defer stopRenew()
+	if s.tls.on {
+		wg.Add(1)
+		go func() { defer wg.Done(); s.renewServerCert(renewCtx) }()
+	}
 	s.Kick()
 
 	var runErr error
@@ -330,6 +366,7 @@ func (s *Server) Run(ctx context.Context) error {
 	for _, srv := range servers {
 		_ = srv.Shutdown(sctx)
 	}
+	stopRenew()
 	wg.Wait()
 	removeIfSame(s.cl.Socket, ul.(*sockListener).fi)
 	s.mu.Lock()

@@ -298,7 +298,7 @@ func (s *Server) createStep(ctx context.Context, c caller, id uint64, req api.St
 		return api.StepResponse{}, api.Errorf(api.ErrUnavailable, "Unable to create step for job %d: could not store the step: %v", id, err)
 	}
 	s.stored()
-	return api.StepResponse{Grant: signed}, nil
+	return api.StepResponse{Grant: signed, CA: s.caPEM()}, nil
 }
 
 // endStep records how a step ended, as srun reports it.

@@ -58,7 +58,7 @@ func NewCommand() *cobra.Command {
 		},
 	}
 	addConfigFlags(root.PersistentFlags())
-	root.AddCommand(newConfigCommand(), newStepdCommand(), newStepdExecCommand(), newStepdServeCommand(), newImageCommand())
+	root.AddCommand(newConfigCommand(), newStepdCommand(), newStepdExecCommand(), newStepdServeCommand(), newImageCommand(), newJoinCommand())
 	return root
 }
 

@@ -49,8 +49,14 @@ type Config struct {
 	Name string `mapstructure:"name"`
 	// Controller is tidectld's node address, host:port.
 	Controller string `mapstructure:"controller"`
-	// KeyFile holds the cluster key; it must not be world-readable.
+	// KeyFile holds the cluster key; it must not be world-readable. A
+	// node that joined the cluster CA (TLSDir) does not use it.
 	KeyFile string `mapstructure:"key_file"`
+	// TLSDir keeps the node's certificate and key and the cluster CA's
+	// certificate (`tided join`); with them tided talks to the
+	// controller over mutual TLS. It must survive reboots (state_dir is
+	// on tmpfs).
+	TLSDir string `mapstructure:"tls_dir"`
 	// StateDir holds one directory per job (jobs/<id>.<restart>). It
 	// must outlive tided but not the machine: tmpfs (/run) by default.
 	StateDir string `mapstructure:"state_dir"`
@@ -177,6 +183,7 @@ func DefaultConfig() Config {
 		Name:          name,
 		Controller:    "127.0.0.1:6817",
 		KeyFile:       "/etc/tide/cluster.key",
+		TLSDir:        DefaultTLSDir,
 		StateDir:      "/run/tided",
 		Supervisor:    SupervisorShared,
 		CPUs:          runtime.NumCPU(),
@@ -208,6 +215,7 @@ func configKeys(c Config) []struct {
 		{"name", c.Name},
 		{"controller", c.Controller},
 		{"key_file", c.KeyFile},
+		{"tls_dir", c.TLSDir},
 		{"state_dir", c.StateDir},
 		{"supervisor", c.Supervisor},
 		{"cpus", c.CPUs},
@@ -302,6 +310,7 @@ var flagKeys = map[string]string{
 	"name":              "name",
 	"controller":        "controller",
 	"key-file":          "key_file",
+	"tls-dir":           "tls_dir",
 	"state-dir":         "state_dir",
 	"supervisor":        "supervisor",
 	"cpus":              "cpus",
@@ -323,6 +332,7 @@ func addConfigFlags(fs *pflag.FlagSet) {
 	fs.String("name", "", "node name (default: short hostname)")
 	fs.String("controller", "", "controller node address, host:port")
 	fs.String("key-file", "", "file holding the cluster key")
+	fs.String("tls-dir", "", "directory of the node's certificate and the cluster CA (tided join)")
 	fs.String("state-dir", "", "directory for job state")
 	fs.String("supervisor", "", "job supervisor: shared or per-job")
 	fs.Int("cpus", 0, "CPUs offered to jobs")
@@ -392,8 +402,12 @@ func (c *Config) Validate() error {
 	} else if n, err := strconv.Atoi(port); err != nil || n <= 0 || n > 65535 {
 		bad("controller: %q has an invalid port", c.Controller)
 	}
-	if _, err := LoadKey(c.KeyFile); err != nil {
-		errs = append(errs, fmt.Errorf("key_file: %w", err))
+	if c.TLSDir == "" || !filepath.IsAbs(c.TLSDir) {
+		bad("tls_dir: %q must be an absolute path", c.TLSDir)
+	} else if !Joined(c.TLSDir) {
+		if _, err := LoadKey(c.KeyFile); err != nil {
+			errs = append(errs, fmt.Errorf("key_file: %w (or join the cluster CA: tided join)", err))
+		}
 	}
 	if c.StateDir == "" || !filepath.IsAbs(c.StateDir) {
 		bad("state_dir: %q must be an absolute path", c.StateDir)

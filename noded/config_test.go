@@ -47,7 +47,7 @@ func TestParseExampleConfig(t *testing.T) {
 	}
 	want := Config{
 		Version: 1, Name: "gpu01", Controller: "127.0.0.1:6817", KeyFile: "/etc/tide/cluster.key",
-		StateDir: "/run/tided", Supervisor: "shared", CPUs: 64, Memory: "512G",
+		TLSDir: DefaultTLSDir, StateDir: "/run/tided", Supervisor: "shared", CPUs: 64, Memory: "512G",
 		GPUs:     GPUConfig{Source: "none", Fake: gres.FakeConfig{Count: 0, Model: "h100", MemoryMB: 81920, Topology: "dgx"}},
 		Features: []string{"nvlink", "ib"}, Heartbeat: 10 * time.Second, KillWait: 30 * time.Second,
 		LaunchTimeout: time.Minute, Cgroups: CgroupsAuto, CgroupParent: "tide",
@@ -276,7 +276,7 @@ func TestParseMemory(t *testing.T) {
 func TestWriteYAML(t *testing.T) {
 	c := Config{
 		Version: 1, Name: "gpu07", Controller: "ctl.example:6817", KeyFile: "/etc/tide/cluster.key",
-		StateDir: "/var/spool/tided", Supervisor: "per-job", CPUs: 96, Memory: "1T",
+		TLSDir: "/var/lib/tide/tided", StateDir: "/var/spool/tided", Supervisor: "per-job", CPUs: 96, Memory: "1T",
 		GPUs:     GPUConfig{Source: GPUSourceFake, Fake: gres.FakeConfig{Count: 8, Model: "h200", MemoryMB: 144384}},
 		Features: []string{"nvlink", "yes"}, Heartbeat: 15 * time.Second, KillWait: time.Minute,
 		LaunchTimeout: 90 * time.Second, AllowRootJobs: true, LogLevel: "debug", Cgroups: CgroupsOff, CgroupParent: "tide/jobs",

@@ -117,6 +117,9 @@ type Daemon struct {
 	// hosted is the controller's list of the jobs this node runs steps
 	// of without having launched them (stepauth.go, issue 21).
 	hosted hostedJobs
+	// tls is the node's certificate when it joined the cluster CA
+	// (tls.go); nil otherwise.
+	tls *nodeTLS
 
 	// launchSlots holds a token per launch running (launch.go), at most
 	// launchConcurrency; launches counts those not decided yet, which
@@ -169,13 +172,30 @@ func Setup(ctx context.Context, cfg Config, opts Options) (*Daemon, error) {
 			d.exe = small
 		}
 	}
+	// A node that joined the cluster CA talks mutual TLS and sends no
+	// cluster key; one that did not uses the key (a controller without
+	// TLS).
+	nt, err := loadNodeTLS(cfg.TLSDir, cfg.Name, time.Now())
+	if err != nil {
+		return nil, err
+	}
+	if nt != nil {
+		nt.log = d.log.With("component", "tls")
+		d.tls = nt
+	}
 	if d.api == nil {
-		key, err := LoadKey(cfg.KeyFile)
-		if err != nil {
-			return nil, err
+		if nt != nil {
+			c := nt.controllerClient(cfg.Controller)
+			nt.client = c
+			d.api, d.closeAPI = c, c.Close
+		} else {
+			key, err := LoadKey(cfg.KeyFile)
+			if err != nil {
+				return nil, err
+			}
+			c := client.NewTCP(cfg.Controller, key)
+			d.api, d.closeAPI = c, c.Close
 		}
-		c := client.NewTCP(cfg.Controller, key)
-		d.api, d.closeAPI = c, c.Close
 	}
 	if err := d.openGPUs(); err != nil {
 		return nil, err
@@ -237,8 +257,17 @@ func (d *Daemon) Run(ctx context.Context) error {
 	}()
 	go d.watchReattached(ctx)
 	go d.watchGPUs(ctx)
+	if d.tls != nil && d.tls.client != nil {
+		go d.tls.renewLoop(ctx)
+	}
 
-	d.log.Info("tided started", "controller", d.cfg.Controller, "jobs", len(d.jobs), "cgroups", d.cgroups, "version", Version)
+	d.log.Info("tided started", "controller", d.cfg.Controller, "jobs", len(d.jobs), "cgroups", d.cgroups, "version", Version,
+		"tls", d.tls != nil)
+	if d.tls != nil {
+		leaf := d.tls.cert.Get().Leaf
+		d.log.Info("node certificate loaded: mutual TLS with the controller", "dir", d.cfg.TLSDir,
+			"serial", leaf.SerialNumber.Text(16), "expires", leaf.NotAfter.UTC().Format(time.RFC3339))
+	}
 	delay := backoffMin
 	backoff := func(what string, err error) {
 		d.log.Warn("controller unreachable", "op", what, "err", err, "retry_in", delay)

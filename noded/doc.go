@@ -1,6 +1,8 @@
 // Package noded is tided, the node daemon that runs on every GPU host.
 //
-// tided registers the node with tidectld and then long-polls the node
+// tided registers the node with tidectld (over mutual TLS with the
+// certificate "tided join" got it, tls.go and join.go, or with the
+// cluster key on a controller without TLS) and then long-polls the node
 // sync endpoint: every request carries the state of every job the node
 // knows, and every answer carries the controller's commands (launch,
 // signal, kill, new time limits, acknowledgements of finished reports).

@@ -11,6 +11,7 @@ package noded
 // that no task outlives its srun.
 
 import (
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -24,6 +25,7 @@ import (
 	"time"
 
 	"github.com/tide-hpc/tide/ctld/api"
+	"github.com/tide-hpc/tide/internal/pki"
 	"github.com/tide-hpc/tide/internal/stepcred"
 	"github.com/tide-hpc/tide/internal/stepio"
 )
@@ -89,12 +91,19 @@ func (d *Daemon) startSteps() error {
 	if err != nil {
 		return fmt.Errorf("step listener (step_addr %s): %w", d.cfg.StepAddr, err)
 	}
+	if d.tls != nil {
+		// srun checks the node's certificate against the cluster CA
+		// (the controller hands it the CA with the grant), and the
+		// step's frames, the grant included, travel encrypted. The
+		// handshake happens in the hello's read, under its deadline.
+		ln = tls.NewListener(ln, pki.ServerConfig(&d.tls.cert, nil))
+	}
 	s.ln = ln
 	s.advertised = advertiseAddr(ln.Addr().String(), d.hostname)
 	d.steps = s
 	s.wg.Add(1)
 	go s.accept()
-	d.log.Info("step listener ready", "addr", ln.Addr().String(), "advertised", s.advertised)
+	d.log.Info("step listener ready", "addr", ln.Addr().String(), "advertised", s.advertised, "tls", d.tls != nil)
 	return nil
 }
 

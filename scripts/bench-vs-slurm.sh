@@ -38,4 +38,7 @@ fi
 
 TIDE_RUN=$ROOT/run/bench TIDE_PORT=${TIDE_BENCH_PORT:-6818} "$ROOT/scripts/bench-tide.sh" > "$OUT/tide.tsv"
 echo "emulated nodes of both clusters on host CPUs: ${NODE_CPUS:-all}"
+if [ "${TIDE_HOSTS:-}" = netns ]; then
+  echo "Tide in the netns mode (TIDE_HOSTS=netns): hosts in network namespaces, the commands on the login node over TCP with MUNGE"
+fi
 "$ROOT/scripts/bench-table.sh" /dev/null "$OUT/tide.tsv" "$OUT/slurm.tsv"

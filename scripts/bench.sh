@@ -21,9 +21,14 @@ echo "== local cluster" >&2
 TIDE_RUN=$ROOT/run/bench TIDE_PORT=${TIDE_BENCH_PORT:-6818} "$ROOT/scripts/bench-tide.sh" > "$OUT/tide.tsv"
 
 echo "== submission storm against the submission buffer (scripts/bench-burst.sh)" >&2
-TIDE_RUN=$ROOT/run/bench-burst TIDE_PORT=$((${TIDE_BENCH_PORT:-6818} + 1)) "$ROOT/scripts/bench-burst.sh" >> "$OUT/tide.tsv"
+# On one host whatever TIDE_HOSTS says: it reads the controller's
+# /metrics on 127.0.0.1.
+TIDE_HOSTS= TIDE_RUN=$ROOT/run/bench-burst TIDE_PORT=$((${TIDE_BENCH_PORT:-6818} + 1)) "$ROOT/scripts/bench-burst.sh" >> "$OUT/tide.tsv"
 
 echo "emulated nodes on host CPUs: ${NODE_CPUS:-all} (scripts/node-cpus.sh; TIDE_NODE_CPUS=all for every CPU)"
+if [ "${TIDE_HOSTS:-}" = netns ]; then
+  echo "Tide in the netns mode: hosts in network namespaces, the commands on the login node over TCP with MUNGE (the burst rows: one host)"
+fi
 "$ROOT/scripts/bench-table.sh" "$OUT/go-bench.txt" "$OUT/tide.tsv"
 
 echo

@@ -1,12 +1,30 @@
 #!/usr/bin/env bash
 # demo.sh — submit the scripts in examples/ to the local cluster (make up)
 # and show squeue, sinfo and sacct while they run and after they finish.
+#
+# On a netns cluster (TIDE_HOSTS=netns make up) every command runs on the
+# login node as TIDE_DEMO_USER (default: the user sudo ran this for, else
+# nobody) through scripts/login.sh: over TCP, with MUNGE credentials.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 RUN=${TIDE_RUN:-$ROOT/run}
 # shellcheck disable=SC1091
 . "$RUN/env.sh"
+ME=$(id -u)
+USE="'. $RUN/env.sh' to use it"
+if [ -f "$RUN/hosts/netns.env" ]; then
+  DEMO_USER=${TIDE_DEMO_USER:-${SUDO_USER:-nobody}}
+  [ "$DEMO_USER" = root ] && [ -z "${TIDE_DEMO_USER:-}" ] && DEMO_USER=nobody
+  ME=$(id -u "$DEMO_USER") || { echo "demo: no user $DEMO_USER (TIDE_DEMO_USER)" >&2; exit 1; }
+  USE="'scripts/login.sh USER' to use it"
+  echo "netns cluster: every command below runs as $DEMO_USER on the login node (scripts/login.sh $DEMO_USER ...)"
+  echo
+  # The Slurm commands, as the demo user on the login node.
+  for c in sbatch squeue sinfo sacct scontrol tide; do
+    eval "$c() { \"\$ROOT/scripts/login.sh\" \"\$DEMO_USER\" $c \"\$@\"; }"
+  done
+fi
 DEMO=$RUN/demo
 mkdir -p "$DEMO"
 chmod 1777 "$DEMO"   # jobs write their output here as their own user
@@ -63,11 +81,16 @@ container_job() {
   fi
   # Every node imports it into the containerd of its configuration (on
   # this one machine they share up.sh's private containerd).
-  local cfg
-  for cfg in "$RUN"/nodes/gpu*.yaml; do
+  # (As the nodes' administrator, root: the node configurations of a
+  # single-host cluster and of a netns one.)
+  local cfg node
+  for cfg in "$RUN"/nodes/gpu*.yaml "$RUN"/hosts/gpu*/tided.yaml; do
+    [ -f "$cfg" ] || continue
     grep -q '^containerd:' "$cfg" || continue
+    node=$(basename "$cfg" .yaml)
+    [ "$node" = tided ] && node=$(basename "$(dirname "$cfg")")
     if tided image --config "$cfg" ls 2>/dev/null | grep -q "$img"; then
-      echo "$(basename "$cfg" .yaml): $img already imported"
+      echo "$node: $img already imported"
     else
       echo "$ tided image --config ${cfg#"$ROOT"/} import ${tar#"$ROOT"/}"
       tided image --config "$cfg" import "$tar" || { echo "import failed: skipping the container job"; return 0; }
@@ -87,8 +110,8 @@ container_job() {
   echo "$ sacct -X -j $cid -P -n --format=JobID,JobName,State,ExitCode,NodeList,Constraints"
   sacct -X -j "$cid" -P -n --format=JobID,JobName,State,ExitCode,NodeList,Constraints
   f=$DEMO/container-$cid.txt
-  echo "--- $f (host uid $(id -u))"; cat "$f" 2>/dev/null || echo "(no output)"
+  echo "--- $f (submitter's uid $ME)"; cat "$f" 2>/dev/null || echo "(no output)"
 }
 container_job
 echo
-echo "The cluster is still up: '. $RUN/env.sh' to use it, 'make down' to stop it."
+echo "The cluster is still up: $USE, 'make down' to stop it."

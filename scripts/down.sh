@@ -14,6 +14,8 @@ BIN=${TIDE_BIN:-$(pwd)/bin}
 [ -d "$RUN" ] || { echo "down: no cluster under $RUN"; exit 0; }
 # As up.sh wrote it into the daemons' command lines.
 RUN=$(cd "$RUN" && pwd)
+# A cluster of netns-up.sh (TIDE_HOSTS=netns) has its own teardown.
+[ -f "$RUN/hosts/netns.env" ] && exec scripts/netns-down.sh
 export TIDE_SOCKET="$RUN/tidectld.sock"
 
 CTLD_CMD=(tidectld --config "$RUN/tide.yaml")

@@ -18,7 +18,11 @@
 # (auto; "off" skips the private containerd), TIDE_BIN (default ./bin),
 # TIDE_TIDED_EXTRA (YAML appended to every tided's config),
 # TIDE_NODE_CPUS (the host CPUs the nodes and their jobs run on:
-# scripts/node-cpus.sh; "all" for every CPU).
+# scripts/node-cpus.sh; "all" for every CPU), TIDE_HOSTS (netns: every
+# host in a network namespace of its own, scripts/netns-up.sh), TIDE_TLS
+# (on: the default, the cluster CA under run/ctld/tls and every node
+# joined with a one-time token before it starts; off: plain TCP with the
+# cluster key, as before issue 21).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
@@ -28,6 +32,18 @@ RUN=${TIDE_RUN:-$ROOT/run}
 PORT=${TIDE_PORT:-6817}
 NNODES=${TIDE_NODES:-4}
 BIN=${TIDE_BIN:-$ROOT/bin}
+
+# TIDE_HOSTS=netns: each host in a network namespace of its own
+# (scripts/netns-up.sh).
+case ${TIDE_HOSTS:-} in
+'' | local) ;;
+netns) exec "$ROOT/scripts/netns-up.sh" ;;
+*) echo "up: TIDE_HOSTS=$TIDE_HOSTS is not a mode (empty: one host; netns: hosts in network namespaces)" >&2; exit 1 ;;
+esac
+if [ -f "$RUN/hosts/netns.env" ]; then
+  echo "up: a netns cluster (TIDE_HOSTS=netns) is under $RUN: make down first, or TIDE_HOSTS=netns make up" >&2
+  exit 1
+fi
 
 case $NNODES in
 '' | *[!0-9]* | 0 | 0*) echo "up: TIDE_NODES=$NNODES is not a node count (1 to 99)" >&2; exit 1 ;;
@@ -53,6 +69,22 @@ RUN=$(cd "$RUN" && pwd)
 # and env.sh (the key and the state stay private).
 chmod 755 "$RUN" "$RUN/nodes"
 [ -f "$RUN/cluster.key" ] || "$BIN/tidectld" keygen "$RUN/cluster.key"
+
+# TLS (issue 21): the controller serves node_addr over TLS with the
+# cluster CA, nodes hold certificates naming them (tls_dir), and the
+# commands reach it over the socket as ever. TIDE_TLS=off keeps the
+# cluster key in clear, for comparisons.
+TLS=${TIDE_TLS:-on}
+case $TLS in
+on)
+  CTLD_AUTH="tls: {mode: on}"
+  ;;
+off)
+  CTLD_AUTH="tls: {mode: off}
+key_file: $RUN/cluster.key"
+  ;;
+*) echo "up: TIDE_TLS=$TLS is not on or off" >&2; exit 1 ;;
+esac
 
 NODES=()
 for i in $(seq 1 "$NNODES"); do NODES+=("$(printf 'gpu%02d' "$i")"); done
@@ -106,7 +138,7 @@ cluster_name: dev
 state_dir: $RUN/ctld
 socket: $RUN/tidectld.sock
 node_addr: 127.0.0.1:$PORT
-key_file: $RUN/cluster.key
+$CTLD_AUTH
 allow_root_jobs: $ROOTJOBS
 timeouts:
   node: 30s
@@ -138,7 +170,7 @@ for n in "${NODES[@]}"; do
 version: 1
 name: $n
 controller: 127.0.0.1:$PORT
-key_file: $RUN/cluster.key
+$([ "$TLS" = on ] && echo "tls_dir: $RUN/nodes/$n.tls" || echo "key_file: $RUN/cluster.key")
 state_dir: $NODESTATE/$n
 cpus: 64
 memory: 512G
@@ -289,6 +321,11 @@ start_daemon() {
 # other for the few cores there are. Export GOMAXPROCS to override.
 export GOMAXPROCS=${GOMAXPROCS:-1}
 STARTED=()
+# The cluster CA (once: it is kept across make down and up), before a
+# controller with tls.mode on may start.
+if [ "$TLS" = on ] && [ ! -f "$RUN/ctld/tls/ca.crt" ]; then
+  "$BIN/tidectld" --config "$RUN/tide.yaml" ca init | sed -n "s|^CA sha256: *|up: cluster CA made in $RUN/ctld/tls, sha256 |p"
+fi
 if [ -n "$CTLD_UP" ]; then
   echo "up: tidectld runs (pid $(pidfile_pid "$RUN/tidectld.pid")): kept"
 else
@@ -311,6 +348,30 @@ if [ -n "$WANT_CTRD" ]; then
   fi
 fi
 
+# join_node NAME: a one-time join token for the node from the running
+# controller (over its socket; retried while it starts), handed to
+# tided join on standard input (a command line is visible to all). Every
+# tided up.sh starts gets a fresh certificate: a stale one (expired
+# after a month of make down) never stops a node.
+join_node() {
+  local n=$1 tok=
+  for _ in $(seq 1 50); do
+    tok=$("$BIN/tidectld" --config "$RUN/tide.yaml" node-token create --ttl 5m --node "$n" 2>"$RUN/node-token.err") && break
+    tok=
+    sleep 0.2
+  done
+  if [ -z "$tok" ]; then
+    echo "up: no join token for $n from the controller: $(tail -1 "$RUN/node-token.err"); its log:" >&2
+    tail -20 "$RUN/tidectld.log" >&2
+    exit 1
+  fi
+  if ! printf '%s\n' "$tok" | "$BIN/tided" --config "$RUN/nodes/$n.yaml" join --token - >"$RUN/nodes/$n.join" 2>&1; then
+    echo "up: tided join of $n failed:" >&2
+    cat "$RUN/nodes/$n.join" >&2
+    exit 1
+  fi
+}
+
 NEWNODES=()
 for n in "${NODES[@]}"; do
   mkdir -p "$NODESTATE/$n"
@@ -318,6 +379,7 @@ for n in "${NODES[@]}"; do
   if [ -n "${NODE_UP[$n]:-}" ]; then
     continue
   fi
+  [ "$TLS" = on ] && join_node "$n"
   # taskset execs tided: $! is tided's own pid.
   start_daemon "$RUN/nodes/$n.pid" "$RUN/nodes/$n.log" "${PIN[@]}" "$BIN/tided" --config "$RUN/nodes/$n.yaml"
   NEWNODES+=("$n")
@@ -349,6 +411,9 @@ cat > "$RUN/env.sh" <<ENV
 # Source this file to use the local Tide cluster: . $RUN/env.sh
 export PATH="$BIN:\$PATH"
 export TIDE_SOCKET="$RUN/tidectld.sock"
+$([ "$TLS" = on ] && echo "# The cluster CA: what the commands verify the controller with over TCP
+# (TIDE_CONTROLLER, when api_addr is set).
+export TIDE_CA=\"$RUN/ctld/tls/ca.crt\"")
 ENV
 chmod 644 "$RUN/env.sh"
 

@@ -2,6 +2,7 @@ package srun
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/tide-hpc/tide/cli/cmdutil"
 	"github.com/tide-hpc/tide/ctld/api"
+	"github.com/tide-hpc/tide/internal/pki"
 	"github.com/tide-hpc/tide/internal/termsafe"
 )
 
@@ -160,6 +162,16 @@ func step(ctx context.Context, c StepAPI, id uint64, a *Args, o *Options, sigs <
 	so := stepOptions{label: a.Label, unbuffered: a.Unbuffered, killBadExit: a.KillBadEx,
 		stdout: spec.Stdout, stderr: spec.Stderr, stdin: spec.Stdin, cwd: spec.WorkDir,
 		in: o.IO.In, out: o.IO.Out, errOut: o.IO.ErrOut, signals: sigs}
+	if resp.CA != "" {
+		cas, err := pki.ParseCerts([]byte(resp.CA))
+		if err != nil {
+			return 1, fmt.Errorf("the controller's CA for the step: %w", err)
+		}
+		so.ca = x509.NewCertPool()
+		for _, c := range cas {
+			so.ca.AddCert(c)
+		}
+	}
 	if a.Pty {
 		if f, ok := o.IO.In.(*os.File); ok && isTerminal(f) {
 			restore, err := makeRaw(f)

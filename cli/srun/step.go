@@ -2,6 +2,8 @@ package srun
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,6 +18,7 @@ import (
 	"time"
 
 	"github.com/tide-hpc/tide/ctld/api"
+	"github.com/tide-hpc/tide/internal/pki"
 	"github.com/tide-hpc/tide/internal/stepio"
 )
 
@@ -44,6 +47,9 @@ type stepOptions struct {
 	term *os.File
 	// signals delivers the signals to forward (nil: none are caught).
 	signals <-chan os.Signal
+	// ca verifies the nodes' step listeners, reached over TLS (nil:
+	// plain TCP, for a controller without TLS).
+	ca *x509.CertPool
 }
 
 // stepResult is how a step ended.
@@ -77,7 +83,7 @@ func runStep(ctx context.Context, sg api.SignedGrant, o stepOptions) (stepResult
 	if o.term != nil {
 		hello.Rows, hello.Cols = termSize(o.term)
 	}
-	conns, err := connectAll(ctx, g, hello)
+	conns, err := connectAll(ctx, g, hello, o.ca)
 	if err != nil {
 		return stepResult{}, err
 	}
@@ -254,8 +260,10 @@ func runStep(ctx context.Context, sg api.SignedGrant, o stepOptions) (stepResult
 }
 
 // connectAll dials every node of the step at once and waits for each to
-// start its tasks.
-func connectAll(ctx context.Context, g *api.StepGrant, hello stepio.HelloMsg) ([]*nodeConn, error) {
+// start its tasks. With ca, each connection is TLS and the node must
+// present a certificate of ca naming it: the grant goes to that node
+// only, encrypted.
+func connectAll(ctx context.Context, g *api.StepGrant, hello stepio.HelloMsg, ca *x509.CertPool) ([]*nodeConn, error) {
 	hf, err := stepio.JSON(stepio.Hello, 0, hello)
 	if err != nil {
 		return nil, err
@@ -272,6 +280,18 @@ func connectAll(ctx context.Context, g *api.StepGrant, hello stepio.HelloMsg) ([
 			if err != nil {
 				errs[i] = fmt.Errorf("connect to %s (%s): %w", n.Name, n.Addr, err)
 				return
+			}
+			if ca != nil {
+				tc := tls.Client(c, pki.NodeClient(ca, n.Name))
+				hctx, cancel := context.WithTimeout(ctx, dialTimeout)
+				err := tc.HandshakeContext(hctx)
+				cancel()
+				if err != nil {
+					c.Close()
+					errs[i] = fmt.Errorf("connect to %s (%s): TLS: %w", n.Name, n.Addr, err)
+					return
+				}
+				c = tc
 			}
 			nc := &nodeConn{idx: i, node: n, conn: c, w: stepio.NewWriter(c)}
 			conns[i] = nc

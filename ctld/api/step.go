@@ -111,6 +111,11 @@ type SignedGrant struct {
 // StepResponse answers a StepRequest.
 type StepResponse struct {
 	Grant SignedGrant `json:"grant"`
+	// CA is the cluster CA's certificate (PEM) when the nodes serve
+	// their step listeners over TLS: srun connects to each node over
+	// TLS and checks that it presents a certificate of this CA naming
+	// it. Empty: plain TCP (a controller without TLS).
+	CA string `json:"ca,omitempty"`
 }
 
 // StepEnd is the body of POST /api/v1/jobs/{id}/steps/{step}/end: srun

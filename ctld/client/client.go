@@ -1,7 +1,8 @@
 // Package client is the Go client of tidectld's HTTP/JSON API, used by
-// the CLI (over the unix socket, or over TCP to api_addr with a JWT or
-// MUNGE credential per request: remote.go) and by tided (over TCP with
-// the cluster key).
+// the CLI (over the unix socket, or over TLS to api_addr with a JWT or
+// MUNGE credential per request: remote.go, tls.go) and by tided (over
+// mutual TLS with its node certificate, or over TCP with the cluster
+// key on a controller without TLS).
 package client
 
 import (
@@ -25,7 +26,8 @@ import (
 // TIDE_SOCKET says otherwise.
 const DefaultSocket = "/run/tide/tidectld.sock"
 
-// KeyHeader carries the cluster key on node-daemon requests.
+// KeyHeader carries the cluster key on node-daemon requests to a
+// controller without TLS (never over TLS).
 const KeyHeader = "X-Tide-Cluster-Key"
 
 // Client talks to one controller.
@@ -128,6 +130,10 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, in, 
 		var ce *credentialError
 		if errors.As(err, &ce) {
 			return fmt.Errorf("no credential for tidectld at %s: %w", c.where, ce.err)
+		}
+		var te *TLSError
+		if errors.As(err, &te) { // certificates: another try would fail alike
+			return fmt.Errorf("cannot reach tidectld: %w", err)
 		}
 		// One line (two %w, not errors.Join): the CLI escapes newlines
 		// in the messages it prints.

@@ -99,10 +99,10 @@ func NewRemote(addr string, creds Credentials) *Client {
 }
 
 // FromEnv returns the commands' client: for TIDE_CONTROLLER's api_addr
-// over TCP when it is set (with TIDE_JWT's token, else MUNGE
-// credentials from TIDE_MUNGE_SOCKET's munged), else for the unix
-// socket at TIDE_SOCKET or DefaultSocket. Bad values are errors naming
-// the variable.
+// over TLS when it is set (the controller verified with TIDE_CA's CA;
+// with TIDE_JWT's token, else MUNGE credentials from
+// TIDE_MUNGE_SOCKET's munged), else for the unix socket at TIDE_SOCKET
+// or DefaultSocket. Bad values are errors naming the variable.
 func FromEnv() (*Client, error) {
 	addr := os.Getenv(ControllerEnv)
 	if addr == "" {
@@ -115,18 +115,26 @@ func FromEnv() (*Client, error) {
 	if err := checkAddr(addr); err != nil {
 		return nil, err
 	}
+	var creds Credentials
 	if tok, ok := os.LookupEnv(JWTEnv); ok {
 		b, err := ParseBearer(tok)
 		if err != nil {
 			return nil, err
 		}
-		return NewRemote(addr, b), nil
+		creds = b
+	} else {
+		sock := os.Getenv(MungeSocketEnv)
+		if sock == "" {
+			sock = DefaultMungeSocket
+		}
+		creds = Munge{Socket: sock}
 	}
-	sock := os.Getenv(MungeSocketEnv)
-	if sock == "" {
-		sock = DefaultMungeSocket
+	// Always TLS: a credential never crosses the network in clear.
+	cfg, hint, err := remoteTLS(addr)
+	if err != nil {
+		return nil, err
 	}
-	return NewRemote(addr, Munge{Socket: sock}), nil
+	return NewRemoteTLS(addr, creds, cfg, hint), nil
 }
 
 // checkAddr checks TIDE_CONTROLLER: host:port with a port number.

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -15,6 +16,7 @@ import (
 	"github.com/tide-hpc/tide/ctld/api"
 	"github.com/tide-hpc/tide/internal/munge"
 	"github.com/tide-hpc/tide/internal/munge/mungetest"
+	"github.com/tide-hpc/tide/internal/pki"
 )
 
 // countingCreds hands out "Test cred-N", a fresh one per call, as MUNGE
@@ -170,6 +172,16 @@ func TestParseBearer(t *testing.T) {
 }
 
 func TestFromEnv(t *testing.T) {
+	ca, err := pki.NewCA("test", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	caFile := filepath.Join(t.TempDir(), "ca.crt")
+	if err := os.WriteFile(caFile, ca.CertPEM(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	notCA := filepath.Join(t.TempDir(), "not.crt")
+	os.WriteFile(notCA, []byte("hello\n"), 0o644)
 	tests := []struct {
 		name      string
 		env       map[string]string
@@ -179,10 +191,14 @@ func TestFromEnv(t *testing.T) {
 	}{
 		{name: "socket by default", wantWhere: DefaultSocket},
 		{name: "TIDE_SOCKET", env: map[string]string{"TIDE_SOCKET": "/tmp/x.sock", JWTEnv: "a.b.c"}, wantWhere: "/tmp/x.sock"},
-		{name: "TCP with a token", env: map[string]string{ControllerEnv: "ctl:6820", JWTEnv: "a.b.c"}, wantWhere: "ctl:6820", wantAuth: "bearer"},
-		{name: "TCP with MUNGE", env: map[string]string{ControllerEnv: "ctl:6820"}, wantWhere: "ctl:6820", wantAuth: "munge:" + DefaultMungeSocket},
-		{name: "TCP with another munged", env: map[string]string{ControllerEnv: "[::1]:6820", MungeSocketEnv: "/tmp/m.sock"},
+		{name: "TCP with a token", env: map[string]string{ControllerEnv: "ctl:6820", JWTEnv: "a.b.c", CAEnv: caFile}, wantWhere: "ctl:6820", wantAuth: "bearer"},
+		{name: "TCP with MUNGE", env: map[string]string{ControllerEnv: "ctl:6820", CAEnv: caFile}, wantWhere: "ctl:6820", wantAuth: "munge:" + DefaultMungeSocket},
+		{name: "TCP with another munged", env: map[string]string{ControllerEnv: "[::1]:6820", MungeSocketEnv: "/tmp/m.sock", CAEnv: caFile},
 			wantWhere: "[::1]:6820", wantAuth: "munge:/tmp/m.sock"},
+		{name: "TCP without the CA", env: map[string]string{ControllerEnv: "ctl:6820", JWTEnv: "a.b.c", CAEnv: "/nonexistent/ca.crt"},
+			wantErr: "need the cluster CA's certificate: open /nonexistent/ca.crt"},
+		{name: "TCP with a CA file that holds none", env: map[string]string{ControllerEnv: "ctl:6820", JWTEnv: "a.b.c", CAEnv: notCA},
+			wantErr: "no PEM CERTIFICATE block"},
 		{name: "no port", env: map[string]string{ControllerEnv: "ctl"}, wantErr: `TIDE_CONTROLLER="ctl" is not host:port`},
 		{name: "bad port", env: map[string]string{ControllerEnv: "ctl:api"}, wantErr: "with a port number"},
 		{name: "no host", env: map[string]string{ControllerEnv: ":6820"}, wantErr: "with a port number"},
@@ -191,7 +207,7 @@ func TestFromEnv(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			for _, k := range []string{"TIDE_SOCKET", ControllerEnv, JWTEnv, MungeSocketEnv} {
+			for _, k := range []string{"TIDE_SOCKET", ControllerEnv, JWTEnv, MungeSocketEnv, CAEnv} {
 				if v, ok := tt.env[k]; ok {
 					t.Setenv(k, v)
 				} else {

@@ -30,6 +30,9 @@ type transport struct {
 
 	mu   sync.Mutex
 	idle []*wireConn // kept-alive connections, newest last
+	// gen counts retire calls; a connection dialed before the last one
+	// is closed instead of kept alive.
+	gen uint64
 }
 
 // maxIdle bounds the kept-alive connections (tided uses two at most: a
@@ -47,6 +50,8 @@ type wireConn struct {
 	c  net.Conn
 	br *bufio.Reader
 	bw *bufio.Writer
+	// gen is the transport's gen when the connection was dialed.
+	gen uint64
 }
 
 // wireResponse is an answer whose body must be read to the end or closed.
@@ -132,7 +137,7 @@ func (t *transport) getIdle() *wireConn {
 
 func (t *transport) putIdle(c *wireConn) {
 	t.mu.Lock()
-	if len(t.idle) < maxIdle {
+	if len(t.idle) < maxIdle && c.gen == t.gen {
 		t.idle = append(t.idle, c)
 		c = nil
 	}
@@ -140,6 +145,16 @@ func (t *transport) putIdle(c *wireConn) {
 	if c != nil {
 		c.c.Close()
 	}
+}
+
+// retire closes the kept-alive connections and makes those in use
+// close when their request ends: a renewed client certificate is used
+// from the next connection on.
+func (t *transport) retire() {
+	t.mu.Lock()
+	t.gen++
+	t.mu.Unlock()
+	t.closeIdle()
 }
 
 // closeIdle closes the kept-alive connections.
@@ -177,6 +192,9 @@ func (t *transport) roundTrip(ctx context.Context, method, target string, hdr []
 				return nil, err
 			}
 			c = newWireConn(nc)
+			t.mu.Lock()
+			c.gen = t.gen
+			t.mu.Unlock()
 		}
 		resp, err := t.exchange(ctx, c, method, target, h, body)
 		if err == nil {

@@ -81,6 +81,10 @@ type Config struct {
 	// PrivateData (privacy.go) is Slurm's PrivateData: what regular
 	// users may not see of other users (events, jobs, nodes, usage).
 	PrivateData []string `mapstructure:"private_data" json:"private_data"`
+
+	// TLS (tls.go): the cluster CA, certificates for the controller and
+	// the nodes, and whether node_addr and api_addr serve TLS.
+	TLS TLSConfig `mapstructure:"tls" json:"tls"`
 }
 
 // TimeoutConfig holds the controller's timeouts.
@@ -270,6 +274,7 @@ func Default() Config {
 		Limits: DefaultLimits(),
 		JWT:    JWTConfig{MaxLifespan: DefaultJWTMaxLifespan},
 		Munge:  MungeConfig{Socket: DefaultMungeSocket},
+		TLS:    TLSConfig{Mode: TLSAuto, CertValidity: DefaultCertValidity},
 	}
 }
 
@@ -334,6 +339,9 @@ func Parse(r io.Reader) (Config, error) {
 		v.SetDefault(k, val)
 	}
 	for k, val := range authDefaults(def) {
+		v.SetDefault(k, val)
+	}
+	for k, val := range tlsDefaults(def) {
 		v.SetDefault(k, val)
 	}
 	if err := v.ReadConfig(r); err != nil {
@@ -560,6 +568,7 @@ func (c Config) Validate() (*Cluster, error) {
 	c.validateSharing(cl, bad)
 	c.validateLimits(bad)
 	c.validateAuth(bad)
+	c.validateTLS(bad)
 	c.validatePrivacy(cl, bad)
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)

@@ -5,9 +5,11 @@ package integration
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"flag"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,6 +22,7 @@ import (
 	"github.com/tide-hpc/tide/ctld/api"
 	"github.com/tide-hpc/tide/ctld/client"
 	"github.com/tide-hpc/tide/gres"
+	"github.com/tide-hpc/tide/internal/pki"
 	"github.com/tide-hpc/tide/noded/cgroup"
 	"github.com/tide-hpc/tide/noded/stepd"
 )
@@ -90,6 +93,11 @@ type cluster struct {
 	tided  map[string]*exec.Cmd
 	socket string
 	api    *client.Client
+	// tls: the controller serves TLS with a cluster CA (caFile), and
+	// every node joined it (clusterOpts.plain turns it off: the cluster
+	// key, as before issue 21).
+	tls    bool
+	caFile string
 }
 
 func freePort(t *testing.T) int {
@@ -129,6 +137,12 @@ type clusterOpts struct {
 	// ctldYAML is appended to the controller's configuration (queues,
 	// qos, scheduler settings).
 	ctldYAML string
+	// plain runs the cluster without TLS: nodes present the cluster key
+	// in clear, as before issue 21. By default the controller has a
+	// cluster CA (tidectld ca init), every node joins it with a one-time
+	// token before its first start (tided join), and node_addr and
+	// api_addr serve TLS.
+	plain bool
 }
 
 func newClusterOpts(t *testing.T, o clusterOpts) *cluster {
@@ -152,7 +166,7 @@ func newClusterOpts(t *testing.T, o clusterOpts) *cluster {
 		t.Fatal(err)
 	}
 	os.Chmod(dir, 0o755)
-	c := &cluster{t: t, dir: dir, port: freePort(t), tided: map[string]*exec.Cmd{}}
+	c := &cluster{t: t, dir: dir, port: freePort(t), tided: map[string]*exec.Cmd{}, tls: !o.plain}
 	c.socket = filepath.Join(dir, "ctld.sock")
 	root := os.Getuid() == 0
 	key := filepath.Join(dir, "cluster.key")
@@ -163,12 +177,23 @@ func newClusterOpts(t *testing.T, o clusterOpts) *cluster {
 		c.nodes = append(c.nodes, fmt.Sprintf("gpu%02d", i))
 	}
 	expr := fmt.Sprintf("gpu[01-%02d]", n)
+	ctldAuth := "tls: {mode: off}\nkey_file: " + key
+	if c.tls {
+		if !strings.Contains("\n"+o.ctldYAML, "\ntls:") {
+			ctldAuth = "tls: {mode: on}"
+		} else {
+			ctldAuth = "" // the test's own tls: settings
+		}
+		// Copied where every user may read it, as /etc/tide/ca.crt on
+		// a login node (the state directory is the controller's alone).
+		c.caFile = filepath.Join(dir, "ca.crt")
+	}
 	cfg := fmt.Sprintf(`version: 1
 cluster_name: it
 state_dir: %s/ctld
 socket: %s
 node_addr: 127.0.0.1:%d
-key_file: %s
+%s
 allow_root_jobs: %v
 timeouts: {node: 30s, kill_wait: 2s, min_job_age: 5m}
 scheduler: {interval: 200ms}
@@ -179,7 +204,7 @@ nodes:
   - {names: "%s", cpus: 64, memory: 512G, gpus: 8}
 topology:
   switches:
-%s`, dir, c.socket, c.port, key, root, expr, expr, switchesYAML(o.switches, expr))
+%s`, dir, c.socket, c.port, ctldAuth, root, expr, expr, switchesYAML(o.switches, expr))
 	if o.ctldYAML != "" {
 		cfg += "\n" + o.ctldYAML
 	}
@@ -187,10 +212,14 @@ topology:
 		t.Fatal(err)
 	}
 	for _, name := range c.nodes {
+		nodeAuth := "key_file: " + key
+		if c.tls {
+			nodeAuth = "tls_dir: " + c.tlsDir(name)
+		}
 		ncfg := fmt.Sprintf(`version: 1
 name: %s
 controller: 127.0.0.1:%d
-key_file: %s
+%s
 state_dir: %s/nodes/%s
 cpus: 64
 memory: 512G
@@ -199,13 +228,26 @@ heartbeat: 2s
 kill_wait: 2s
 allow_root_jobs: %v
 step_addr: 127.0.0.1:0
-%s`, name, c.port, key, dir, name, gpus.Count, gpus.Model, gpus.MemoryMB, gpus.Topology, root, nodeYAML)
+%s`, name, c.port, nodeAuth, dir, name, gpus.Count, gpus.Model, gpus.MemoryMB, gpus.Topology, root, nodeYAML)
 		if err := os.WriteFile(filepath.Join(dir, name+".yaml"), []byte(ncfg), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
 	c.api = client.NewUnix(c.socket)
 	t.Cleanup(c.stop)
+	if c.tls {
+		out, err := exec.Command(filepath.Join(binDir, "tidectld"), "--config", filepath.Join(dir, "tide.yaml"), "ca", "init").CombinedOutput()
+		if err != nil {
+			t.Fatalf("tidectld ca init: %v\n%s", err, out)
+		}
+		ca, err := os.ReadFile(filepath.Join(dir, "ctld", "tls", "ca.crt"))
+		if err == nil {
+			err = os.WriteFile(c.caFile, ca, 0o644)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
 	c.startCtld()
 	for _, name := range c.nodes {
 		c.startTided(name)
@@ -229,8 +271,37 @@ func (c *cluster) startCtld() {
 	})
 }
 
+// tlsDir is node name's tls_dir.
+func (c *cluster) tlsDir(name string) string { return filepath.Join(c.dir, "nodes", name+".tls") }
+
+// joinNode joins node name to the cluster CA as an operator would: a
+// one-time token from the controller, handed to tided join on its
+// standard input.
+func (c *cluster) joinNode(name string) {
+	c.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	tok, err := c.api.NodeToken(ctx, api.NodeTokenRequest{TTLS: 300, Node: name})
+	if err != nil {
+		c.t.Fatalf("join token for %s: %v", name, err)
+	}
+	cmd := exec.CommandContext(ctx, filepath.Join(binDir, "tided"), "--config", filepath.Join(c.dir, name+".yaml"), "join", "--token", "-")
+	cmd.Stdin = strings.NewReader(tok.Token + "\n")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		c.t.Fatalf("tided join %s: %v\n%s", name, err, out)
+	}
+}
+
+// startTided starts node name's tided, joining the node first when the
+// cluster has TLS and it has no certificate yet (a restarted tided
+// keeps the one in its tls_dir).
 func (c *cluster) startTided(name string) {
 	c.t.Helper()
+	if c.tls {
+		if _, err := os.Stat(filepath.Join(c.tlsDir(name), "node.pem")); err != nil {
+			c.joinNode(name)
+		}
+	}
 	log, _ := os.OpenFile(filepath.Join(c.dir, name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	cmd := exec.Command(filepath.Join(binDir, "tided"), "--config", filepath.Join(c.dir, name+".yaml"))
 	cmd.Stdout, cmd.Stderr = log, log
@@ -342,7 +413,7 @@ func (c *cluster) workDir() string {
 func (c *cluster) cliAs(cred *syscall.Credential, dir string, args ...string) result {
 	cmd := exec.Command(filepath.Join(binDir, args[0]), args[1:]...)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "TIDE_SOCKET="+c.socket)
+	cmd.Env = append(append(os.Environ(), c.caEnv()...), "TIDE_SOCKET="+c.socket)
 	if cred != nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
 	}
@@ -449,6 +520,57 @@ func stopSupervisor(t *testing.T, pidFile string) {
 	if id.Alive() {
 		t.Errorf("shared supervisor %d did not stop", id.PID)
 	}
+}
+
+// caEnv is the commands' environment for the cluster CA: TIDE_CA
+// (what they verify the controller with over TCP), none without TLS.
+func (c *cluster) caEnv() []string {
+	if !c.tls {
+		return nil
+	}
+	return []string{"TIDE_CA=" + c.caFile}
+}
+
+// nodeHTTP is an HTTP client of node_addr and its base URL: over TLS
+// that verifies the controller with the cluster CA (and presents no
+// client certificate), or plain HTTP without TLS.
+func (c *cluster) nodeHTTP() (*http.Client, string) {
+	c.t.Helper()
+	if !c.tls {
+		return &http.Client{Timeout: 10 * time.Second}, fmt.Sprintf("http://127.0.0.1:%d", c.port)
+	}
+	pool, err := pki.ReadPool(c.caFile)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: pki.ControllerClient(pool, "127.0.0.1", nil)}},
+		fmt.Sprintf("https://127.0.0.1:%d", c.port)
+}
+
+// dialStep connects to node's step listener at addr as srun does: over
+// TLS that checks the node's certificate against the cluster CA, or
+// plain TCP without TLS.
+func (c *cluster) dialStep(t *testing.T, addr, node string) net.Conn {
+	t.Helper()
+	conn, err := net.DialTimeout("tcp", addr, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.tls {
+		return conn
+	}
+	pool, err := pki.ReadPool(c.caFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc := tls.Client(conn, pki.NodeClient(pool, node))
+	_ = tc.SetDeadline(time.Now().Add(10 * time.Second))
+	if err := tc.Handshake(); err != nil {
+		conn.Close()
+		t.Fatalf("TLS to %s's step listener: %v", node, err)
+	}
+	_ = tc.SetDeadline(time.Time{})
+	return tc
 }
 
 // switchesYAML renders topology.switches entries, one switch s1 over

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -314,7 +313,8 @@ func TestSubmitAcrossControllerRestart(t *testing.T) {
 func TestProbeMetricsScrapers(t *testing.T) {
 	c := newCluster(t, 1)
 	before := c.metric("tide_metrics_gathered_total")
-	url := fmt.Sprintf("http://127.0.0.1:%d/metrics", c.port)
+	hc, base := c.nodeHTTP()
+	url := base + "/metrics"
 	stop := time.Now().Add(3 * time.Second)
 	var scrapes atomic.Int64
 	var wg sync.WaitGroup
@@ -322,7 +322,6 @@ func TestProbeMetricsScrapers(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			hc := &http.Client{Timeout: 5 * time.Second}
 			defer hc.CloseIdleConnections()
 			for time.Now().Before(stop) {
 				resp, err := hc.Get(url)

@@ -163,15 +163,16 @@ func TestLifecycle(t *testing.T) {
 		c.cli("scancel", fmt.Sprint(id))
 	})
 
-	t.Run("node requests need the cluster key", func(t *testing.T) {
-		resp, err := http.Post(fmt.Sprintf("http://127.0.0.1:%d/api/v1/node/sync", c.port), "application/json",
-			strings.NewReader(`{"name":"gpu01"}`))
+	t.Run("node requests need a node credential", func(t *testing.T) {
+		// The cluster key without TLS, a node certificate with it.
+		hc, base := c.nodeHTTP()
+		resp, err := hc.Post(base+"/api/v1/node/sync", "application/json", strings.NewReader(`{"name":"gpu01"}`))
 		if err != nil {
 			t.Fatal(err)
 		}
 		resp.Body.Close()
 		if resp.StatusCode != http.StatusUnauthorized {
-			t.Fatalf("status %d without key", resp.StatusCode)
+			t.Fatalf("status %d without a credential", resp.StatusCode)
 		}
 	})
 

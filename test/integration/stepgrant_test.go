@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -29,12 +28,9 @@ const clusterKey = "integration-test-key-0123456789"
 // stepAttempt connects to a node's step listener as srun does and
 // returns the node's error ("" when the step started) and, for a started
 // step, its output.
-func stepAttempt(t *testing.T, addr string, sg api.SignedGrant) (nodeErr, out string) {
+func stepAttempt(t *testing.T, cl *cluster, node, addr string, sg api.SignedGrant) (nodeErr, out string) {
 	t.Helper()
-	c, err := net.DialTimeout("tcp", addr, 10*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := cl.dialStep(t, addr, node)
 	defer c.Close()
 	hf, err := stepio.JSON(stepio.Hello, 0, stepio.HelloMsg{Grant: sg, StdinMode: stepio.StdinNone})
 	if err != nil {
@@ -163,7 +159,7 @@ func TestStepGrants(t *testing.T) {
 		}
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
-				nodeErr, _ := stepAttempt(t, addr, tt.sg)
+				nodeErr, _ := stepAttempt(t, c, "gpu02", addr, tt.sg)
 				if !strings.Contains(nodeErr, "gpu02: ") || !strings.Contains(nodeErr, tt.want) {
 					t.Fatalf("node answered %q, want an error containing %q", nodeErr, tt.want)
 				}
@@ -179,10 +175,10 @@ func TestStepGrants(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if nodeErr, _ := stepAttempt(t, addr, resp.Grant); nodeErr != "" {
+		if nodeErr, _ := stepAttempt(t, c, "gpu02", addr, resp.Grant); nodeErr != "" {
 			t.Fatalf("genuine grant refused: %s", nodeErr)
 		}
-		nodeErr, _ := stepAttempt(t, addr, resp.Grant)
+		nodeErr, _ := stepAttempt(t, c, "gpu02", addr, resp.Grant)
 		if !strings.Contains(nodeErr, "already started on this node") {
 			t.Fatalf("replayed grant: node answered %q", nodeErr)
 		}

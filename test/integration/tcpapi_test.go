@@ -26,7 +26,7 @@ func (c *cluster) cliEnv(cred *syscall.Credential, env []string, args ...string)
 	c.t.Helper()
 	cmd := exec.Command(filepath.Join(binDir, args[0]), args[1:]...)
 	cmd.Dir = c.workDir()
-	cmd.Env = append(os.Environ(), env...)
+	cmd.Env = append(append(os.Environ(), c.caEnv()...), env...)
 	if cred != nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
 	}
