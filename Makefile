@@ -36,9 +36,17 @@ build: ## build bin/tide, bin/tide-sim, bin/tidectld, bin/tided, bin/tide-stepd 
 	@install -m 0755 $(addprefix $(BIN)/.build/,tidectld tided tide-stepd tide tide-sim) $(BIN)/
 	@for l in $(SLURM_LINKS); do ln -sf tide $(BIN)/$$l; done
 
-test: ## vet, then unit and integration tests (integration starts real daemons on loopback)
+test: ## vet, unit and integration tests (real daemons on loopback), then the integration tests again with every host in a network namespace of its own (as root)
 	$(GO) vet -tags '$(GOTAGS)' ./...
 	$(GO) test -tags '$(GOTAGS)' -count=1 -timeout $(TEST_TIMEOUT) ./...
+	@# The second pass: the controller, a login node and each node in a
+	@# network namespace of its own, the commands on the login node over
+	@# TCP with MUNGE (test/integration/hosts_test.go). It needs root,
+	@# iproute2, util-linux and munge, which CI has.
+	@if [ "$$(id -u)" = 0 ] && command -v ip >/dev/null && command -v nsenter >/dev/null; then \
+	  echo "== integration tests, netns mode (TIDE_IT_HOSTS=netns)"; \
+	  TIDE_IT_HOSTS=netns $(GO) test -tags '$(GOTAGS)' -count=1 -timeout $(TEST_TIMEOUT) ./test/integration/; \
+	else echo "== skipping the netns pass of the integration tests: it needs root, ip (iproute2) and nsenter (util-linux)"; fi
 
 test-gpu: build ## on a machine with an NVIDIA GPU: NVML discovery against the driver, then scripts/gpu-check.sh
 	$(GO) test -tags '$(GOTAGS)' -count=1 ./gres/nvml/ -gpu -v -run Real

@@ -55,11 +55,11 @@ func (r *chaosRun) launch(name string) (*exec.Cmd, error) {
 		return nil, err
 	}
 	defer log.Close()
-	bin, cfg := "tided", filepath.Join(c.dir, name+".yaml")
+	bin, cfg, host := "tided", filepath.Join(c.dir, name+".yaml"), name
 	if name == ctldName {
-		bin, cfg = "tidectld", filepath.Join(c.dir, "tide.yaml")
+		bin, cfg, host = "tidectld", filepath.Join(c.dir, "tide.yaml"), "ctl"
 	}
-	cmd := exec.Command(filepath.Join(binDir, bin), "--config", cfg)
+	cmd := c.onHost(host, nil, filepath.Join(binDir, bin), "--config", cfg)
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", name, err)

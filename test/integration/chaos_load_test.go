@@ -98,12 +98,13 @@ const (
 func (r *chaosRun) cli(u *chaosUser, timeout time.Duration, args ...string) chaosResult {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, filepath.Join(binDir, args[0]), args[1:]...)
+	var cred *syscall.Credential
+	if u != nil {
+		cred = u.cred
+	}
+	cmd := r.c.commandContext(ctx, cred, args...)
 	cmd.Dir = r.work
 	cmd.Env = r.env
-	if u != nil && u.cred != nil {
-		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: u.cred}
-	}
 	cmd.WaitDelay = 5 * time.Second
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb

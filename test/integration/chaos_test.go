@@ -187,7 +187,7 @@ func TestChaos(t *testing.T) {
 	r := &chaosRun{c: c, cfg: cfg, api: client.NewUnix(c.socket), users: chaosUsers(), work: c.workDir(),
 		marker: c.dir, t0: time.Now(), byID: map[uint64]*chaosSub{}, counts: map[string]int{},
 		kills: map[string]int{}, restarts: map[string]int{}}
-	r.env = append(os.Environ(), "TIDE_SOCKET="+c.socket, "TIDE_CHAOS_RUN="+r.marker, "PATH="+binDir+":"+os.Getenv("PATH"))
+	r.env = append(c.userEnv(), "TIDE_CHAOS_RUN="+r.marker, "PATH="+binDir+":"+os.Getenv("PATH"))
 	fmt.Printf("chaos: start seed=%d duration=%s nodes=%d workers=%d users=%s dir=%s\n",
 		cfg.seed, cfg.duration, cfg.nodes, cfg.workers, userNames(r.users), c.dir)
 

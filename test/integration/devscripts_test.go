@@ -214,6 +214,7 @@ func startTime(t *testing.T, pid int) uint64 {
 // nothing that a pid file merely names (an unrelated process that has
 // the recorded pid) and everything up.sh started.
 func TestDevScripts(t *testing.T) {
+	onlyOnce(t)
 	if _, err := exec.LookPath("bash"); err != nil {
 		t.Skip("no bash")
 	}

@@ -124,7 +124,7 @@ func (c *cluster) metric(name string) float64 {
 func TestIdleConnectionFloodSparesUsersAndNodes(t *testing.T) {
 	c := newCluster(t, 2)
 	const size = 1000
-	f := startFlood(t, fmt.Sprintf("127.0.0.1:%d", c.port), size, 250*time.Millisecond)
+	f := startFlood(t, fmt.Sprintf("%s:%d", c.ctlHost, c.port), size, 250*time.Millisecond)
 	c.eventually(30*time.Second, "the flood to open its connections", func() bool { return f.dials.Load() >= size })
 	// The controller keeps at most the unauthenticated cap of them.
 	if n := openFDs(c.ctld.Process.Pid); n >= size {

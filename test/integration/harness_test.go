@@ -48,6 +48,10 @@ func TestMain(m *testing.M) {
 	if testing.Short() {
 		os.Exit(0)
 	}
+	if err := checkNetnsMode(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 	dir, err := os.MkdirTemp("", "tide-it-bin-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -98,6 +102,14 @@ type cluster struct {
 	// key, as before issue 21).
 	tls    bool
 	caFile string
+	// hosts is the cluster's network in the netns mode (nil otherwise):
+	// the daemons run in their hosts' namespaces, and the commands on
+	// the login node over TCP.
+	hosts *hosts
+	// ctlHost is the controller's address as the nodes and this process
+	// reach it (127.0.0.1 on one host); apiAddr its api_addr in the
+	// netns mode.
+	ctlHost, apiAddr string
 }
 
 func freePort(t *testing.T) int {
@@ -143,6 +155,10 @@ type clusterOpts struct {
 	// token before its first start (tided join), and node_addr and
 	// api_addr serve TLS.
 	plain bool
+	// singleHost keeps the cluster on this host's loopback in the netns
+	// mode too: for the tests that check the single-host setup itself
+	// (the unix socket, loopback listeners of their own).
+	singleHost bool
 }
 
 func newClusterOpts(t *testing.T, o clusterOpts) *cluster {
@@ -166,7 +182,7 @@ func newClusterOpts(t *testing.T, o clusterOpts) *cluster {
 		t.Fatal(err)
 	}
 	os.Chmod(dir, 0o755)
-	c := &cluster{t: t, dir: dir, port: freePort(t), tided: map[string]*exec.Cmd{}, tls: !o.plain}
+	c := &cluster{t: t, dir: dir, port: freePort(t), tided: map[string]*exec.Cmd{}, tls: !o.plain, ctlHost: "127.0.0.1"}
 	c.socket = filepath.Join(dir, "ctld.sock")
 	root := os.Getuid() == 0
 	key := filepath.Join(dir, "cluster.key")
@@ -177,6 +193,16 @@ func newClusterOpts(t *testing.T, o clusterOpts) *cluster {
 		c.nodes = append(c.nodes, fmt.Sprintf("gpu%02d", i))
 	}
 	expr := fmt.Sprintf("gpu[01-%02d]", n)
+	// In the netns mode the users' API listens on the controller's
+	// address with MUNGE (the controller's host's munged); the commands
+	// use it from the login node.
+	netYAML := ""
+	if netnsMode && !o.singleHost {
+		c.hosts = newHosts(t, c.nodes)
+		c.ctlHost = c.hosts.addr("ctl")
+		c.apiAddr = fmt.Sprintf("%s:%d", c.ctlHost, c.port+1)
+		netYAML = fmt.Sprintf("api_addr: %s\nmunge: {socket: %s}\n", c.apiAddr, c.hosts.ctlMunge.Socket)
+	}
 	ctldAuth := "tls: {mode: off}\nkey_file: " + key
 	if c.tls {
 		if !strings.Contains("\n"+o.ctldYAML, "\ntls:") {
@@ -192,8 +218,8 @@ func newClusterOpts(t *testing.T, o clusterOpts) *cluster {
 cluster_name: it
 state_dir: %s/ctld
 socket: %s
-node_addr: 127.0.0.1:%d
-%s
+node_addr: %s:%d
+%s%s
 allow_root_jobs: %v
 timeouts: {node: 30s, kill_wait: 2s, min_job_age: 5m}
 scheduler: {interval: 200ms}
@@ -204,7 +230,7 @@ nodes:
   - {names: "%s", cpus: 64, memory: 512G, gpus: 8}
 topology:
   switches:
-%s`, dir, c.socket, c.port, ctldAuth, root, expr, expr, switchesYAML(o.switches, expr))
+%s`, dir, c.socket, c.ctlHost, c.port, netYAML, ctldAuth, root, expr, expr, switchesYAML(o.switches, expr))
 	if o.ctldYAML != "" {
 		cfg += "\n" + o.ctldYAML
 	}
@@ -216,9 +242,13 @@ topology:
 		if c.tls {
 			nodeAuth = "tls_dir: " + c.tlsDir(name)
 		}
+		stepHost := "127.0.0.1"
+		if c.hosts != nil {
+			stepHost = c.hosts.addr(name)
+		}
 		ncfg := fmt.Sprintf(`version: 1
 name: %s
-controller: 127.0.0.1:%d
+controller: %s:%d
 %s
 state_dir: %s/nodes/%s
 cpus: 64
@@ -227,8 +257,8 @@ gpus: {source: fake, fake: {count: %d, model: %s, memory_mb: %d, topology: "%s"}
 heartbeat: 2s
 kill_wait: 2s
 allow_root_jobs: %v
-step_addr: 127.0.0.1:0
-%s`, name, c.port, nodeAuth, dir, name, gpus.Count, gpus.Model, gpus.MemoryMB, gpus.Topology, root, nodeYAML)
+step_addr: %s:0
+%s`, name, c.ctlHost, c.port, nodeAuth, dir, name, gpus.Count, gpus.Model, gpus.MemoryMB, gpus.Topology, root, stepHost, nodeYAML)
 		if err := os.WriteFile(filepath.Join(dir, name+".yaml"), []byte(ncfg), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -259,7 +289,7 @@ step_addr: 127.0.0.1:0
 func (c *cluster) startCtld() {
 	c.t.Helper()
 	log, _ := os.OpenFile(filepath.Join(c.dir, "tidectld.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	cmd := exec.Command(filepath.Join(binDir, "tidectld"), "--config", filepath.Join(c.dir, "tide.yaml"))
+	cmd := c.onHost("ctl", nil, filepath.Join(binDir, "tidectld"), "--config", filepath.Join(c.dir, "tide.yaml"))
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {
 		c.t.Fatal(err)
@@ -285,7 +315,7 @@ func (c *cluster) joinNode(name string) {
 	if err != nil {
 		c.t.Fatalf("join token for %s: %v", name, err)
 	}
-	cmd := exec.CommandContext(ctx, filepath.Join(binDir, "tided"), "--config", filepath.Join(c.dir, name+".yaml"), "join", "--token", "-")
+	cmd := c.onHostContext(ctx, name, nil, filepath.Join(binDir, "tided"), "--config", filepath.Join(c.dir, name+".yaml"), "join", "--token", "-")
 	cmd.Stdin = strings.NewReader(tok.Token + "\n")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		c.t.Fatalf("tided join %s: %v\n%s", name, err, out)
@@ -303,7 +333,7 @@ func (c *cluster) startTided(name string) {
 		}
 	}
 	log, _ := os.OpenFile(filepath.Join(c.dir, name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	cmd := exec.Command(filepath.Join(binDir, "tided"), "--config", filepath.Join(c.dir, name+".yaml"))
+	cmd := c.onHost(name, nil, filepath.Join(binDir, "tided"), "--config", filepath.Join(c.dir, name+".yaml"))
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {
 		c.t.Fatal(err)
@@ -411,12 +441,8 @@ func (c *cluster) workDir() string {
 // cliAs runs a command with an optional credential (tests as root submit
 // as another user this way).
 func (c *cluster) cliAs(cred *syscall.Credential, dir string, args ...string) result {
-	cmd := exec.Command(filepath.Join(binDir, args[0]), args[1:]...)
+	cmd := c.command(cred, args...)
 	cmd.Dir = dir
-	cmd.Env = append(append(os.Environ(), c.caEnv()...), "TIDE_SOCKET="+c.socket)
-	if cred != nil {
-		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
-	}
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
@@ -427,6 +453,49 @@ func (c *cluster) cliAs(cred *syscall.Credential, dir string, args ...string) re
 		c.t.Fatalf("run %v: %v", args, err)
 	}
 	return result{out: out.String(), err: errb.String(), code: code}
+}
+
+// onHost returns a command that runs name args on host ("ctl",
+// "login" or a node): in the host's namespace in the netns mode, as
+// cred when not nil.
+func (c *cluster) onHost(host string, cred *syscall.Credential, name string, args ...string) *exec.Cmd {
+	return c.onHostContext(context.Background(), host, cred, name, args...)
+}
+
+// onHostContext is onHost with a context that kills the command.
+func (c *cluster) onHostContext(ctx context.Context, host string, cred *syscall.Credential, name string, args ...string) *exec.Cmd {
+	if c.hosts != nil {
+		return c.hosts.command(ctx, host, cred, name, args...)
+	}
+	cmd := exec.CommandContext(ctx, name, args...)
+	if cred != nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+	}
+	return cmd
+}
+
+// command returns the command args (a CLI command by its Slurm name)
+// as a user runs it, as cred when not nil, with its environment: on one
+// host through the controller's unix socket, in the netns mode on the
+// login node over TCP.
+func (c *cluster) command(cred *syscall.Credential, args ...string) *exec.Cmd {
+	return c.commandContext(context.Background(), cred, args...)
+}
+
+// commandContext is command with a context that kills it.
+func (c *cluster) commandContext(ctx context.Context, cred *syscall.Credential, args ...string) *exec.Cmd {
+	cmd := c.onHostContext(ctx, "login", cred, filepath.Join(binDir, args[0]), args[1:]...)
+	cmd.Env = c.userEnv()
+	return cmd
+}
+
+// userEnv is the environment of the commands: this process's plus what
+// reaches the controller (see command).
+func (c *cluster) userEnv() []string {
+	if c.hosts != nil {
+		return c.hosts.loginEnv(c.apiAddr, c.caFile)
+	}
+	return append(append(os.Environ(), c.caEnv()...), "TIDE_SOCKET="+c.socket)
 }
 
 // submit writes script to the work dir and sbatches it, returning the id.
@@ -537,14 +606,14 @@ func (c *cluster) caEnv() []string {
 func (c *cluster) nodeHTTP() (*http.Client, string) {
 	c.t.Helper()
 	if !c.tls {
-		return &http.Client{Timeout: 10 * time.Second}, fmt.Sprintf("http://127.0.0.1:%d", c.port)
+		return &http.Client{Timeout: 10 * time.Second}, fmt.Sprintf("http://%s:%d", c.ctlHost, c.port)
 	}
 	pool, err := pki.ReadPool(c.caFile)
 	if err != nil {
 		c.t.Fatal(err)
 	}
-	return &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: pki.ControllerClient(pool, "127.0.0.1", nil)}},
-		fmt.Sprintf("https://127.0.0.1:%d", c.port)
+	return &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: pki.ControllerClient(pool, c.ctlHost, nil)}},
+		fmt.Sprintf("https://%s:%d", c.ctlHost, c.port)
 }
 
 // dialStep connects to node's step listener at addr as srun does: over

@@ -187,7 +187,8 @@ func TestProbeSubmitAsUser(t *testing.T) {
 		t.Fatalf("output file not nobody's: %v", err)
 	}
 	ev, _ := c.api.Events(context.Background(), id)
-	if len(ev) == 0 || !strings.Contains(ev[0].Message, "submitted by root as nobody") {
+	// "submitted by root (munge, ADDR) as nobody" over TCP.
+	if len(ev) == 0 || !strings.Contains(ev[0].Message, "submitted by root") || !strings.Contains(ev[0].Message, " as nobody") {
 		t.Fatalf("trail: %+v", ev)
 	}
 }

@@ -21,9 +21,8 @@ func (c *cluster) cliWithin(d time.Duration, args ...string) result {
 	c.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, filepath.Join(binDir, args[0]), args[1:]...)
+	cmd := c.commandContext(ctx, nil, args...)
 	cmd.Dir = c.workDir()
-	cmd.Env = append(os.Environ(), "TIDE_SOCKET="+c.socket)
 	var out, errb strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()

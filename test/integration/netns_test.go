@@ -292,6 +292,7 @@ func procsInNetns(inodes map[string]string) map[int]string {
 // when the cluster has its CA (TLS), and shows them without it. down.sh
 // then leaves no namespace, link or process of the cluster.
 func TestNetnsCluster(t *testing.T) {
+	onlyOnce(t)
 	if os.Getuid() != 0 {
 		t.Skip("needs root: network namespaces, and jobs as nobody and daemon")
 	}

@@ -143,8 +143,10 @@ func TestPullContainerImage(t *testing.T) {
 	if snap == "" {
 		snap = "overlayfs"
 	}
-	c := newClusterWith(t, 1, fmt.Sprintf("containerd: {socket: %s, namespace: %s, snapshotter: %s, insecure_registries: [%q]}\n",
-		sock, ns, snap, reg.host))
+	// On loopback in the netns pass too: the registry serves on this
+	// host's 127.0.0.1, and the pulls (not the hosts) are under test.
+	c := newClusterOpts(t, clusterOpts{nodes: 1, singleHost: true, nodeYAML: fmt.Sprintf("containerd: {socket: %s, namespace: %s, snapshotter: %s, insecure_registries: [%q]}\n",
+		sock, ns, snap, reg.host)})
 	image := reg.host + "/tide-test/pulled:latest"
 	admin := func(args ...string) result {
 		return c.cli(append([]string{"tide", "image", "--containerd-socket", sock, "--namespace", ns, "--snapshotter", snap}, args...)...)
@@ -286,7 +288,9 @@ func ctrClusterKeys(t *testing.T, keys string) *cluster {
 	if snap == "" {
 		snap = "overlayfs"
 	}
-	c := newClusterWith(t, 1, fmt.Sprintf("containerd: {socket: %s, namespace: %s, snapshotter: %s, %s}\n", sock, ns, snap, keys))
+	// On loopback in the netns pass too: these tests' registries serve
+	// on this host's 127.0.0.1.
+	c := newClusterOpts(t, clusterOpts{nodes: 1, singleHost: true, nodeYAML: fmt.Sprintf("containerd: {socket: %s, namespace: %s, snapshotter: %s, %s}\n", sock, ns, snap, keys)})
 	tar := filepath.Join(c.dir, "bb.tar")
 	if out, err := exec.Command("../../scripts/build-test-image.sh", tar).CombinedOutput(); err != nil {
 		t.Fatalf("build test image: %v\n%s", err, out)

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -97,7 +96,7 @@ func TestStepInAllocation(t *testing.T) {
 				t.Errorf("WORLD_SIZE %s SLURM_NTASKS %s, want 16", f[3], f[8])
 			case f[4] != f[5]:
 				t.Errorf("LOCAL_RANK %s != SLURM_LOCALID %s", f[4], f[5])
-			case f[9] != "127.0.0.1" || f[10] != "gpu[01-02]":
+			case f[9] != c.nodeHost(j.Alloc[0].Node) || f[10] != "gpu[01-02]":
 				t.Errorf("MASTER_ADDR %s SLURM_STEP_NODELIST %s", f[9], f[10])
 			}
 			// Block distribution: ranks 0-7 on the first node.
@@ -239,9 +238,9 @@ func (c *cluster) salloc(t *testing.T, input string, args ...string) (string, in
 func (c *cluster) onTerminal(t *testing.T, input, prog string, args ...string) (string, int) {
 	t.Helper()
 	master, slave := openTestPty(t)
-	cmd := exec.Command(filepath.Join(binDir, prog), args...)
+	cmd := c.command(nil, append([]string{prog}, args...)...)
 	cmd.Dir = c.workDir()
-	cmd.Env = append(os.Environ(), "TIDE_SOCKET="+c.socket, "SHELL=/bin/sh", "PS1=$ ", "ENV=")
+	cmd.Env = append(cmd.Env, "SHELL=/bin/sh", "PS1=$ ", "ENV=")
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
 	if err := cmd.Start(); err != nil {

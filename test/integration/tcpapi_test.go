@@ -57,7 +57,7 @@ func TestTCPAPIWithTokens(t *testing.T) {
 		t.Fatal(err)
 	}
 	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	c := newClusterOpts(t, clusterOpts{nodes: 1, ctldYAML: fmt.Sprintf("api_addr: %s\njwt: {key_file: %s, max_lifespan: 1h}\n", addr, keyFile)})
+	c := newClusterOpts(t, clusterOpts{nodes: 1, singleHost: true, ctldYAML: fmt.Sprintf("api_addr: %s\njwt: {key_file: %s, max_lifespan: 1h}\n", addr, keyFile)})
 
 	// Each user gets a token over the socket, for itself.
 	token := func(cred *syscall.Credential, args ...string) string {
@@ -181,7 +181,7 @@ func TestTCPAPIWithMunge(t *testing.T) {
 	ctl := mungetest.Start(t)
 	login := mungetest.StartWithKey(t, ctl.Key)
 	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	c := newClusterOpts(t, clusterOpts{nodes: 1, ctldYAML: fmt.Sprintf("api_addr: %s\nmunge: {socket: %s}\n", addr, ctl.Socket)})
+	c := newClusterOpts(t, clusterOpts{nodes: 1, singleHost: true, ctldYAML: fmt.Sprintf("api_addr: %s\nmunge: {socket: %s}\n", addr, ctl.Socket)})
 	gone := filepath.Join(c.dir, "no-such.sock")
 	env := []string{"TIDE_CONTROLLER=" + addr, "TIDE_MUNGE_SOCKET=" + login.Socket, "TIDE_SOCKET=" + gone}
 

@@ -101,7 +101,7 @@ func TestTLSCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	apiAddr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	c := newClusterOpts(t, clusterOpts{nodes: 2, ctldYAML: fmt.Sprintf("api_addr: %s\njwt: {key_file: %s}\n", apiAddr, jwtKey)})
+	c := newClusterOpts(t, clusterOpts{nodes: 2, singleHost: true, ctldYAML: fmt.Sprintf("api_addr: %s\njwt: {key_file: %s}\n", apiAddr, jwtKey)})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	pool, err := pki.ReadPool(c.caFile)
