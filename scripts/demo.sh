@@ -25,7 +25,13 @@ if [ -f "$RUN/hosts/netns.env" ]; then
     eval "$c() { \"\$ROOT/scripts/login.sh\" \"\$DEMO_USER\" $c \"\$@\"; }"
   done
 fi
+# A fresh directory each time: the outputs of an earlier demo (job ids
+# start again at 1 on a new cluster) may belong to another user, whose
+# files this run's jobs could not open. When they cannot be removed
+# (someone else's, and we are not root), the run takes a new directory.
 DEMO=$RUN/demo
+rm -rf "$DEMO" 2>/dev/null || true
+[ -e "$DEMO" ] && DEMO=$(mktemp -d "$RUN/demo.XXXXXX")
 mkdir -p "$DEMO"
 chmod 1777 "$DEMO"   # jobs write their output here as their own user
 cd "$DEMO"
