@@ -6,7 +6,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -139,46 +138,10 @@ func (n *netnsCluster) nodeAddr(node string) string {
 // showed and the exit code.
 func onPty(t *testing.T, dir string, env []string, input, name string, args ...string) (string, int) {
 	t.Helper()
-	master, slave := openTestPty(t)
 	cmd := exec.Command(name, args...)
 	cmd.Dir = dir
 	cmd.Env = env
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	slave.Close()
-	var mu sync.Mutex
-	var buf bytes.Buffer
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		b := make([]byte, 4096)
-		for {
-			n, err := master.Read(b)
-			mu.Lock()
-			buf.Write(b[:n])
-			mu.Unlock()
-			if err != nil {
-				return
-			}
-		}
-	}()
-	io.WriteString(master, input)
-	waited := make(chan error, 1)
-	go func() { waited <- cmd.Wait() }()
-	select {
-	case <-waited:
-	case <-time.After(90 * time.Second):
-		cmd.Process.Kill()
-		<-waited
-		mu.Lock()
-		t.Fatalf("%s %v did not end; terminal:\n%s", name, args, buf.String())
-	}
-	<-done
-	master.Close()
-	return buf.String(), cmd.ProcessState.ExitCode()
+	return runOnPty(t, cmd, input)
 }
 
 // capture records the frames that cross some links (the bridge sides of

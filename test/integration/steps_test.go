@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -237,10 +238,18 @@ func (c *cluster) salloc(t *testing.T, input string, args ...string) (string, in
 // exit code.
 func (c *cluster) onTerminal(t *testing.T, input, prog string, args ...string) (string, int) {
 	t.Helper()
-	master, slave := openTestPty(t)
 	cmd := c.command(nil, append([]string{prog}, args...)...)
 	cmd.Dir = c.workDir()
 	cmd.Env = append(cmd.Env, "SHELL=/bin/sh", "PS1=$ ", "ENV=")
+	return runOnPty(t, cmd, input)
+}
+
+// runOnPty runs cmd in a new pseudo-terminal (its controlling
+// terminal), types input and returns what the terminal showed and the
+// exit code; a command that has not ended after 90 s fails the test.
+func runOnPty(t *testing.T, cmd *exec.Cmd, input string) (string, int) {
+	t.Helper()
+	master, slave := openTestPty(t)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
 	if err := cmd.Start(); err != nil {
@@ -272,7 +281,7 @@ func (c *cluster) onTerminal(t *testing.T, input, prog string, args ...string) (
 		cmd.Process.Kill()
 		<-waited
 		mu.Lock()
-		t.Fatalf("%s did not end; terminal:\n%s", prog, buf.String())
+		t.Fatalf("%v did not end; terminal:\n%s", cmd.Args, buf.String())
 	}
 	<-done
 	master.Close()
