@@ -4,7 +4,7 @@
 GO        ?= go
 PREFIX    ?= /usr/local
 BIN       := bin
-SLURM_LINKS := sbatch squeue scancel sinfo scontrol sacct srun salloc sprio
+SLURM_LINKS := sbatch squeue scancel sinfo scontrol sacct srun salloc sprio sstat
 # Link Debian's libsqlite3 when its headers are there (a 5 s build instead
 # of compiling the bundled SQLite for over a minute).
 SQLITE_TAG := $(shell test -f /usr/include/sqlite3.h && echo libsqlite3)
@@ -14,7 +14,7 @@ export CGO_CFLAGS  ?= -O2 -g -Wno-deprecated-declarations
 GOFLAGS_BUILD := -tags '$(GOTAGS)' -trimpath
 TEST_TIMEOUT ?= 20m
 
-.PHONY: help build test test-gpu test-short bench bench-go bench-vs-slurm up down demo lint fmt vet install clean tidy cover
+.PHONY: help build test test-gpu test-short bench bench-go bench-vs-slurm up down demo conformance lint fmt vet install clean tidy cover
 
 help: ## list targets
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -103,6 +103,17 @@ down: ## stop exactly the daemons `make up` started
 
 demo: up ## start the local cluster, run the examples, show squeue, sinfo and sacct
 	./scripts/demo.sh
+
+# Not part of make test: CI cannot fetch Slurm's sources.
+conformance: ## Slurm's testsuite/python (SLURM_SRC=<dir holding testsuite/python>) against a fresh local cluster, then the pass table
+	@if [ -z "$(SLURM_SRC)" ]; then \
+	  echo "make conformance: set SLURM_SRC to the directory that holds Slurm's testsuite/python" >&2; \
+	  echo "  (git -C <slurm mirror> archive <tag> testsuite | tar -x -C DIR; make conformance SLURM_SRC=DIR)" >&2; \
+	  exit 2; fi
+	@if [ ! -f "$(SLURM_SRC)/testsuite/python/lib/atf.py" ]; then \
+	  echo "make conformance: SLURM_SRC=$(SLURM_SRC) holds no testsuite/python/lib/atf.py" >&2; exit 2; fi
+	$(MAKE) build
+	SLURM_SRC='$(SLURM_SRC)' ./scripts/conformance.sh $(CONFORMANCE_ARGS)
 
 lint: ## gofmt, go vet (and staticcheck when installed)
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

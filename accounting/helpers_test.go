@@ -127,6 +127,7 @@ func fullJob(id uint64) *api.Job {
 		RequeueRequested: true,
 		CancelledBy:      ptr(uint32(0)), // root: a non-nil pointer to zero must survive
 		Cluster:          "tide",
+		PartitionList:    "a100,h100",
 		ArrayJobID:       id, ArrayTaskID: 3, ArrayPending: api.TaskSet{{First: 4, Last: 9, Step: 1}}, ArrayThrottle: 2,
 		SubmitToken: "0123456789abcdef0123456789abcdef",
 		Share: api.Share{Level: 7, Starving: t0.Add(time.Hour), StartedStarving: true, Borrowing: true, Preemptions: 2,

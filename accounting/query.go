@@ -325,8 +325,8 @@ func (s *Store) PurgeSpool(ctx context.Context, before time.Time) (int, error) {
 	return int(n), nil
 }
 
-// PurgeJobs deletes terminal jobs that ended before t, with their spool
-// and events, and returns how many jobs it deleted. It first raises the
+// PurgeJobs deletes terminal jobs that ended before t, with their spool,
+// events, steps and usage, and returns how many jobs it deleted. It first raises the
 // high-water mark to the largest id deleted, so ids are never reused.
 func (s *Store) PurgeJobs(ctx context.Context, before time.Time) (int, error) {
 	n, err := s.purgeJobs(ctx, nanos(before))
@@ -357,6 +357,12 @@ func (s *Store) purgeJobs(ctx context.Context, before int64) (int, error) {
 	}
 	if _, err := tx.ExecContext(ctx, `DELETE FROM events WHERE job_id IN (`+old+`)`, before); err != nil {
 		return 0, err
+	}
+	// Their steps and the steps' usage go with them (issue 22).
+	for _, table := range []string{"steps", "usage"} {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM `+table+` WHERE job_id IN (`+old+`)`, before); err != nil {
+			return 0, err
+		}
 	}
 	res, err := tx.ExecContext(ctx, `DELETE FROM jobs WHERE id IN (`+old+`)`, before)
 	if err != nil {

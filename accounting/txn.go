@@ -28,6 +28,7 @@ type driverStmts struct {
 	insertJob, upsertJob, upsertLive      driver.Stmt
 	insertSpool, insertEvent, insertAudit driver.Stmt
 	upsertNode, bumpMaxID, upsertStep     driver.Stmt
+	upsertUsage                           driver.Stmt
 	// args is exec's argument list, reused: statements run one at a
 	// time on the one writer connection.
 	args []driver.NamedValue
@@ -38,7 +39,7 @@ type driverStmts struct {
 // all lists the statements for closing.
 func (d *driverStmts) all() []driver.Stmt {
 	return []driver.Stmt{d.begin, d.commit, d.rollback, d.insertJob, d.upsertJob, d.upsertLive,
-		d.insertSpool, d.insertEvent, d.insertAudit, d.upsertNode, d.bumpMaxID, d.upsertStep}
+		d.insertSpool, d.insertEvent, d.insertAudit, d.upsertNode, d.bumpMaxID, d.upsertStep, d.upsertUsage}
 }
 
 // prepareDriverStmts prepares the write statements on c.
@@ -60,6 +61,7 @@ func prepareDriverStmts(c *sqlite3.SQLiteConn) (*driverStmts, error) {
 		{&d.upsertNode, sqlUpsertNode},
 		{&d.bumpMaxID, sqlBumpMaxID},
 		{&d.upsertStep, sqlUpsertStep},
+		{&d.upsertUsage, sqlUpsertUsage},
 	} {
 		st, err := c.Prepare(p.sql)
 		if err != nil {

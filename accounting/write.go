@@ -37,12 +37,16 @@ type Batch struct {
 	MaxJobID uint64
 	// Steps upsert job step records (srun), keyed by job and step id.
 	Steps []api.StepRecord
+	// Usage upserts what nodes measured of steps (usage.go), keyed by
+	// job, step and node; a running report never replaces a final one.
+	Usage []api.NodeUsage
 }
 
 // Empty reports whether b would write nothing.
 func (b *Batch) Empty() bool {
 	return b == nil || len(b.NewJobs) == 0 && len(b.Jobs) == 0 && len(b.Events) == 0 &&
-		len(b.Audit) == 0 && len(b.Nodes) == 0 && b.MaxJobID == 0 && len(b.Steps) == 0
+		len(b.Audit) == 0 && len(b.Nodes) == 0 && b.MaxJobID == 0 && len(b.Steps) == 0 &&
+		len(b.Usage) == 0
 }
 
 // Write commits b in one transaction; on any error nothing of b is
@@ -129,7 +133,10 @@ func (d *driverStmts) apply(b *Batch) error {
 			return fmt.Errorf("store high-water mark %d: %w", b.MaxJobID, err)
 		}
 	}
-	return d.writeSteps(b.Steps)
+	if err := d.writeSteps(b.Steps); err != nil {
+		return err
+	}
+	return d.writeUsage(b.Usage)
 }
 
 // insertsUpTo reports whether jobs holds a job with an id of at least id.

@@ -130,9 +130,14 @@ func ownerOf(j *api.Job, c caller) caller {
 // to the owner in that queue, the partition's access lists must admit
 // it, and the job must fit the partition's nodes. Called with mu held.
 func (s *Server) checkMove(c caller, j *api.Job, partition, account string) error {
-	part, ok := s.partitions[partition]
-	if !ok {
+	names := api.PartitionNames(partition)
+	if len(names) == 0 {
 		return fmt.Errorf("Invalid partition name specified")
+	}
+	for _, name := range names {
+		if _, ok := s.partitions[name]; !ok {
+			return fmt.Errorf("Invalid partition name specified")
+		}
 	}
 	o := ownerOf(j, c)
 	sh := s.sharing()
@@ -152,13 +157,26 @@ func (s *Server) checkMove(c caller, j *api.Job, partition, account string) erro
 			return err
 		}
 	}
-	if err := s.checkPartitionAccess(o, part, account, j.QOS); err != nil {
-		return err
-	}
-	if partition != j.Partition {
-		if ok, why := s.partCapacityLocked(part).feasible.Check(&j.JobSpec); !ok {
-			return fmt.Errorf("Requested node configuration is not available (%s)", why)
+	// Every partition of a list (-p a,b) must take the job, and one of
+	// them must be able to run it.
+	var infeasible error
+	feasible := partition == j.ReqPartition()
+	for _, name := range names {
+		part := s.partitions[name]
+		if err := s.checkPartitionAccess(o, part, account, j.QOS); err != nil {
+			return err
 		}
+		if feasible {
+			continue
+		}
+		if ok, why := s.partCapacityLocked(part).feasible.Check(&j.JobSpec); ok {
+			feasible = true
+		} else if infeasible == nil {
+			infeasible = fmt.Errorf("Requested node configuration is not available (%s)", why)
+		}
+	}
+	if !feasible {
+		return infeasible
 	}
 	return nil
 }

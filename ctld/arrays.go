@@ -277,9 +277,17 @@ func newCapacity(snap *sched.Snapshot) *capacity {
 }
 
 func (c *capacity) fits(j *api.Job) int {
-	p := c.snap.Partitions[j.Partition]
+	total := 0
+	for _, name := range api.PartitionNames(j.ReqPartition()) {
+		total += c.fitsIn(j, c.snap.Partitions[name])
+	}
+	return max(total, 1)
+}
+
+// fitsIn is fits in one partition p (nil: none).
+func (c *capacity) fitsIn(j *api.Job, p *sched.PartitionInfo) int {
 	if p == nil {
-		return 1
+		return 0
 	}
 	nodes := j.ReqNodes()
 	cpus := max(1, j.ReqTasks()*j.ReqCPUsPerTask()/nodes)

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"os"
 	"strconv"
 	"sync"
 	"time"
@@ -17,6 +18,7 @@ import (
 	"github.com/tide-hpc/tide/ctld/api"
 	"github.com/tide-hpc/tide/ctld/api/listing"
 	"github.com/tide-hpc/tide/ctld/client"
+	"github.com/tide-hpc/tide/ctld/sched"
 )
 
 // localHandler serves local clients on the unix socket.
@@ -45,6 +47,7 @@ func (s *Server) localHandler() http.Handler {
 	post("/api/v1/jobs/{id}/steps/{step}/end", smallBody, "Step end failed", s.handleStepEnd)
 	post("/api/v1/jobs/{id}/release", smallBody, "Allocation release failed", s.handleRelease)
 	mux.HandleFunc("GET /api/v1/accounting/steps", s.handleSteps)
+	mux.HandleFunc("GET /api/v1/accounting/usage", s.handleUsage) // stepacct.go
 	mux.Handle("GET /metrics", s.metrics.handler())
 	// Profiles for operators, on the local socket only; they hold the
 	// connection for their duration.
@@ -444,29 +447,81 @@ func (s *Server) configSummary() map[string]string {
 		}
 		return "No"
 	}
-	return map[string]string{
-		"ClusterName":           c.ClusterName,
-		"StateSaveLocation":     c.StateDir,
-		"SlurmctldAddr":         c.NodeAddr,
-		"TideSocket":            c.Socket,
-		"TideAPIAddr":           orNull(c.APIAddr),
-		"AuthAltTypes":          authAltTypes(s.auth.jwtKey != nil),
-		"SlurmdTimeout":         fmt.Sprintf("%d sec", int(c.Timeouts.Node.Seconds())),
-		"KillWait":              fmt.Sprintf("%d sec", int(c.Timeouts.KillWait.Seconds())),
-		"MinJobAge":             fmt.Sprintf("%d sec", int(c.Timeouts.MinJobAge.Seconds())),
-		"FirstJobId":            strconv.FormatUint(c.FirstJobID, 10),
-		"MaxArraySize":          strconv.Itoa(c.MaxArraySize),
-		"DisableRootJobs":       yesno(!c.AllowRootJobs),
-		"SchedulerType":         "sched/tide",
-		"SelectType":            "select/tide",
-		"GresTypes":             "gpu",
-		"SLURM_VERSION":         "tide-" + Version,
+	host, port, err := net.SplitHostPort(c.NodeAddr)
+	if err != nil {
+		host, port = c.NodeAddr, ""
+	}
+	name, err := os.Hostname()
+	if err != nil || name == "" {
+		name = "localhost"
+	}
+	// Tide never places more tasks on a node than it has CPUs (there is
+	// no --overcommit), so the largest node bounds tasks per node.
+	maxTasks := 0
+	for _, d := range c.NodeDecl {
+		maxTasks = max(maxTasks, d.CPUs)
+	}
+	out := map[string]string{
+		"ClusterName":      c.ClusterName,
+		"SlurmctldHost[0]": name + "(" + host + ")",
+		// SlurmctldPort is the port node daemons reach the controller on,
+		// as in Slurm (tools read the two to name the controller).
+		"SlurmctldPort":     port,
+		"MaxTasksPerNode":   strconv.Itoa(maxTasks),
+		"TideVersion":       Version,
+		"StateSaveLocation": c.StateDir,
+		"SlurmctldAddr":     c.NodeAddr,
+		"TideSocket":        c.Socket,
+		"TideAPIAddr":       orNull(c.APIAddr),
+		"AuthAltTypes":      authAltTypes(s.auth.jwtKey != nil),
+		"SlurmdTimeout":     fmt.Sprintf("%d sec", int(c.Timeouts.Node.Seconds())),
+		"KillWait":          fmt.Sprintf("%d sec", int(c.Timeouts.KillWait.Seconds())),
+		"MinJobAge":         fmt.Sprintf("%d sec", int(c.Timeouts.MinJobAge.Seconds())),
+		"FirstJobId":        strconv.FormatUint(c.FirstJobID, 10),
+		"MaxArraySize":      strconv.Itoa(c.MaxArraySize),
+		"DisableRootJobs":   yesno(!c.AllowRootJobs),
+		// Slurm's names for what Tide does: every job gets its own CPUs,
+		// memory and GPUs of a node (cons_tres), and the policy decides
+		// whether shorter jobs pass a blocked one (backfill) or not.
+		"SchedulerType":        schedulerType(c.Policy),
+		"SelectType":           "select/cons_tres",
+		"SelectTypeParameters": "CR_CPU_MEMORY",
+		// Features Tide does not have, in Slurm's words for "off".
+		"OverTimeLimit":            "0 min",
+		"TrackWCKey":               "No",
+		"AccountingStorageEnforce": "none",
+		"MpiDefault":               "none",
+		"JobRequeue":               "1",
+		// What sacct reports per job (AllocTRES, --json tres).
+		"AccountingStorageTRES": "cpu,mem,node,billing,gres/gpu",
+		// A job over a partition's limits waits (PartitionTimeLimit, ...)
+		// rather than being refused at submission.
+		"EnforcePartLimits": "NO",
+		"GresTypes":         "gpu",
+		// The Slurm release Tide's commands behave as, which tools parse
+		// (TideVersion is Tide's own).
+		"SLURM_VERSION":         "22.05.8",
 		"AccountingStorageType": "accounting_storage/tide_sqlite",
 		"DefMemPerCPU":          strconv.FormatInt(c.Scheduler.DefMemPerCPUMB, 10),
 		"PrivateData":           c.Private.String(),
 		"SchedulerParameters": fmt.Sprintf("max_script_size=%d,max_env_size=%d,max_env_vars=%d",
 			c.Submit.MaxScriptSize, c.Submit.MaxEnvSize, c.Submit.MaxEnvVars),
 	}
+	if maxTasks == 0 {
+		// Nodes report their CPUs themselves: no bound is known here.
+		delete(out, "MaxTasksPerNode")
+	}
+	return out
+}
+
+// schedulerType names the scheduling policy as Slurm's SchedulerType:
+// policy backfill is sched/backfill; priority and fifo, where nothing
+// passes a blocked job, are Slurm's main scheduler alone.
+func schedulerType(p sched.Policy) string {
+	if p == sched.PolicyBackfill {
+		return "sched/backfill"
+	}
+	return "sched/builtin"
 }
 
 func (s *Server) handleRegister(w http.ResponseWriter, r *http.Request) {

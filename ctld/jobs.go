@@ -58,7 +58,7 @@ func (s *Server) submit(ctx context.Context, c caller, req api.SubmitRequest) (a
 	if err != nil {
 		return api.SubmitResponse{}, err
 	}
-	if err := s.checkPartitionAccess(o, s.partitions[spec.Partition], spec.Account, spec.QOS); err != nil {
+	if err := s.checkPartitionsAccess(o, &spec); err != nil {
 		return api.SubmitResponse{}, err
 	}
 	now := s.now()
@@ -225,12 +225,9 @@ func (s *Server) validateSpec(spec *api.JobSpec, c caller, warn *[]string) error
 	if spec.Name == "" {
 		spec.Name = "sbatch"
 	}
-	if spec.Partition == "" {
-		spec.Partition = s.cl.DefaultPart
-	}
-	part, ok := s.partitions[spec.Partition]
-	if !ok {
-		return api.Invalid("invalid partition specified: %s", spec.Partition)
+	parts, err := s.reqPartitions(spec)
+	if err != nil {
+		return err
 	}
 	if spec.Priority > 0 && !c.admin && !s.sharing().Configured {
 		// With queues and classes, --priority is a level that users may
@@ -253,6 +250,9 @@ func (s *Server) validateSpec(spec *api.JobSpec, c caller, warn *[]string) error
 	if spec.MaxNodes > 0 && spec.MaxNodes < spec.Nodes {
 		return api.Invalid("Batch job submission failed: node count range %d-%d is backwards", spec.Nodes, spec.MaxNodes)
 	}
+	if err := spec.ResolveGPUs(); err != nil {
+		return api.Invalid("Batch job submission failed: Invalid generic resource (gres) specification: %v", err)
+	}
 	if spec.OpenMode != "" && spec.OpenMode != "append" && spec.OpenMode != "truncate" {
 		return api.Invalid("Batch job submission failed: --open-mode must be append or truncate")
 	}
@@ -262,8 +262,14 @@ func (s *Server) validateSpec(spec *api.JobSpec, c caller, warn *[]string) error
 		}
 	}
 	if spec.MaxNodes > spec.Nodes && spec.Nodes > 0 {
-		*warn = append(*warn, fmt.Sprintf("node count range %d-%d: Tide allocates the minimum, %d", spec.Nodes, spec.MaxNodes, spec.Nodes))
+		*warn = append(*warn, fmt.Sprintf("node count range %d-%d: Tide allocates the minimum, %d, or the fewest nodes in the range that hold the --gpus or -n total", spec.Nodes, spec.MaxNodes, spec.Nodes))
 	}
+	return s.validateInPartitions(spec, parts)
+}
+
+// validateInPartition fills the defaults of partition part and refuses
+// what can never run there. Called without mu, by validateInPartitions.
+func (s *Server) validateInPartition(spec *api.JobSpec, part *api.Partition) error {
 	if spec.Comm == "" {
 		spec.Comm = part.Comm
 	}
@@ -499,6 +505,9 @@ func (s *Server) testOnly(j *api.Job, warn []string) api.SubmitResponse {
 	resp := api.SubmitResponse{Warnings: warn, TestPartition: j.Partition}
 	if len(plan.Starts) == 1 {
 		st := plan.Starts[0]
+		if st.Partition != "" {
+			resp.TestPartition = st.Partition
+		}
 		names := make([]string, len(st.Alloc))
 		for i, a := range st.Alloc {
 			names[i] = a.Node
@@ -591,19 +600,36 @@ func (s *Server) getJob(ctx context.Context, c caller, id uint64) (api.Job, erro
 func (s *Server) cancel(c caller, req api.CancelRequest) (api.CancelResponse, error) {
 	f := req.Filter
 	if len(f.IDs) == 0 && len(f.Tasks) == 0 && len(f.Users) == 0 && len(f.Names) == 0 && len(f.Partitions) == 0 &&
-		len(f.States) == 0 && len(f.Accounts) == 0 {
+		len(f.States) == 0 && len(f.Accounts) == 0 && len(req.Steps) == 0 {
 		return api.CancelResponse{}, api.Invalid("No job identification provided")
+	}
+	if req.Signal < 0 || req.Signal > api.MaxSignal {
+		return api.CancelResponse{}, api.Invalid("Unknown job signal: %d", req.Signal)
+	}
+	if req.BatchOnly && req.Signal == 0 {
+		// scancel -b without -s: Slurm sends SIGKILL to the batch shell
+		// (with -f too, to its process group).
+		req.Signal = int(syscall.SIGKILL)
 	}
 	v := s.jobView(c) // filters select only the jobs the caller sees
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.now()
 	var resp api.CancelResponse
+	if len(req.Steps) > 0 {
+		// scancel J.S (steplive.go).
+		resp.Results = s.cancelSteps(c, req)
+		if len(f.IDs) == 0 && len(f.Tasks) == 0 && len(f.Users) == 0 && len(f.Names) == 0 && len(f.Partitions) == 0 &&
+			len(f.States) == 0 && len(f.Accounts) == 0 {
+			s.flush()
+			return resp, nil
+		}
+	}
 	var targets []target
 	if len(f.IDs) > 0 || len(f.Tasks) > 0 {
 		// A task still on its array's meta record is split off only to
 		// be cancelled; a signal to a pending task needs no record.
-		targets = s.taskTargets(f.IDs, f.Tasks, req.Signal == 0)
+		targets = s.taskTargets(f.IDs, f.Tasks, req.Signal == 0 || req.Signal == int(syscall.SIGKILL))
 	} else {
 		var ids []uint64
 		for id, j := range s.jobs {
@@ -630,7 +656,7 @@ func (s *Server) cancel(c caller, req api.CancelRequest) (api.CancelResponse, er
 			case !c.admin && c.uid != j.UserID:
 				msg = "Access/permission denied"
 			case req.Signal != 0:
-				msg = s.signalJob(c, j, req)
+				msg = s.signalJob(c, j, req, now)
 			default:
 				s.cancelJob(c, j, now)
 			}
@@ -657,22 +683,78 @@ func (s *Server) knownFinished(id uint64) bool {
 	return id > 0 && id < s.nextID && id >= s.cl.FirstJobID
 }
 
-func (s *Server) signalJob(c caller, j *api.Job, req api.CancelRequest) string {
-	if j.State != api.StateRunning {
-		if j.State.Terminal() {
-			return ""
-		}
-		return "Job is pending execution"
+// signalJob carries out scancel --signal (and -b, -f) on one job as
+// Slurm does: the signal goes to the job's steps on every node of the
+// job, not to the batch shell; -b sends it to the batch shell alone and
+// -f to the batch shell's process group (srun passes it on to its
+// tasks). SIGKILL other than with -b is a cancel. A running job without
+// steps gets nothing, and that is no error. It returns the error text
+// for the job ("" on success). Called with mu held.
+func (s *Server) signalJob(c caller, j *api.Job, req api.CancelRequest, now time.Time) string {
+	sig := req.Signal
+	if sig == int(syscall.SIGKILL) && (!req.BatchOnly || j.State != api.StateRunning) {
+		// Slurm's job_signal: SIGKILL ends a pending or suspended job
+		// whatever the flags, and a running one unless -b names its
+		// batch shell.
+		s.cancelJob(c, j, now)
+		return ""
 	}
-	n := s.nodes[j.BatchHost()]
-	if n == nil {
+	switch {
+	case j.State.Terminal() || j.State == api.StateCompleting:
+		return ""
+	case j.State == api.StatePending:
+		return "Job is pending execution"
+	case j.State != api.StateRunning:
+		return "Job can not be altered now, try again later"
+	}
+	batchOnly := req.BatchOnly && !req.Full
+	target := "steps"
+	switch {
+	case batchOnly && j.Allocation:
+		return "Job script not specified"
+	case batchOnly:
+		target = "batch shell"
+	case req.Full && !j.Allocation:
+		target = "batch shell and its children"
+	}
+	if s.signalCommands(j, sig, batchOnly, req.Full) == 0 {
 		return "Job's node is unknown"
 	}
-	n.signals = append(n.signals, api.SignalCommand{JobRef: ref(j), Signal: req.Signal, BatchOnly: req.BatchOnly})
-	n.notify()
-	s.event(j, api.EventSignal, "", fmt.Sprintf("signal %d sent by %s", req.Signal, c.user), c.user)
-	s.auditf(c, "signal", fmt.Sprintf("job %d", j.ID), "signal=%d", req.Signal)
+	s.event(j, api.EventSignal, "", fmt.Sprintf("signal %d to the %s sent by %s", sig, target, c.user), c.user)
+	s.auditf(c, "signal", fmt.Sprintf("job %d", j.ID), "signal=%d target=%s", sig, target)
 	return ""
+}
+
+// signalCommands queues sig for running job j on the nodes that carry it
+// out and wakes them; it returns how many nodes got it. batchOnly sends
+// it to the batch shell alone, full to the batch shell's process group,
+// neither to the job's steps on every node of the job. A job without a
+// batch shell (an allocation) has only steps to signal. Called with mu
+// held.
+func (s *Server) signalCommands(j *api.Job, sig int, batchOnly, full bool) int {
+	if (batchOnly || full) && !j.Allocation {
+		n := s.nodes[j.BatchHost()]
+		if n == nil {
+			return 0
+		}
+		n.signals = append(n.signals, api.SignalCommand{JobRef: ref(j), Signal: sig, BatchOnly: batchOnly && !full})
+		n.notify()
+		return 1
+	}
+	if batchOnly {
+		return 0 // an allocation has no batch shell
+	}
+	sent := 0
+	for _, a := range j.Alloc {
+		n := s.nodes[a.Node]
+		if n == nil {
+			continue
+		}
+		n.signals = append(n.signals, api.SignalCommand{JobRef: ref(j), Signal: sig, Steps: true})
+		n.notify()
+		sent++
+	}
+	return sent
 }
 
 // cancelJob ends a pending job at once and asks the node to kill a running

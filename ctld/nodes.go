@@ -300,6 +300,7 @@ func (s *Server) sync(ctx context.Context, r api.NodeSyncRequest) (api.NodeSyncR
 	} else {
 		resp = s.reconcile(n, r.Jobs)
 	}
+	s.applyNodeUsage(n, r.Usage, stale) // stepacct.go
 	s.flush()
 	if !emptyResponse(resp) || r.WaitMS <= 0 {
 		s.mu.Unlock()

@@ -134,7 +134,9 @@ func (s *Server) launchSpec(j *api.Job) (api.LaunchSpec, error) {
 		Signal: j.Signal, Alloc: j.Alloc, NumTasks: j.ReqTasks(), CPUsPerTask: j.ReqCPUsPerTask(),
 		ContainerImage: j.ContainerImage, ContainerMounts: j.ContainerMounts,
 		Array: api.ArrayLaunchOf(j),
+		QOS:   j.QOS, Request: api.EnvRequestOf(&j.JobSpec, s.cl.Scheduler.DefMemPerCPUMB),
 	}
+	spec.TopoAddr, spec.TopoPattern = s.cl.Tree.NodeAddr(j.BatchHost())
 	if spec.Stdout == "" {
 		spec.Stdout = api.DefaultStdout
 	}
@@ -158,6 +160,7 @@ func (s *Server) launchSpec(j *api.Job) (api.LaunchSpec, error) {
 // finish records the end of a job's incarnation as its batch host
 // reported it.
 func (s *Server) finish(j *api.Job, rep api.NodeJobReport) {
+	s.noteBatchUsage(j, rep) // stepacct.go
 	end := rep.EndTime
 	if end.IsZero() || end.Before(j.StartTime) {
 		end = s.now()
@@ -264,6 +267,7 @@ func reasonWord(r api.ReasonCode) string {
 // after the node timeout fails their jobs. Called with mu held.
 func (s *Server) checkNodes(now time.Time) {
 	s.expireAllocations(now) // issue 7: allocation-only jobs end at their limit here
+	s.checkSignalWarnings(now)
 	for _, n := range s.nodes {
 		if !n.registered {
 			// After a controller restart a node that never comes back

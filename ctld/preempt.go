@@ -83,14 +83,15 @@ func (s *Server) preempt(p sched.Preemption, now time.Time) {
 		s.preemptKill(j, now)
 		return
 	}
-	if n := s.nodes[j.BatchHost()]; n != nil {
-		sig, batchOnly := defaultCheckpointSignal, false
-		if j.Signal != nil && j.Signal.Signal > 0 {
-			sig, batchOnly = j.Signal.Signal, j.Signal.BatchOnly
-		}
-		n.signals = append(n.signals, api.SignalCommand{JobRef: ref(j), Signal: sig, BatchOnly: batchOnly})
-		n.notify()
+	if j.Signal != nil && j.Signal.Signal > 0 {
+		// The job's --signal, to its steps or with B: its batch shell,
+		// as at its time limit (Slurm's preempt_send_user_signal).
+		s.signalCommands(j, j.Signal.Signal, j.Signal.BatchOnly, false)
+		return
 	}
+	// Tide's default checkpoint signal reaches the batch shell and its
+	// children; srun passes it on to its tasks.
+	s.signalCommands(j, defaultCheckpointSignal, false, true)
 }
 
 // preemptKill ends the grace time of a victim: a launched job is killed

@@ -26,10 +26,9 @@ func (s *Server) snapshot() *sched.Snapshot {
 	}
 	snap.Nodes = make([]sched.NodeInfo, 0, len(s.nodes))
 	shared := s.sharedGPUs()
-	var releases map[string][]sched.Release
-	if s.cl.Policy == sched.PolicyBackfill {
-		releases = s.releases()
-	}
+	// Every policy reads them: backfill for its reservations, the
+	// others for the blocked job's expected start (squeue --start).
+	releases := s.releases()
 	for _, name := range s.cl.NodeOrder {
 		n := s.nodes[name]
 		ok, why := n.usable()
@@ -105,6 +104,7 @@ func (s *Server) schedulePass() {
 		if j = s.startRecord(inst, st.JobID, j); j == nil {
 			continue
 		}
+		startPartition(j, &st)
 		j.State, j.Reason, j.ReasonDetail, j.Placement = api.StateRunning, api.ReasonNone, "", st.Why
 		j.Alloc, j.StartTime, j.LastSchedEval, j.TimeLimit = st.Alloc, now, now, st.TimeLimit
 		j.Launched = false

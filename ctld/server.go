@@ -93,6 +93,14 @@ type Server struct {
 	// tls is the cluster CA and the controller's certificate when
 	// node_addr and api_addr serve TLS (tls.go).
 	tls tlsState
+	// warned maps the running jobs whose steps got their --signal
+	// warning to the incarnation that got it (signals.go).
+	warned map[uint64]int
+	// liveSteps holds the running steps of running jobs and what they
+	// hold of their allocations (steplive.go); guarded by mu.
+	liveSteps map[uint64]map[uint32]*liveStep
+	// acct holds the steps' usage reports (stepacct.go); guarded by mu.
+	acct usageAcct
 }
 
 // refusalLogEvery is how often refused connections and keyless node
@@ -231,6 +239,7 @@ func (s *Server) recover(ctx context.Context) error {
 		}
 	}
 	s.recoverBuffer()
+	s.recoverSignalWarnings(ctx)
 	s.log.Info("state recovered", "jobs", len(jobs), "active", running, "next_job_id", s.nextID)
 	return nil
 }
@@ -524,7 +533,7 @@ func (s *Server) forgetOldJobs(now time.Time) {
 // flush writes dirty jobs, queued events, audit records and node state in
 // one transaction. Called with mu held.
 func (s *Server) flush() bool {
-	if len(s.dirty) == 0 && len(s.events) == 0 && len(s.audit) == 0 && len(s.dirtyNodes) == 0 {
+	if len(s.dirty) == 0 && len(s.events) == 0 && len(s.audit) == 0 && len(s.dirtyNodes) == 0 && len(s.acct.queue) == 0 {
 		return true
 	}
 	b := s.pendingBatch()
@@ -560,6 +569,7 @@ func (s *Server) pendingBatch() *accounting.Batch {
 			b.Nodes = append(b.Nodes, n.saved())
 		}
 	}
+	b.Usage = slices.Clip(s.acct.queue) // stepacct.go
 	return b
 }
 
@@ -571,6 +581,7 @@ func (s *Server) stored() {
 	s.events = s.events[:0]
 	s.lazyEvents = s.lazyEvents[:0]
 	s.audit = s.audit[:0]
+	s.acct.queue = s.acct.queue[:0]
 }
 
 // flushAll writes also what waits in the lazy set (see markLazy).

@@ -11,12 +11,14 @@ package ctld
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/tide-hpc/tide/ctld/api"
@@ -49,30 +51,64 @@ func (s *Server) steps() (stepStore, error) {
 }
 
 // stepLayout is where a step's tasks go: per node of the job, the
-// global ranks and each task's GPUs.
+// global ranks and each task's GPUs, and what the step holds there.
 type stepLayout struct {
 	nodes  []api.StepNode
 	ntasks int
 }
 
-// layoutStep lays a step out on j's allocation the way Slurm's block
+// stepHold is what the live steps of a job hold on one node, summed:
+// CPUs, memory and GPU indices that other steps may not take.
+type stepHold struct {
+	cpus  int
+	memMB int64
+	gpus  map[int]bool
+}
+
+// errStepBusy: the step fits the job but not what its other steps hold
+// now; srun waits for them (api.StepBusy).
+var errStepBusy = errors.New(api.StepBusy)
+
+// layoutStep lays a step out on j's whole allocation, as if no other
+// step ran (layoutStepIn with nothing held). It is pure.
+func layoutStep(j *api.Job, req api.StepRequest) (stepLayout, error) {
+	return layoutStepIn(j, req, nil)
+}
+
+// layoutStepIn lays a step out on j's allocation, the way Slurm's block
 // distribution does: ranks fill node 0 first, then node 1…
 //
-//   - -N picks the first N nodes of the job; without it the step uses
-//     every node (but no more nodes than tasks when -n is given).
+//   - -N picks N nodes of the job; without it the step uses every node
+//     (but no more nodes than tasks when -n is given). -w names nodes
+//     of the job the step must use, -x nodes it must not, -r the job's
+//     node it starts at.
 //   - --ntasks-per-node puts that many tasks on each node, up to -n.
 //   - -n alone spreads the tasks evenly, the first nodes taking the
 //     remainder, except that the job's own task count takes the job's own
 //     layout; without -n and --ntasks-per-node the step runs the job's
 //     own task layout (SLURM_NTASKS), or one task per node with -N.
-//   - --gpus-per-task=G gives local task k the node's job GPUs
-//     [k·G, (k+1)·G); without it every task sees all of the node's job
-//     GPUs.
+//   - -m cyclic deals the ranks out one per node in turn, plane=N N at
+//     a time; block (the default) fills each node first.
 //   - --pty runs one task, on the first node, whatever the counts.
-//   - tasks × cpus-per-task must fit the job's CPUs on each node.
+//   - tasks × cpus-per-task must fit the job's CPUs on each node
+//     (unless -O).
 //
-// layoutStep is pure.
-func layoutStep(j *api.Job, req api.StepRequest) (stepLayout, error) {
+// What the step holds on each node it uses (Slurm 22.05's rules): with
+// --exact (implied by -c) the CPUs its tasks ask for, else every CPU
+// of the job there that no other step holds; --mem or --mem-per-cpu of
+// the job's memory there; --gpus-per-task, --gpus-per-node or a share
+// of --gpus of the job's GPUs there, the lowest free indices first.
+// held is what the job's other steps hold, by node (nil: none); a step
+// whose needs fit the job but not what is left of it fails with
+// errStepBusy, one that can never fit with an invalid-argument error.
+// An --overlap step holds nothing and ignores held.
+//
+// Each task sees the GPUs --gpu-bind gives it among the step's GPUs on
+// its node (without GPU options, the job's GPUs there): with
+// --gpus-per-task (or per_task:G) task k its own G, with single:N one
+// GPU per N tasks, with map_gpu and mask_gpu the listed ones; else all
+// of them. layoutStepIn is pure.
+func layoutStepIn(j *api.Job, req api.StepRequest, held map[string]stepHold) (stepLayout, error) {
 	bad := func(format string, args ...any) (stepLayout, error) {
 		return stepLayout{}, api.Invalid("Unable to create step for job %d: "+format, append([]any{j.ID}, args...)...)
 	}
@@ -80,10 +116,14 @@ func layoutStep(j *api.Job, req api.StepRequest) (stepLayout, error) {
 		name string
 		n    int
 	}{{"nodes", req.Nodes}, {"ntasks", req.Tasks}, {"ntasks-per-node", req.TasksPerNode},
-		{"cpus-per-task", req.CPUsPerTask}, {"gpus-per-task", req.GPUsPerTask}} {
+		{"cpus-per-task", req.CPUsPerTask}, {"gpus-per-task", req.GPUsPerTask}, {"gpus", req.GPUs},
+		{"gpus-per-node", req.GPUsPerNode}} {
 		if v.n < 0 {
 			return bad("--%s must not be negative", v.name)
 		}
+	}
+	if req.MemPerCPUMB < 0 || req.MemPerNodeMB < api.MemWholeNode {
+		return bad("--mem must not be negative")
 	}
 	jobNodes := len(j.Alloc)
 	if jobNodes == 0 {
@@ -92,45 +132,285 @@ func layoutStep(j *api.Job, req api.StepRequest) (stepLayout, error) {
 	if req.Nodes > jobNodes {
 		return bad("Requested node configuration is not available (%d nodes asked, the job has %d)", req.Nodes, jobNodes)
 	}
-	var counts []int
+	bind, err := api.ParseGPUBind(req.GPUBind)
+	if err != nil {
+		return bad("%v", err)
+	}
+	if bind.Kind == "per_task" && req.GPUsPerTask == 0 {
+		req.GPUsPerTask = bind.N
+	}
+	if req.Tasks > 0 && req.Nodes > req.Tasks && !req.Pty {
+		return bad("%d tasks cannot use %d nodes", req.Tasks, req.Nodes)
+	}
+	cands, err := stepCandidates(j, req)
+	if err != nil {
+		return bad("%v", err)
+	}
+	counts, fixed := stepCounts(j, req, len(cands))
+	if len(counts) == 0 {
+		return bad("no tasks to run")
+	}
+	if len(counts) > len(cands) {
+		return bad("Requested node configuration is not available (%d nodes needed, %d of the job's may be used)", len(counts), len(cands))
+	}
+	if req.TasksPerNode > 0 && req.Tasks > 0 && len(counts) < (req.Tasks+req.TasksPerNode-1)/req.TasksPerNode {
+		return bad("%d tasks do not fit %d nodes at %d tasks per node", req.Tasks, len(counts), req.TasksPerNode)
+	}
+	exact := (req.Exact || req.CPUsPerTask > 0) && !req.Whole
+	cpt := max(req.CPUsPerTask, 1)
+	gpusAt := func(pos, c int) int {
+		switch {
+		case req.GPUsPerTask > 0:
+			return c * req.GPUsPerTask
+		case req.GPUsPerNode > 0:
+			return req.GPUsPerNode
+		case req.GPUs > 0:
+			n := len(counts)
+			g := req.GPUs / n
+			if pos < req.GPUs%n {
+				g++
+			}
+			return g
+		}
+		return 0
+	}
+	// fit checks node a for c tasks at position pos against what the
+	// step may take there: all of the job's (free nil) or what other
+	// steps left. It returns the step's hold, or why it does not fit
+	// (busy is true when only other steps are in the way).
+	type take struct {
+		cpus  int
+		memMB int64
+		gpus  []int
+	}
+	fit := func(a api.NodeAlloc, c, pos int, h stepHold) (take, string, bool) {
+		need := c * cpt
+		if a.CPUs > 0 && need > a.CPUs && !req.Overcommit {
+			return take{}, fmt.Sprintf("More processors requested than permitted (%d tasks × %d CPUs on %s, which gives the job %d)", c, cpt, a.Node, a.CPUs), false
+		}
+		free := a.CPUs - h.cpus
+		var t take
+		switch {
+		case a.CPUs <= 0:
+		case exact:
+			t.cpus = min(need, a.CPUs)
+			if req.Overcommit {
+				t.cpus = min(t.cpus, max(free, 1))
+			}
+		default:
+			// Without --exact the step takes the node's CPUs that
+			// no other step holds.
+			t.cpus = free
+			if !req.Overcommit {
+				t.cpus = max(t.cpus, min(need, a.CPUs))
+			}
+		}
+		if t.cpus > free || t.cpus <= 0 && a.CPUs > 0 {
+			return take{}, fmt.Sprintf("%d of the job's %d CPUs on %s are held by other steps", h.cpus, a.CPUs, a.Node), true
+		}
+		switch {
+		case req.MemPerNodeMB > 0:
+			t.memMB = req.MemPerNodeMB
+		case req.MemPerCPUMB > 0:
+			t.memMB = req.MemPerCPUMB * int64(max(t.cpus, need))
+		}
+		if t.memMB > 0 && a.MemoryMB > 0 {
+			if t.memMB > a.MemoryMB {
+				return take{}, fmt.Sprintf("Memory required by task is not available (%d MB asked on %s, which gives the job %d MB)", t.memMB, a.Node, a.MemoryMB), false
+			}
+			if t.memMB > a.MemoryMB-h.memMB {
+				return take{}, fmt.Sprintf("%d MB of the job's %d MB on %s are held by other steps", h.memMB, a.MemoryMB, a.Node), true
+			}
+		}
+		g := gpusAt(pos, c)
+		if g > len(a.GPUs) {
+			if req.GPUsPerTask > 0 {
+				return take{}, fmt.Sprintf("%d tasks × %d GPUs do not fit the %d GPUs the job has on %s", c, req.GPUsPerTask, len(a.GPUs), a.Node), false
+			}
+			return take{}, fmt.Sprintf("%d GPUs do not fit the %d GPUs the job has on %s", g, len(a.GPUs), a.Node), false
+		}
+		for _, x := range a.GPUs {
+			if len(t.gpus) == g {
+				break
+			}
+			if !h.gpus[x] {
+				t.gpus = append(t.gpus, x)
+			}
+		}
+		if len(t.gpus) < g {
+			return take{}, fmt.Sprintf("%d of the job's %d GPUs on %s are held by other steps", len(h.gpus), len(a.GPUs), a.Node), true
+		}
+		return t, "", false
+	}
+	holdOf := func(name string) stepHold {
+		if req.Overlap || held == nil {
+			return stepHold{}
+		}
+		return held[name]
+	}
+	// Choose the nodes: the job's own layout uses every candidate; else
+	// the first candidates each of which fits its count.
+	type pick struct {
+		idx int
+		t   take
+	}
+	var picks []pick
+	busy := ""
+	next := 0
+	for pos, c := range counts {
+		found := false
+		for ; next < len(cands); next++ {
+			i := cands[next]
+			a := j.Alloc[i]
+			if _, why, _ := fit(a, c, pos, stepHold{}); why != "" {
+				// Never fits this node, other steps or not.
+				if fixed {
+					return bad("%s", why)
+				}
+				continue
+			}
+			t, why, isBusy := fit(a, c, pos, holdOf(a.Node))
+			if why != "" {
+				if fixed {
+					if isBusy {
+						return stepLayout{}, fmt.Errorf("%w: %s", errStepBusy, why)
+					}
+					return bad("%s", why)
+				}
+				if busy == "" {
+					busy = why
+				}
+				continue
+			}
+			picks = append(picks, pick{i, t})
+			next++
+			found = true
+			break
+		}
+		if !found {
+			if busy != "" {
+				return stepLayout{}, fmt.Errorf("%w: %s", errStepBusy, busy)
+			}
+			// Explain with the first candidate's own reason.
+			for _, i := range cands {
+				if _, why, _ := fit(j.Alloc[i], c, pos, stepHold{}); why != "" {
+					return bad("%s", why)
+				}
+			}
+			return bad("Requested node configuration is not available")
+		}
+	}
+	out := stepLayout{}
+	ranks := distribute(counts, req.Distribution)
+	for k, p := range picks {
+		a := j.Alloc[p.idx]
+		sn := api.StepNode{Name: a.Node, CPUs: a.CPUs, MemoryMB: a.MemoryMB, GPUMemMB: a.GPUMemMB, GPUComputePct: a.GPUComputePct,
+			StepCPUs: p.t.cpus, StepMemMB: p.t.memMB, StepGPUs: p.t.gpus, Ranks: ranks[k], JobGPUs: a.GPUs}
+		seen := a.GPUs
+		if gpusAt(k, counts[k]) > 0 {
+			seen = p.t.gpus
+		}
+		per, err := bind.Tasks(seen, len(sn.Ranks), req.GPUsPerTask)
+		if err != nil {
+			return bad("%v", err)
+		}
+		sn.GPUs = per
+		out.nodes = append(out.nodes, sn)
+		out.ntasks += len(sn.Ranks)
+	}
+	return out, nil
+}
+
+// stepCandidates lists the indices of j's nodes the step may use, in
+// the job's order, after -r, -w and -x.
+func stepCandidates(j *api.Job, req api.StepRequest) ([]int, error) {
+	first := 0
+	if req.Relative != nil {
+		if *req.Relative < 0 || *req.Relative >= len(j.Alloc) {
+			return nil, fmt.Errorf("Requested node configuration is not available (--relative=%d, the job has %d nodes)", *req.Relative, len(j.Alloc))
+		}
+		first = *req.Relative
+	}
+	inJob := map[string]bool{}
+	for _, a := range j.Alloc {
+		inJob[a.Node] = true
+	}
+	want := map[string]bool{}
+	for _, n := range req.NodeList {
+		if !inJob[n] {
+			return nil, fmt.Errorf("Requested node configuration is not available (node %s is not in the job's allocation)", n)
+		}
+		want[n] = true
+	}
+	skip := map[string]bool{}
+	for _, n := range req.Exclude {
+		skip[n] = true
+	}
+	var out, rest []int
+	for i := first; i < len(j.Alloc); i++ {
+		n := j.Alloc[i].Node
+		switch {
+		case skip[n]:
+			if want[n] {
+				return nil, fmt.Errorf("Requested node configuration is not available (node %s both named and excluded)", n)
+			}
+		case len(want) == 0 || want[n]:
+			out = append(out, i)
+		default:
+			rest = append(rest, i)
+		}
+	}
+	if len(want) > 0 && len(out) < len(want) {
+		return nil, errors.New("Requested node configuration is not available (a named node is before --relative's)")
+	}
+	if len(want) > 0 && req.Nodes > len(want) {
+		// -N above -w's count adds other nodes of the job.
+		out = append(out, rest...)
+	}
+	return out, nil
+}
+
+// stepCounts returns the tasks per node of a step given ncand usable
+// nodes; fixed means the job's own layout, one count per candidate.
+func stepCounts(j *api.Job, req api.StepRequest, ncand int) (counts []int, fixed bool) {
+	whole := req.Relative == nil && len(req.NodeList) == 0 && len(req.Exclude) == 0
 	switch {
 	case req.Pty:
 		// srun --pty runs task zero alone, on the first node, whatever
 		// the other counts say (they shape a new allocation only).
-		counts = []int{1}
+		return []int{1}, false
 	case req.TasksPerNode > 0:
 		n := req.Nodes
 		if n == 0 {
-			n = jobNodes
+			n = ncand
 			if req.Tasks > 0 {
-				n = min(jobNodes, (req.Tasks+req.TasksPerNode-1)/req.TasksPerNode)
+				n = min(ncand, (req.Tasks+req.TasksPerNode-1)/req.TasksPerNode)
 			}
 		}
 		total := req.Tasks
 		if total == 0 {
 			total = req.TasksPerNode * n
 		}
-		if total > req.TasksPerNode*n {
-			return bad("%d tasks do not fit %d nodes at %d tasks per node", total, n, req.TasksPerNode)
-		}
-		for left := total; left > 0; {
+		for left := total; left > 0 && len(counts) < n; {
 			c := min(req.TasksPerNode, left)
 			counts = append(counts, c)
 			left -= c
 		}
-	case req.Tasks > 0 && req.Nodes == 0 && req.Tasks == jobTasks(j):
+		return counts, false
+	case req.Tasks > 0 && req.Nodes == 0 && whole && req.Tasks == jobTasks(j):
 		// The job's own task count: its own layout, which the
 		// scheduler fitted to each node's GPUs and CPUs.
 		for _, a := range j.Alloc {
 			counts = append(counts, max(a.Tasks, 1))
 		}
+		return counts, true
 	case req.Tasks > 0:
 		n := req.Nodes
 		if n == 0 {
-			n = min(jobNodes, req.Tasks)
-		}
-		if req.Tasks < n {
-			return bad("%d tasks cannot use %d nodes", req.Tasks, n)
+			n = min(ncand, req.Tasks)
+			if len(req.NodeList) > 0 {
+				n = min(len(req.NodeList), req.Tasks)
+			}
 		}
 		for i := range n {
 			c := req.Tasks / n
@@ -139,41 +419,68 @@ func layoutStep(j *api.Job, req api.StepRequest) (stepLayout, error) {
 			}
 			counts = append(counts, c)
 		}
+		return counts, false
 	case req.Nodes > 0:
 		for range req.Nodes {
 			counts = append(counts, 1)
 		}
-	default:
-		for _, a := range j.Alloc {
-			counts = append(counts, max(a.Tasks, 1))
+		return counts, false
+	case len(req.NodeList) > 0:
+		for range min(len(req.NodeList), ncand) {
+			counts = append(counts, 1)
+		}
+		return counts, false
+	case !whole:
+		for range ncand {
+			counts = append(counts, 1)
+		}
+		return counts, false
+	}
+	for _, a := range j.Alloc {
+		counts = append(counts, max(a.Tasks, 1))
+	}
+	return counts, true
+}
+
+// distribute numbers the tasks of nodes holding counts tasks each: block
+// fills each node in turn, cyclic deals one task per node round the
+// nodes, plane=N deals N at a time. It is pure.
+func distribute(counts []int, dist string) [][]int {
+	out := make([][]int, len(counts))
+	first, _, _ := strings.Cut(dist, ":")
+	first, _, _ = strings.Cut(first, ",")
+	block := 0
+	switch {
+	case first == "cyclic":
+		block = 1
+	case strings.HasPrefix(first, "plane="):
+		if n, err := strconv.Atoi(first[len("plane="):]); err == nil && n > 0 {
+			block = n
 		}
 	}
-	cpt := max(req.CPUsPerTask, 1)
-	out := stepLayout{}
 	rank := 0
-	for i, c := range counts {
-		a := j.Alloc[i]
-		if c*cpt > a.CPUs && a.CPUs > 0 {
-			return bad("More processors requested than permitted (%d tasks × %d CPUs on %s, which gives the job %d)", c, cpt, a.Node, a.CPUs)
-		}
-		sn := api.StepNode{Name: a.Node, CPUs: a.CPUs, MemoryMB: a.MemoryMB, GPUMemMB: a.GPUMemMB, GPUComputePct: a.GPUComputePct}
-		if req.GPUsPerTask > 0 && c*req.GPUsPerTask > len(a.GPUs) {
-			return bad("%d tasks × %d GPUs do not fit the %d GPUs the job has on %s", c, req.GPUsPerTask, len(a.GPUs), a.Node)
-		}
-		for k := range c {
-			sn.Ranks = append(sn.Ranks, rank)
-			rank++
-			switch {
-			case req.GPUsPerTask > 0:
-				sn.GPUs = append(sn.GPUs, slices.Clone(a.GPUs[k*req.GPUsPerTask:(k+1)*req.GPUsPerTask]))
-			case len(a.GPUs) > 0:
-				sn.GPUs = append(sn.GPUs, slices.Clone(a.GPUs))
+	if block == 0 {
+		for i, c := range counts {
+			for range c {
+				out[i] = append(out[i], rank)
+				rank++
 			}
 		}
-		out.nodes = append(out.nodes, sn)
+		return out
 	}
-	out.ntasks = rank
-	return out, nil
+	for left := true; left; {
+		left = false
+		for i, c := range counts {
+			for k := 0; k < block && len(out[i]) < c; k++ {
+				out[i] = append(out[i], rank)
+				rank++
+			}
+			if len(out[i]) < c {
+				left = true
+			}
+		}
+	}
+	return out
 }
 
 // jobTasks is the task count of j's allocation.
@@ -236,9 +543,20 @@ func (s *Server) createStep(ctx context.Context, c caller, id uint64, req api.St
 	case j.State != api.StateRunning:
 		return api.StepResponse{}, api.Errorf(api.ErrConflict, "Unable to create step for job %d: Job is not running (%s)", id, j.State)
 	}
-	lay, err := layoutStep(j, req)
+	lay, err := layoutStepIn(j, req, s.stepHolds(j))
+	if errors.Is(err, errStepBusy) {
+		return api.StepResponse{}, api.Errorf(api.ErrConflict, "Unable to create step for job %d: %s", id, api.StepBusy)
+	}
 	if err != nil {
 		return api.StepResponse{}, err
+	}
+	if len(req.TaskArgv) > 0 && len(req.TaskArgv) != lay.ntasks {
+		return api.StepResponse{}, api.Invalid("Unable to create step for job %d: --multi-prog names %d tasks, the step has %d", id, len(req.TaskArgv), lay.ntasks)
+	}
+	for i, a := range req.TaskArgv {
+		if len(a) == 0 || a[0] == "" {
+			return api.StepResponse{}, api.Invalid("Unable to create step for job %d: --multi-prog gives task %d no program", id, i)
+		}
 	}
 	for i := range lay.nodes {
 		n := s.nodes[lay.nodes[i].Name]
@@ -247,6 +565,7 @@ func (s *Server) createStep(ctx context.Context, c caller, id uint64, req api.St
 				"Unable to create step for job %d: node %s accepts no steps (its tided registered no step listener)", id, lay.nodes[i].Name)
 		}
 		lay.nodes[i].Addr = stepAddrOf(n)
+		lay.nodes[i].TopoAddr, lay.nodes[i].TopoPattern = s.cl.Tree.NodeAddr(n.Name)
 	}
 	signer, err := s.stepSigner()
 	if err != nil {
@@ -261,14 +580,23 @@ func (s *Server) createStep(ctx context.Context, c caller, id uint64, req api.St
 	if j.TimeLimit > 0 {
 		jobEnd = j.StartTime.Add(time.Duration(j.TimeLimit) * time.Second)
 	}
+	stepEnd := jobEnd
+	if req.TimeLimit > 0 {
+		// The step's own -t ends its tasks before the job's end.
+		if e := now.Add(time.Duration(req.TimeLimit) * time.Second); e.Before(stepEnd) {
+			stepEnd = e
+		}
+	}
 	expires := now.Add(grantTTL)
-	if jobEnd.Before(expires) {
-		expires = jobEnd
+	if stepEnd.Before(expires) {
+		expires = stepEnd
 	}
 	g := &api.StepGrant{JobID: id, Restart: j.Restarts, StepID: stepID, JobName: j.Name, UserID: j.UserID, GroupID: j.GroupID, User: j.User,
-		Partition: j.Partition, Cluster: s.cl.ClusterName,
-		Issued: now.UTC(), Expires: expires.UTC(), JobEnd: jobEnd.UTC(), JobNodes: j.NodeNames(),
-		Nodes: lay.nodes, NTasks: lay.ntasks, Argv: req.Argv, Cwd: req.Cwd, Env: req.Env, Pty: req.Pty}
+		Partition: j.Partition, Cluster: s.cl.ClusterName, Account: j.Account, QOS: j.QOS,
+		Issued: now.UTC(), Expires: expires.UTC(), JobEnd: stepEnd.UTC(), JobNodes: j.NodeNames(),
+		Nodes: lay.nodes, NTasks: lay.ntasks, Argv: req.Argv, Cwd: req.Cwd, Env: req.Env, Pty: req.Pty,
+		CPUBind: req.CPUBind, GPUBind: req.GPUBind, TaskArgv: req.TaskArgv, TaskProlog: req.TaskProlog,
+		TaskEpilog: req.TaskEpilog, MPI: req.MPI, PreserveEnv: req.PreserveEnv}
 	signed, err := signer.Sign(g)
 	if err != nil {
 		return api.StepResponse{}, err
@@ -277,19 +605,7 @@ func (s *Server) createStep(ctx context.Context, c caller, id uint64, req api.St
 	if name == "" {
 		name = filepath.Base(req.Argv[0])
 	}
-	rec := api.StepRecord{JobID: id, StepID: stepID, Name: name, State: api.StateRunning, UserID: j.UserID,
-		Start: now, NTasks: lay.ntasks}
-	for _, sn := range lay.nodes {
-		rec.Nodes = append(rec.Nodes, sn.Name)
-		rec.CPUs += min(sn.CPUs, len(sn.Ranks)*max(req.CPUsPerTask, 1))
-		seen := map[int]bool{}
-		for _, gs := range sn.GPUs {
-			for _, x := range gs {
-				seen[x] = true
-			}
-		}
-		rec.GPUs += len(seen)
-	}
+	rec := stepRecord(j, stepID, name, now, req, lay)
 	b := s.pendingBatch()
 	b.Steps = []api.StepRecord{rec}
 	b.Events = append(b.Events, api.Event{JobID: id, Time: now, Kind: api.EventStepStart, State: j.State,
@@ -298,7 +614,40 @@ func (s *Server) createStep(ctx context.Context, c caller, id uint64, req api.St
 		return api.StepResponse{}, api.Errorf(api.ErrUnavailable, "Unable to create step for job %d: could not store the step: %v", id, err)
 	}
 	s.stored()
+	s.addLiveStep(j, rec, req.Overlap, lay)
 	return api.StepResponse{Grant: signed, CA: s.caPEM()}, nil
+}
+
+// stepRecord is the record of a step just laid out: its nodes, tasks
+// and what it holds on each node. It is pure.
+func stepRecord(j *api.Job, stepID uint32, name string, now time.Time, req api.StepRequest, lay stepLayout) api.StepRecord {
+	rec := api.StepRecord{JobID: j.ID, StepID: stepID, Name: name, State: api.StateRunning, UserID: j.UserID,
+		Start: now, NTasks: lay.ntasks, TimeLimit: req.TimeLimit, Exact: (req.Exact || req.CPUsPerTask > 0) && !req.Whole,
+		Overlap: req.Overlap, SrunHost: req.SrunHost, SrunPID: req.SrunPID, Argv: req.Argv}
+	for _, sn := range lay.nodes {
+		rec.Nodes = append(rec.Nodes, sn.Name)
+		cpus := sn.StepCPUs
+		if cpus == 0 {
+			cpus = min(sn.CPUs, len(sn.Ranks)*max(req.CPUsPerTask, 1))
+		}
+		rec.CPUs += cpus
+		rec.MemoryMB += sn.StepMemMB
+		seen := map[int]bool{}
+		var gpus []int
+		for _, gs := range sn.GPUs {
+			for _, x := range gs {
+				if !seen[x] {
+					seen[x] = true
+					gpus = append(gpus, x)
+				}
+			}
+		}
+		slices.Sort(gpus)
+		rec.GPUs += len(gpus)
+		rec.Layout = append(rec.Layout, api.StepNodeUse{Node: sn.Name, Tasks: slices.Clone(sn.Ranks), CPUs: cpus,
+			MemoryMB: sn.StepMemMB, GPUs: gpus})
+	}
+	return rec
 }
 
 // endStep records how a step ended, as srun reports it.
@@ -316,12 +665,13 @@ func (s *Server) endStep(ctx context.Context, c caller, id uint64, stepID uint32
 	if !c.admin && c.uid != rec.UserID {
 		return api.Errorf(api.ErrPermissionDenied, "Access/permission denied")
 	}
+	scancelled := s.removeLiveStep(id, stepID)
 	if rec.State != api.StateRunning {
 		return nil // reported twice: the first report stands
 	}
 	rec.End, rec.Exit = s.now(), e.Exit
 	switch {
-	case e.Cancelled:
+	case e.Cancelled || scancelled:
 		rec.State = api.StateCancelled
 	case e.Exit.Code != 0 || e.Exit.Signal != 0:
 		rec.State = api.StateFailed

@@ -152,15 +152,20 @@ func TestCreateStep(t *testing.T) {
 	if g.Nodes[0].Addr != "gpu01.example:6818" || len(g.Nodes[0].GPUs) != 2 || len(g.Nodes[0].GPUs[0]) != 1 {
 		t.Fatalf("node 0 of the grant: %+v", g.Nodes[0])
 	}
+	// The first step holds every GPU and CPU of the job: a second one
+	// waits for it (Slurm 22.05's steps share nothing by default).
+	if _, err := h.s.createStep(ctx, h.alice, id, req); !errors.Is(err, api.ErrConflict) || !strings.Contains(err.Error(), api.StepBusy) {
+		t.Fatalf("second step beside the first: %v, want %q", err, api.StepBusy)
+	}
+	if err := h.s.endStep(ctx, h.alice, id, 0, api.StepEnd{Exit: api.ExitStatus{Code: 3}}); err != nil {
+		t.Fatal(err)
+	}
 	resp2, err := h.s.createStep(ctx, h.alice, id, req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if g2, _ := stepio.Decode(resp2.Grant); g2.StepID != 1 {
 		t.Fatalf("second step id %d, want 1", g2.StepID)
-	}
-	if err := h.s.endStep(ctx, h.alice, id, 0, api.StepEnd{Exit: api.ExitStatus{Code: 3}}); err != nil {
-		t.Fatal(err)
 	}
 	steps, err := h.s.listSteps(ctx, []uint64{id})
 	if err != nil {

@@ -175,7 +175,7 @@ func (s *Server) updateFields(c caller, j *api.Job, u api.JobUpdate) error {
 		if j.State != api.StatePending {
 			return fmt.Errorf("Job is no longer pending execution for job %d", j.ID)
 		}
-		account, partition := j.Account, j.Partition
+		account, partition := j.Account, j.ReqPartition()
 		if u.Account != nil {
 			if err := api.CheckUpdateString("account", *u.Account); err != nil {
 				return err
@@ -193,7 +193,9 @@ func (s *Server) updateFields(c caller, j *api.Job, u api.JobUpdate) error {
 			changed = append(changed, "Account="+j.Account)
 		}
 		if u.Partition != nil {
-			j.Partition = partition
+			// A list (-p a,b) as sbatch takes it; it replaces the list
+			// of a requeued job too.
+			j.Partition, j.PartitionList = strings.Join(api.PartitionNames(partition), ","), ""
 			changed = append(changed, "Partition="+j.Partition)
 		}
 	}

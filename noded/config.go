@@ -82,6 +82,14 @@ type Config struct {
 	// bounds that). A launch past it fails the job with the reason, and
 	// the node goes on reporting meanwhile whatever the launch does.
 	LaunchTimeout time.Duration `mapstructure:"launch_timeout"`
+	// OutputGrace is how long a launch waits for the directory of the
+	// job's output or error file to appear (a workflow that creates it
+	// just after sbatch returns) before the job fails on it: Slurm's
+	// slower launch gives that grace by accident. 0 fails at once. It
+	// counts towards LaunchTimeout, and at most half of it is used, so
+	// that a job whose directory never comes fails on its file rather
+	// than as a launch timeout.
+	OutputGrace   time.Duration `mapstructure:"output_grace"`
 	AllowRootJobs bool          `mapstructure:"allow_root_jobs"`
 	LogLevel      string        `mapstructure:"log_level"`
 	// Cgroups confines each process job in a cgroup of its own (limits,
@@ -106,6 +114,11 @@ type Config struct {
 	// MPSControl is the nvidia-cuda-mps-control binary ("" looks it up
 	// in tided's PATH).
 	MPSControl string `mapstructure:"mps_control"`
+	// AcctGatherFrequency is how often the running steps' usage is
+	// sampled (Slurm's JobAcctGatherFrequency; usage.go): the peaks of
+	// memory come from these samples. 0 samples nothing, and only what
+	// the end of each task gives is recorded.
+	AcctGatherFrequency time.Duration `mapstructure:"acct_gather_frequency"`
 }
 
 // ContainerdConfig says how tided reaches containerd for container jobs.
@@ -148,6 +161,10 @@ type ContainerdConfig struct {
 // launch takes (milliseconds), and above the 30 s the shared
 // supervisor's answer and each containerd call may take on their own.
 const DefaultLaunchTimeout = time.Minute
+
+// DefaultOutputGrace is output_grace's default: a few seconds, about
+// what a workflow needs to create the directory after sbatch returns.
+const DefaultOutputGrace = 5 * time.Second
 
 // Supervisor modes (Config.Supervisor).
 const (
@@ -193,12 +210,15 @@ func DefaultConfig() Config {
 		Heartbeat:     10 * time.Second,
 		KillWait:      30 * time.Second,
 		LaunchTimeout: DefaultLaunchTimeout,
+		OutputGrace:   DefaultOutputGrace,
 		LogLevel:      "info",
 		Cgroups:       CgroupsAuto,
 		CgroupParent:  "tide",
 		Containerd:    ContainerdConfig{Namespace: "tide", Snapshotter: "overlayfs", NvidiaHook: NvidiaHookAuto, Pull: ctr.PullAuto, PullTimeout: ctr.DefaultPullTimeout, CDISpecDirs: slices.Clone(cdi.DefaultSpecDirs)},
 		StepAddr:      defaultStepAddr,
 		MPS:           MPSAuto,
+
+		AcctGatherFrequency: DefaultAcctGatherFrequency, // usage.go
 	}
 }
 
@@ -230,6 +250,7 @@ func configKeys(c Config) []struct {
 		{"heartbeat", c.Heartbeat},
 		{"kill_wait", c.KillWait},
 		{"launch_timeout", c.LaunchTimeout},
+		{"output_grace", c.OutputGrace},
 		{"allow_root_jobs", c.AllowRootJobs},
 		{"log_level", c.LogLevel},
 		{"cgroups", c.Cgroups},
@@ -246,6 +267,7 @@ func configKeys(c Config) []struct {
 		{"step_addr", c.StepAddr},
 		{"mps", c.MPS},
 		{"mps_control", c.MPSControl},
+		{"acct_gather_frequency", c.AcctGatherFrequency},
 	}
 }
 
@@ -460,6 +482,12 @@ func (c *Config) Validate() error {
 	}
 	if c.LaunchTimeout < time.Second {
 		bad("launch_timeout: %s must be at least 1s", c.LaunchTimeout)
+	}
+	if c.OutputGrace < 0 {
+		bad("output_grace: %s must not be negative", c.OutputGrace)
+	}
+	if f := c.AcctGatherFrequency; f < 0 || f > 0 && f < time.Second {
+		bad("acct_gather_frequency: %s must be 0 (off) or at least 1s", f)
 	}
 	errs = append(errs, validateCgroups(c))
 	if s := c.Containerd.Socket; s != "" && !filepath.IsAbs(s) {

@@ -50,12 +50,14 @@ func TestParseExampleConfig(t *testing.T) {
 		TLSDir: DefaultTLSDir, StateDir: "/run/tided", Supervisor: "shared", CPUs: 64, Memory: "512G",
 		GPUs:     GPUConfig{Source: "none", Fake: gres.FakeConfig{Count: 0, Model: "h100", MemoryMB: 81920, Topology: "dgx"}},
 		Features: []string{"nvlink", "ib"}, Heartbeat: 10 * time.Second, KillWait: 30 * time.Second,
-		LaunchTimeout: time.Minute, Cgroups: CgroupsAuto, CgroupParent: "tide",
+		LaunchTimeout: time.Minute, OutputGrace: 5 * time.Second, Cgroups: CgroupsAuto, CgroupParent: "tide",
 		LogLevel: "info",
 		Containerd: ContainerdConfig{Namespace: "tide", Snapshotter: "overlayfs", NvidiaHook: NvidiaHookAuto,
 			Pull: "auto", PullTimeout: 30 * time.Minute, CDISpecDirs: []string{"/etc/cdi", "/var/run/cdi"}},
 		StepAddr: DefaultStepAddr,
 		MPS:      MPSAuto,
+		// usage.go
+		AcctGatherFrequency: DefaultAcctGatherFrequency,
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
@@ -279,11 +281,11 @@ func TestWriteYAML(t *testing.T) {
 		TLSDir: "/var/lib/tide/tided", StateDir: "/var/spool/tided", Supervisor: "per-job", CPUs: 96, Memory: "1T",
 		GPUs:     GPUConfig{Source: GPUSourceFake, Fake: gres.FakeConfig{Count: 8, Model: "h200", MemoryMB: 144384}},
 		Features: []string{"nvlink", "yes"}, Heartbeat: 15 * time.Second, KillWait: time.Minute,
-		LaunchTimeout: 90 * time.Second, AllowRootJobs: true, LogLevel: "debug", Cgroups: CgroupsOff, CgroupParent: "tide/jobs",
+		LaunchTimeout: 90 * time.Second, OutputGrace: 2 * time.Second, AllowRootJobs: true, LogLevel: "debug", Cgroups: CgroupsOff, CgroupParent: "tide/jobs",
 		Containerd: ContainerdConfig{Socket: "/run/containerd/containerd.sock", Namespace: "tide", Snapshotter: "native",
 			Pull: "never", PullTimeout: 5 * time.Minute, InsecureRegistries: []string{"127.0.0.1:5000", "registry.local"},
 			AuthFile: "/etc/tide/registry-auth.json", CDISpecDirs: []string{"/etc/cdi"}},
-		MPS: MPSOff, MPSControl: "/opt/cuda/bin/nvidia-cuda-mps-control",
+		MPS: MPSOff, MPSControl: "/opt/cuda/bin/nvidia-cuda-mps-control", AcctGatherFrequency: 45 * time.Second,
 	}
 	var b bytes.Buffer
 	if err := c.WriteYAML(&b); err != nil {

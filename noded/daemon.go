@@ -129,6 +129,8 @@ type Daemon struct {
 	// launchHook is a test seam called at each launch step (nil
 	// outside tests).
 	launchHook launchHook
+	// usage measures the steps' usage (usage.go, issue 22).
+	usage usageState
 }
 
 // Setup validates cfg, prepares the state directory and rebuilds the job
@@ -257,6 +259,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	}()
 	go d.watchReattached(ctx)
 	go d.watchGPUs(ctx)
+	go d.sampleUsage(ctx) // usage.go
 	if d.tls != nil && d.tls.client != nil {
 		go d.tls.renewLoop(ctx)
 	}
@@ -390,7 +393,7 @@ func (d *Daemon) register(ctx context.Context) (api.NodeSyncResponse, error) {
 		OS:       runtime.GOOS,
 		Arch:     runtime.GOARCH,
 		BootTime: bootTime(),
-		Jobs:     jobs,
+		Jobs:     d.withJobUsage(jobs), // usage.go
 	}
 	rctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
@@ -486,9 +489,11 @@ func (d *Daemon) nextSeqLocked() uint64 {
 func (d *Daemon) sendSync(ctx context.Context, req api.NodeSyncRequest) (api.NodeSyncResponse, error) {
 	at := d.addGPUStatus(&req)
 	req.HostedGen = d.hosted.held()
+	tok := d.addUsage(&req) // usage.go
 	resp, err := d.api.Sync(ctx, req)
 	if err == nil {
 		d.gpuStatusSent(at)
+		d.usageSent(tok)
 	}
 	return resp, err
 }

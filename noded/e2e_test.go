@@ -278,8 +278,9 @@ func TestDaemonTimeLimit(t *testing.T) {
 	}
 }
 
-// TestDaemonSignalWarning checks --signal arrives before the limit and a
-// Limits update extends the deadline.
+// TestDaemonSignalWarning checks --signal=B: arrives at the batch shell
+// before the limit and a Limits update extends the deadline (the steps'
+// warning, without B:, is the controller's: stepsignal_test.go).
 func TestDaemonSignalWarning(t *testing.T) {
 	n := newTestNode(t, t.TempDir())
 	n.start(t)
@@ -288,7 +289,7 @@ func TestDaemonSignalWarning(t *testing.T) {
 		"while [ ! -e release ]; do sleep 0.05; done\n"
 	spec := n.spec(t, 103, script, wd)
 	spec.TimeLimit = 3600
-	spec.Signal = &api.SignalSpec{Signal: int(syscall.SIGUSR1), Seconds: 3599}
+	spec.Signal = &api.SignalSpec{Signal: int(syscall.SIGUSR1), Seconds: 3599, BatchOnly: true}
 	n.launch(spec)
 	waitUntil(t, "USR1 delivered", func() bool { return exists(filepath.Join(wd, "warned")) })
 	// Shorten the limit to one second: the job now times out.

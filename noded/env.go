@@ -36,12 +36,22 @@ func nodeAlloc(spec *api.LaunchSpec, node string) api.NodeAlloc {
 // added by the exec child, which alone knows the pid.
 //
 // Like Slurm, SLURM_ARRAY_* appear only on array tasks,
-// SLURM_RESTART_COUNT only on a requeued job,
-// SLURM_JOB_ACCOUNT only with an account, SLURM_NTASKS/SLURM_NPROCS and
-// SLURM_CPUS_PER_TASK only when the launch carries them, and the GPU
-// variables only when this node gives the job GPUs. BuildEnv is pure.
+// SLURM_RESTART_COUNT only on a requeued job, SLURM_JOB_ACCOUNT and
+// SLURM_JOB_QOS only when the job has them, SLURM_NTASKS/SLURM_NPROCS
+// and SLURM_CPUS_PER_TASK only when the launch carries them, the
+// request's variables (SLURM_GPUS, SLURM_MEM_PER_NODE, ...) only for
+// the options given (setRequestEnv), and the GPU variables only when
+// this node gives the job GPUs. SLURM_UMASK is applied by the launcher
+// and removed, as slurmstepd does. BuildEnv is pure.
 func BuildEnv(spec *api.LaunchSpec, node string) []string {
-	e := envlist.FromEntries(spec.Env)
+	// slurmstepd applies SLURM_UMASK (umaskFromEnv) and takes it out of
+	// the batch script's environment.
+	e := envlist.New(len(spec.Env) + 64)
+	for _, kv := range spec.Env {
+		if k, _, ok := strings.Cut(kv, "="); ok && k != "" && k != "SLURM_UMASK" {
+			e.SetEntry(k, kv)
+		}
+	}
 	if !e.Has("PATH") {
 		e.Set("PATH", defaultPath)
 	}
@@ -97,22 +107,38 @@ func BuildEnv(spec *api.LaunchSpec, node string) []string {
 	if spec.Account != "" {
 		set("SLURM_JOB_ACCOUNT", spec.Account)
 	}
+	if spec.QOS != "" {
+		set("SLURM_JOB_QOS", spec.QOS)
+	}
 	if spec.Restart > 0 {
 		set("SLURM_RESTART_COUNT", strconv.Itoa(spec.Restart))
 	}
+	setRequestEnv(set, spec.Request, mine)
 	set("SLURM_CLUSTER_NAME", spec.Cluster)
 	set("SLURMD_NODENAME", node)
 	set("SLURM_NODEID", "0")
 	set("SLURM_PROCID", "0")
 	set("SLURM_LOCALID", "0")
 	set("SLURM_GTIDS", "0")
-	set("SLURM_PRIO_PROCESS", "0")
-	set("SLURM_TOPOLOGY_ADDR", node)
-	set("SLURM_TOPOLOGY_ADDR_PATTERN", "node")
+	// sbatch passes the submitter's nice value on.
+	prio := "0"
+	if kv, ok := e.Entry("SLURM_PRIO_PROCESS"); ok && isInt(kv[len("SLURM_PRIO_PROCESS="):]) {
+		prio = kv[len("SLURM_PRIO_PROCESS="):]
+	}
+	set("SLURM_PRIO_PROCESS", prio)
+	addr, pattern := spec.TopoAddr, spec.TopoPattern
+	if addr == "" || pattern == "" {
+		addr, pattern = node, "node"
+	}
+	set("SLURM_TOPOLOGY_ADDR", addr)
+	set("SLURM_TOPOLOGY_ADDR_PATTERN", pattern)
 	if len(mine.GPUs) > 0 {
 		idx := gres.FormatIndices(mine.GPUs)
 		set("SLURM_JOB_GPUS", idx)
 		set("SLURM_GPUS_ON_NODE", strconv.Itoa(len(mine.GPUs)))
+		if r := spec.Request; r != nil && r.GPUShards > 0 && mine.Sliced() {
+			set("SLURM_SHARDS_ON_NODE", strconv.Itoa(r.GPUShards))
+		}
 		set("CUDA_VISIBLE_DEVICES", idx)
 		set("GPU_DEVICE_ORDINAL", idx)
 		set("ROCR_VISIBLE_DEVICES", idx)
@@ -129,6 +155,55 @@ func BuildEnv(spec *api.LaunchSpec, node string) []string {
 	}
 	mergeWithTwins(e, ours)
 	return e.Entries()
+}
+
+// setRequestEnv sets what the job asked for, as Slurm reports it in
+// the batch script's environment: the GPU options (only those given,
+// as sbatch sets them), --cpus-per-gpu, --ntasks-per-node and the
+// memory request. A whole-node --mem=0 reports the memory this node
+// gives the job. r is nil from a controller that does not send it.
+func setRequestEnv(set func(k, v string), r *api.EnvRequest, mine api.NodeAlloc) {
+	if r == nil {
+		return
+	}
+	gpus := func(n int) string {
+		if r.GPUType != "" {
+			return r.GPUType + ":" + strconv.Itoa(n)
+		}
+		return strconv.Itoa(n)
+	}
+	if r.GPUs > 0 {
+		set("SLURM_GPUS", gpus(r.GPUs))
+	}
+	if r.GPUsPerNode > 0 {
+		set("SLURM_GPUS_PER_NODE", gpus(r.GPUsPerNode))
+	}
+	if r.GPUsPerTask > 0 {
+		set("SLURM_GPUS_PER_TASK", gpus(r.GPUsPerTask))
+	}
+	if r.CPUsPerGPU > 0 {
+		set("SLURM_CPUS_PER_GPU", strconv.Itoa(r.CPUsPerGPU))
+	}
+	if r.TasksPerNode > 0 {
+		set("SLURM_NTASKS_PER_NODE", strconv.Itoa(r.TasksPerNode))
+	}
+	switch {
+	case r.MemPerCPUMB > 0:
+		set("SLURM_MEM_PER_CPU", strconv.FormatInt(r.MemPerCPUMB, 10))
+	case r.MemPerNodeMB > 0:
+		set("SLURM_MEM_PER_NODE", strconv.FormatInt(r.MemPerNodeMB, 10))
+	case r.MemPerNodeMB == api.MemWholeNode && mine.MemoryMB > 0:
+		set("SLURM_MEM_PER_NODE", strconv.FormatInt(mine.MemoryMB, 10))
+	}
+	if r.MemPerGPUMB > 0 {
+		set("SLURM_MEM_PER_GPU", strconv.FormatInt(r.MemPerGPUMB, 10))
+	}
+}
+
+// isInt reports whether s is a decimal integer, sign allowed.
+func isInt(s string) bool {
+	_, err := strconv.Atoi(s)
+	return err == nil
 }
 
 // mergeWithTwins sets ours's variables in e, then the TIDE_* twin of
@@ -251,12 +326,14 @@ type JobFiles struct {
 	Stderr string
 }
 
-// ResolveFiles expands the job's -o/-e/-i patterns (%j %x %u %N %A %a
-// %%) for node and makes them absolute against the work directory, as
+// ResolveFiles expands the job's -o/-e/-i patterns (every letter of
+// api.ExpandPattern, %J %s %n %t as Slurm's batch step has them) for
+// node and makes them absolute against the work directory, as
 // slurmstepd does: stdout defaults to slurm-%j.out, stderr to the stdout
 // descriptor, stdin to /dev/null. ResolveFiles is pure.
 func ResolveFiles(spec *api.LaunchSpec, node string) JobFiles {
-	vars := api.PatternVars{JobID: spec.JobID, Name: spec.Name, User: spec.User, Node: node, ArrayTask: -1}
+	vars := api.PatternVars{JobID: spec.JobID, Name: spec.Name, User: spec.User, Node: node, ArrayTask: -1,
+		Step: &api.StepVars{Batch: true}} // %J %s %n %t as for Slurm's batch step
 	if a := spec.Array; a != nil {
 		vars.ArrayJobID, vars.ArrayTask = a.JobID, a.Task
 	}

@@ -104,11 +104,14 @@ func TestBuildEnvMatchesSlurm(t *testing.T) {
 		{name: "gpu", sample: "job-env-gpu.txt", node: "n1", edit: func(s *api.LaunchSpec) {
 			s.JobID, s.Name, s.UserID, s.GroupID, s.User = 5, "gpu2", 0, 0, "root"
 			s.Alloc = []api.NodeAlloc{{Node: "n1", CPUs: 1, GPUs: []int{0, 1}, Tasks: 1}}
+			// sbatch --gpus=2 on a cluster without a default memory.
+			s.Request = &api.EnvRequest{GPUs: 2}
 		}},
 	}
-	// Set by slurmd from its own configuration or not modelled by Tide.
+	// Set by slurmd from its own configuration or not modelled by Tide
+	// (SLURM_TASK_PID is the exec child's).
 	skip := map[string]bool{"SLURM_CONF": true, "SLURM_NODE_ALIASES": true, "SLURM_WORKING_CLUSTER": true,
-		"SLURM_TASK_PID": true, "SLURM_GPUS": true}
+		"SLURM_TASK_PID": true}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			data, err := os.ReadFile(filepath.Join("/work/shared/slurm-reference/samples", tt.sample))
@@ -135,6 +138,12 @@ func TestBuildEnvMatchesSlurm(t *testing.T) {
 				}
 				if twin, ok := tideTwin(k); ok && got[twin] != got[k] {
 					t.Errorf("%s = %q, want twin of %s = %q", twin, got[twin], k, got[k])
+				}
+			}
+			// And nothing Slurm would not set for the same job.
+			for k := range got {
+				if (strings.HasPrefix(k, "SLURM_") || k == "SLURMD_NODENAME") && !strings.Contains(string(data), "\n"+k+"=") && !strings.HasPrefix(string(data), k+"=") {
+					t.Errorf("%s=%s set, Slurm's sample has no %s", k, got[k], k)
 				}
 			}
 		})

@@ -246,7 +246,10 @@ func (d *Daemon) armLocked(j *job) {
 	if lim := j.spec.TimeLimit; lim > 0 && j.marks.TimedOut == nil {
 		deadline := j.spec.StartTime.Add(time.Duration(lim) * time.Second)
 		j.deadline = time.AfterFunc(deadline.Sub(now), func() { d.timeout(j) })
-		if s := j.spec.Signal; s != nil && s.Signal > 0 && !j.marks.Signalled {
+		// The batch shell's warning (--signal=B:) is tided's; the steps'
+		// warning the controller sends, as it knows every node that may
+		// run a step of the job (ctld/signals.go).
+		if s := j.spec.Signal; s != nil && s.Signal > 0 && s.BatchOnly && !j.marks.Signalled {
 			at := deadline.Add(-time.Duration(s.Seconds) * time.Second)
 			j.warn = time.AfterFunc(at.Sub(now), func() { d.sendWarning(j) })
 		}
@@ -331,7 +334,8 @@ func (d *Daemon) escalateKill(j *job) {
 	d.signalLocked(j, syscall.SIGKILL, false)
 }
 
-// sendWarning delivers --signal before the time limit.
+// sendWarning delivers --signal=B: to the batch shell before the time
+// limit.
 func (d *Daemon) sendWarning(j *job) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -372,6 +376,9 @@ func (d *Daemon) signalLocked(j *job, sig syscall.Signal, batchOnly bool) {
 // applySignal carries out one SignalCommand and reports whether it did
 // anything.
 func (d *Daemon) applySignal(s api.SignalCommand) bool {
+	if s.Steps && !s.Kill {
+		return d.signalSteps(s)
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	j := d.jobs[s.JobRef]

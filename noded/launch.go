@@ -24,7 +24,7 @@ import (
 // A launch goes through steps; at each step boundary it looks whether
 // it may go on (launchGoOnLocked):
 //
-//	slot ─► job directory ─► root check ─► commit ─► runtime start ─► running
+//	slot ─► job directory ─► root check ─► output directory ─► commit ─► runtime start ─► running
 //
 // Until the commit nothing of the job can run and its directory may not
 // exist: a kill is recorded in memory only, and the launch ends the job
@@ -177,6 +177,9 @@ func (d *Daemon) launch(j *job, l *launchState) {
 	if d.asRoot && j.spec.UserID == 0 && !d.cfg.AllowRootJobs {
 		log.Warn("root job refused")
 		d.launchFailed(j, l, fmt.Sprintf("root jobs are not allowed on node %s", d.cfg.Name), true)
+		return
+	}
+	if !d.awaitOutputDirs(j, l) {
 		return
 	}
 	rt := d.runtimeFor(j)

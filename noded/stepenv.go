@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -133,6 +134,12 @@ func stepEnv(g *api.StepGrant, node, k int) []string {
 	if g.Cluster != "" {
 		set("SLURM_CLUSTER_NAME", g.Cluster)
 	}
+	if g.Account != "" {
+		set("SLURM_JOB_ACCOUNT", g.Account)
+	}
+	if g.QOS != "" {
+		set("SLURM_JOB_QOS", g.QOS)
+	}
 	jobList := hostlist.Compress(g.JobNodes)
 	set("SLURM_JOB_NODELIST", jobList)
 	set("SLURM_NODELIST", jobList)
@@ -154,7 +161,12 @@ func stepEnv(g *api.StepGrant, node, k int) []string {
 	set("SLURM_GTIDS", strings.Join(gtids, ","))
 	set("SLURMD_NODENAME", sn.Name)
 	set("SLURM_CPUS_ON_NODE", itoa(sn.CPUs))
-	set("SLURM_TOPOLOGY_ADDR", sn.Name)
+	addr, pattern := sn.TopoAddr, sn.TopoPattern
+	if addr == "" || pattern == "" {
+		addr, pattern = sn.Name, "node"
+	}
+	set("SLURM_TOPOLOGY_ADDR", addr)
+	set("SLURM_TOPOLOGY_ADDR_PATTERN", pattern)
 	gpuKeys := []string{"CUDA_VISIBLE_DEVICES", "GPU_DEVICE_ORDINAL", "ROCR_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER",
 		"SLURM_STEP_GPUS", "SLURM_JOB_GPUS", "SLURM_GPUS_ON_NODE", "NVIDIA_VISIBLE_DEVICES"}
 	if len(gpus) > 0 {
@@ -164,7 +176,11 @@ func stepEnv(g *api.StepGrant, node, k int) []string {
 		set("ROCR_VISIBLE_DEVICES", idx)
 		set("CUDA_DEVICE_ORDER", "PCI_BUS_ID")
 		set("SLURM_STEP_GPUS", gres.FormatIndices(nodeGPUs))
-		set("SLURM_JOB_GPUS", gres.FormatIndices(nodeGPUs))
+		jobGPUs := sn.JobGPUs
+		if len(jobGPUs) == 0 { // from a controller that does not send them
+			jobGPUs = nodeGPUs
+		}
+		set("SLURM_JOB_GPUS", gres.FormatIndices(jobGPUs))
 		set("SLURM_GPUS_ON_NODE", itoa(len(nodeGPUs)))
 		gpuKeys = []string{"NVIDIA_VISIBLE_DEVICES"} // UUIDs of the batch host's GPUs only
 	}
@@ -197,6 +213,44 @@ func stepEnv(g *api.StepGrant, node, k int) []string {
 		}
 	}
 	return out
+}
+
+// withLaunchNode adds to a task's environment where its srun runs, as
+// slurmd does: SLURM_LAUNCH_NODE_IPADDR and SLURM_SRUN_COMM_HOST are the
+// address the step's connection came from, SLURM_SRUN_COMM_PORT its
+// port at srun's end (the one channel between srun and the node; Tide's
+// srun serves no PMI there). A peer that is not an IP address (a unix
+// socket in tests) adds nothing. It is pure.
+func withLaunchNode(env []string, peer net.Addr) []string {
+	if peer == nil {
+		return env
+	}
+	host, port, err := net.SplitHostPort(peer.String())
+	if err != nil || net.ParseIP(host) == nil {
+		return env
+	}
+	e := envlist.FromEntries(env)
+	for _, kv := range [][2]string{{"SLURM_LAUNCH_NODE_IPADDR", host}, {"SLURM_SRUN_COMM_HOST", host}, {"SLURM_SRUN_COMM_PORT", port}} {
+		e.Set(kv[0], kv[1])
+		if t, ok := tideTwin(kv[0]); ok {
+			e.Set(t, kv[1])
+		}
+	}
+	return e.Entries()
+}
+
+// taskPIDScript exports the task's own pid, which only the process
+// itself knows before it execs the command ($0, with its arguments).
+const taskPIDScript = `export SLURM_TASK_PID=$$ TIDE_TASK_PID=$$; exec "$0" "$@"`
+
+// viaTaskPIDShell rewrites cmd to start through /bin/sh, which sets
+// SLURM_TASK_PID (and its twin) to the task's pid and execs the command
+// in its place, so that the pid is the task's own. The command runs
+// with its resolved path as argv[0], as Slurm's tasks do. It returns cmd.
+func viaTaskPIDShell(cmd *exec.Cmd) *exec.Cmd {
+	cmd.Args = append([]string{"sh", "-c", taskPIDScript, cmd.Path}, cmd.Args[1:]...)
+	cmd.Path = "/bin/sh"
+	return cmd
 }
 
 // hostOf is addr's host, or fallback when addr has none.

@@ -76,7 +76,7 @@ func (r *stepRun) startPty(hello *stepio.HelloMsg, cred *syscall.Credential) err
 		master.Close()
 		return err
 	}
-	cmd := &exec.Cmd{Path: exe, Args: g.Argv, Env: env, Dir: g.Cwd, Stdin: slave, Stdout: slave, Stderr: slave}
+	cmd := viaTaskPIDShell(&exec.Cmd{Path: exe, Args: g.Argv, Env: env, Dir: g.Cwd, Stdin: slave, Stdout: slave, Stderr: slave})
 	// Setsid makes the task a session (and process group) leader, so
 	// signals to its group reach its job; fd 0 becomes its terminal.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0, Credential: cred}

@@ -15,11 +15,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -47,6 +50,15 @@ const helloTimeout = 10 * time.Second
 // flows after the exit is reported.
 const outputGrace = 2 * time.Second
 
+// stepLinger bounds how long a node, once it has sent all of a step
+// connection, waits for srun to close its end (endConn); srun closes as
+// soon as it has read the end, so only a stopped or broken srun waits
+// this long. stepDrainMax bounds what is read and dropped meanwhile.
+const (
+	stepLinger   = 10 * time.Second
+	stepDrainMax = 4 << 20
+)
+
 // stepServer is tided's step listener and the steps it runs.
 type stepServer struct {
 	d   *Daemon
@@ -69,6 +81,11 @@ type stepServer struct {
 	// started holds the steps started here whose grants have not expired
 	// yet, with their expiry: a grant starts its step once.
 	started map[stepID]time.Time
+	// cancelled holds the steps scancel J.S ended while their srun may
+	// not have reached this node yet, until they can no longer start
+	// (their grants expire well before): a cancel that comes first is
+	// not lost.
+	cancelled map[stepID]time.Time
 
 	// cgMu guards jobCgroups, the job cgroups tided made for steps of
 	// jobs whose batch script runs elsewhere (cgroupplan.go).
@@ -182,6 +199,8 @@ type stepTask struct {
 	stdin       *stdinQueue // nil when the task reads /dev/null
 	outputs     sync.WaitGroup
 	done        bool
+	// env is the task's environment, for its epilog.
+	env []string
 }
 
 // stepRun is one step's part on this node, bound to one connection.
@@ -207,6 +226,19 @@ type stepRun struct {
 	slice *api.NodeAlloc
 	// mps holds the directories of the step's GPUs whose MPS daemon runs.
 	mps map[int]mpsDirs
+	// cred is what the tasks run as (nil: tided's own user).
+	cred *syscall.Credential
+	// notes are frames for srun that start() made before the Ready
+	// frame could go out (binding reports); serve sends them after it.
+	notes []stepio.Frame
+	// cancelOnce: scancel J.S ends the step here once; killed (under
+	// mu) tells start() to start no more tasks and kill any it starts.
+	cancelOnce sync.Once
+	killed     bool
+	// readySent (under mu): the Ready frame is out, so other frames may
+	// follow; a cancel notice from before waits in notice.
+	readySent bool
+	notice    *stepio.Frame
 
 	mu       sync.Mutex
 	left     int
@@ -216,7 +248,10 @@ type stepRun struct {
 
 // serve runs one step connection from hello to the last exit.
 func (s *stepServer) serve(c net.Conn) {
-	defer c.Close()
+	// reading is closed when readControl, srun's reader, has returned
+	// (nil while none runs): endConn leaves the draining to it.
+	var reading chan struct{}
+	defer func() { endConn(c, reading, stepLinger) }()
 	w := stepio.NewWriter(c)
 	fail := func(msg string) {
 		_ = w.Write(stepio.Frame{Type: stepio.Error, Payload: []byte(msg)})
@@ -261,6 +296,12 @@ func (s *stepServer) serve(c net.Conn) {
 		fail("tided is stopping")
 		return
 	}
+	if _, ok := s.cancelled[stepID{api.JobRef{JobID: g.JobID, Restart: g.Restart}, g.StepID}]; ok {
+		s.mu.Unlock()
+		log.Info("step refused: it was cancelled")
+		fail(fmt.Sprintf("%s: step %s was cancelled", s.d.cfg.Name, g.ID()))
+		return
+	}
 	s.running[r] = struct{}{}
 	s.mu.Unlock()
 	defer func() {
@@ -285,6 +326,16 @@ func (s *stepServer) serve(c net.Conn) {
 	if rf, err := stepio.JSON(stepio.Ready, 0, stepio.ReadyMsg{Node: s.d.cfg.Name, Pids: pids}); err == nil {
 		_ = w.Write(rf)
 	}
+	for _, f := range r.notes {
+		_ = w.Write(f)
+	}
+	r.mu.Lock()
+	r.readySent = true
+	notice := r.notice
+	r.mu.Unlock()
+	if notice != nil {
+		_ = w.Write(*notice)
+	}
 	for _, p := range r.pumps {
 		go p()
 	}
@@ -296,10 +347,15 @@ func (s *stepServer) serve(c net.Conn) {
 	for _, t := range r.tasks {
 		go r.wait(t)
 	}
-	go r.readControl()
+	reading = make(chan struct{})
+	go func() {
+		defer close(reading)
+		r.readControl()
+	}()
 	<-r.allDone
 	// Whatever the tasks left behind in their groups goes with them.
 	r.signalAll(syscall.SIGKILL)
+	s.stepUsageEnd(r) // usage.go: before release removes the step's cgroup
 	if r.pty != nil {
 		r.pty.Close()
 	}
@@ -326,20 +382,46 @@ func (r *stepRun) start(hello *stepio.HelloMsg) error {
 	r.mu.Lock()
 	r.left = len(sn.Ranks)
 	r.mu.Unlock()
+	r.cred = cred
+	// --cpu-bind (validated by srun; one that does not parse binds
+	// nothing): the CPUs each task gets among those tided may use.
+	bind, _ := api.ParseCPUBind(g.CPUBind)
+	var avail []int
+	var topo cpuTopology
+	binding := g.CPUBind != "" && (bind.Kind != "" && bind.Kind != "none" || bind.Unit != "")
+	if binding {
+		avail, topo = usableCPUs(), readCPUTopology("/sys")
+	}
+	cpt := 1
+	if sn.StepCPUs > 0 {
+		cpt = max(sn.StepCPUs/len(sn.Ranks), 1)
+	}
+	gpuVerbose := strings.HasPrefix(strings.ToLower(g.GPUBind), "verbose")
 	for k, rank := range sn.Ranks {
 		t := &stepTask{rank: rank, local: k}
 		env := r.taskEnv(k)
-		exe, err := resolveExe(g.Argv[0], g.Cwd, envValue(env, "PATH"))
+		t.env = env
+		argv := taskArgv(g, rank)
+		exe, err := resolveExe(argv[0], g.Cwd, envValue(env, "PATH"))
 		if err != nil {
 			return err
 		}
-		cmd := &exec.Cmd{Path: exe, Args: g.Argv, Env: env, Dir: g.Cwd}
+		base := &exec.Cmd{Path: exe, Args: argv, Env: env, Dir: g.Cwd}
+		if g.TaskProlog != "" {
+			withTaskProlog(base, g.TaskProlog)
+		}
+		cmd := viaTaskPIDShell(base)
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: cred}
+		var cpus []int
+		if binding {
+			cpus = taskCPUs(bind, k, len(sn.Ranks), cpt, avail, topo)
+		}
 		reads := hello.StdinMode == stepio.StdinAll || hello.StdinMode == stepio.StdinTask && hello.StdinTask == rank
 		var closeAfter []*os.File
-		// gate holds the task until it is in its cgroup (cgroupplan.go).
+		// gate holds the task until it is in its cgroup (cgroupplan.go)
+		// and bound to its CPUs.
 		var gate *os.File
-		if r.fence != nil {
+		if r.fence != nil || cpus != nil {
 			gr, gw, err := os.Pipe()
 			if err != nil {
 				return err
@@ -382,11 +464,37 @@ func (r *stepRun) start(hello *stepio.HelloMsg) error {
 		for _, f := range closeAfter {
 			f.Close()
 		}
-		if err == nil && gate != nil {
+		if err == nil {
+			pid := cmd.Process.Pid
+			if bind.Verbose {
+				shown, failed := cpus, false
+				if cpus != nil {
+					if berr := bindTask(pid, cpus); berr != nil {
+						r.log.Warn("cpu binding failed", "task", rank, "cpus", cpus, "err", berr)
+						failed = true
+					}
+				} else {
+					shown = usableCPUs()
+				}
+				r.note(rank, cpuBindLine(bind, sn.Name, rank, k, pid, shown, failed))
+			} else if cpus != nil {
+				if berr := bindTask(pid, cpus); berr != nil {
+					r.log.Warn("cpu binding failed", "task", rank, "cpus", cpus, "err", berr)
+				}
+			}
+			if gpuVerbose && k < len(sn.GPUs) {
+				r.note(rank, gpuBindLine(stepGPUs(sn), sn.GPUs[k], k))
+			}
+		}
+		switch {
+		case err == nil && gate != nil && r.fence != nil:
 			if err = r.fence.admit(cmd.Process.Pid, gate); err != nil {
 				go func() { _ = cmd.Wait() }() // it exits 126 at the closed gate
 			}
-		} else if gate != nil {
+		case err == nil && gate != nil:
+			_, err = gate.Write([]byte("\n"))
+			gate.Close()
+		case gate != nil:
 			gate.Close()
 		}
 		if err != nil {
@@ -394,14 +502,25 @@ func (r *stepRun) start(hello *stepio.HelloMsg) error {
 				t.stdin.close()
 			}
 			r.closePumps()
-			return fmt.Errorf("execve %s: %w", g.Argv[0], err)
+			return fmt.Errorf("execve %s: %w", argv[0], err)
 		}
 		t.cmd = cmd
 		r.mu.Lock() // stopSteps may signal the tasks started so far
 		r.tasks = append(r.tasks, t)
+		killed := r.killed
 		r.mu.Unlock()
+		if killed {
+			// scancel J.S came while the tasks started.
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		}
 	}
 	return nil
+}
+
+// note queues a line of the node's for task rank's standard error,
+// sent once srun has the Ready frame.
+func (r *stepRun) note(rank int, line string) {
+	r.notes = append(r.notes, stepio.Frame{Type: stepio.Stderr, Task: uint32(rank), Payload: []byte(line)})
 }
 
 // prepareFences sets up what the step's tasks run inside on this node:
@@ -409,7 +528,7 @@ func (r *stepRun) start(hello *stepio.HelloMsg) error {
 // slice limits and MPS daemons (issue 3 item 4).
 func (r *stepRun) prepareFences() error {
 	g, d := r.g, r.s.d
-	spec, jobPID := d.jobHere(g.JobID)
+	spec, jobPID := d.jobHereAwait(g.JobID, scriptPIDWait, time.Sleep)
 	r.slice = stepSlice(spec, &g.Nodes[r.node], d.cfg.Name)
 	if r.slice != nil && r.slice.Sliced() {
 		if gpus := stepGPUs(g.Nodes[r.node]); len(gpus) > 0 && d.mpsOf().enabled() {
@@ -433,7 +552,8 @@ func (r *stepRun) taskEnv(k int) []string {
 	if k < len(sn.GPUs) {
 		gpus = sn.GPUs[k]
 	}
-	return stepSliceEnv(stepEnv(r.g, r.node, k), r.slice, gpus, r.mps)
+	env := stepSliceEnv(withLaunchNode(stepEnv(r.g, r.node, k), r.conn.RemoteAddr()), r.slice, gpus, r.mps)
+	return withTaskExtras(r.g, r.node, k, env)
 }
 
 // release undoes prepareFences once the tasks are gone: the step's
@@ -448,10 +568,11 @@ func (r *stepRun) release() {
 }
 
 // jobHere returns a copy of job id's launch when this node runs its
-// batch script, and the script's pid (0 when unknown); nil and 0 when
-// the job's batch script runs elsewhere or there is none (an
+// batch script, the script's pid (0 when unknown or no longer running)
+// and whether the supervisor has recorded that pid yet; nil, 0 and
+// false when the job's batch script runs elsewhere or there is none (an
 // allocation).
-func (d *Daemon) jobHere(id uint64) (*api.LaunchSpec, int) {
+func (d *Daemon) jobHere(id uint64) (spec *api.LaunchSpec, pid int, recorded bool) {
 	d.mu.Lock()
 	var found *job
 	for _, j := range d.jobs {
@@ -461,17 +582,52 @@ func (d *Daemon) jobHere(id uint64) (*api.LaunchSpec, int) {
 	}
 	if found == nil {
 		d.mu.Unlock()
-		return nil, 0
+		return nil, 0, false
 	}
-	spec, pid, dir := found.spec, found.pid, found.dir
+	launch, ident, dir := found.spec, found.pid, found.dir
 	d.mu.Unlock()
-	if pid.PID == 0 {
-		pid, _ = readIdentity(filepath.Join(dir, filePID))
+	if ident.PID == 0 {
+		ident, _ = readIdentity(filepath.Join(dir, filePID))
 	}
-	if !pid.Alive() {
-		return &spec, 0
+	if !ident.Alive() {
+		return &launch, 0, ident.PID != 0
 	}
-	return &spec, pid.PID
+	return &launch, ident.PID, true
+}
+
+// scriptPIDWait bounds how long a step on the node of its job's batch
+// script waits for the supervisor to record the script's pid.
+const scriptPIDWait = 5 * time.Second
+
+// jobHereAwait is jobHere for a step about to choose its cgroup, which
+// is the job's own where the batch script is seen in it (openStepFence;
+// a job cgroup of that name without the script may be another
+// cluster's). The supervisor records the script's pid only once the
+// script runs (a spawn gives the pid after the exec), and an srun the
+// script starts at once can get here first: the step would then take
+// the job's own cgroup for a foreign one and run outside it, or be
+// refused with cgroups: required. So where the script's pid matters
+// (a process job, step cgroups in use) and is not recorded yet, this
+// waits for the record, looking again after a growing pause (sleep),
+// up to wait; a launch that fails meanwhile finishes the job and ends
+// the wait.
+func (d *Daemon) jobHereAwait(id uint64, wait time.Duration, sleep func(time.Duration)) (*api.LaunchSpec, int) {
+	spec, pid, recorded := d.jobHere(id)
+	if spec == nil || recorded || spec.ContainerImage != "" || !d.stepCgroupsUsable() {
+		return spec, pid
+	}
+	deadline := time.Now().Add(wait)
+	for pause := time.Millisecond; ; pause = min(2*pause, 50*time.Millisecond) {
+		left := time.Until(deadline)
+		if left <= 0 {
+			d.log.Warn("batch script's pid still not recorded: the step cannot join the job's cgroup", "job_id", id, "waited", wait)
+			return spec, pid
+		}
+		sleep(min(pause, left))
+		if spec, pid, recorded = d.jobHere(id); spec == nil || recorded {
+			return spec, pid
+		}
+	}
 }
 
 // closePumps runs the output pumps of a start that failed, so that their
@@ -563,6 +719,9 @@ func (r *stepRun) wait(t *stepTask) {
 	case <-drained:
 	case <-time.After(outputGrace):
 	}
+	if r.g.TaskEpilog != "" {
+		runTaskEpilog(r.g.TaskEpilog, r.g.Cwd, t.env, r.cred, r.stream(stepio.Stdout, t.rank), r.stream(stepio.Stderr, t.rank))
+	}
 	_ = r.w.Write(stepio.Frame{Type: stepio.Exit, Task: uint32(t.rank), Payload: stepio.ExitPayload(exit)})
 	if t.stdin != nil {
 		t.stdin.close()
@@ -607,6 +766,14 @@ func (r *stepRun) readControl() {
 			}
 			return
 		}
+		select {
+		case <-r.allDone:
+			// The tasks are gone: what srun still sends (the end of its
+			// stdin, a signal it forwarded as they ended) is read and
+			// dropped until it closes its end (endConn).
+			continue
+		default:
+		}
 		switch f.Type {
 		case stepio.Stdin, stepio.StdinEOF:
 			if r.pty != nil {
@@ -637,6 +804,34 @@ func (r *stepRun) readControl() {
 			}
 		}
 	}
+}
+
+// endConn ends a step connection without losing what was written to
+// it. Closing a socket whose receive queue holds bytes nobody read
+// (srun's end of stdin or a signal it forwarded, arriving as the last
+// task ends) makes the kernel abort the connection with a reset rather
+// than end it with a FIN, and the reset can overtake the last frames
+// still on their way to srun (on loopback under load another CPU may
+// deliver them later): srun then reads a reset where the last tasks'
+// output and exits should be, and reports it lost contact with them.
+// So the node only half-closes (TCP's FIN, TLS's close_notify), which
+// srun reads as the end of the stream after every frame, and reads
+// what srun still sends until srun closes its end, which it does once
+// it has read the end, or linger passes; then it closes. reading, when
+// not nil, is closed once readControl, which then does the reading, has
+// returned.
+func endConn(c net.Conn, reading <-chan struct{}, linger time.Duration) {
+	defer c.Close()
+	cw, ok := c.(interface{ CloseWrite() error })
+	if !ok || cw.CloseWrite() != nil {
+		return
+	}
+	_ = c.SetReadDeadline(time.Now().Add(linger))
+	if reading != nil {
+		<-reading
+		return
+	}
+	_, _ = io.CopyN(io.Discard, c, stepDrainMax)
 }
 
 // signalAll signals every task's process group.
@@ -674,5 +869,94 @@ func (r *stepRun) kill() {
 				r.signalAll(syscall.SIGKILL)
 			}
 		}()
+	})
+}
+
+// taskStream writes what is written to it as one task's output frames.
+type taskStream struct {
+	w    *stepio.Writer
+	typ  stepio.Type
+	task uint32
+}
+
+func (s taskStream) Write(p []byte) (int, error) {
+	for off := 0; off < len(p); off += stepio.MaxPayload {
+		end := min(off+stepio.MaxPayload, len(p))
+		if err := s.w.Write(stepio.Frame{Type: s.typ, Task: s.task, Payload: append([]byte(nil), p[off:end]...)}); err != nil {
+			return off, err
+		}
+	}
+	return len(p), nil
+}
+
+// stream is a writer onto task rank's stdout or stderr at srun.
+func (r *stepRun) stream(typ stepio.Type, rank int) io.Writer {
+	return taskStream{w: r.w, typ: typ, task: uint32(rank)}
+}
+
+// cancelMemory is how long a node remembers a cancelled step, longer
+// than any grant is good for.
+const cancelMemory = 10 * time.Minute
+
+// signalJobSteps sends sig to the tasks of job incarnation ref's steps
+// ids running on this node (every step of the job when ids is empty)
+// and returns how many steps it reached. SIGKILL to named steps is
+// scancel J.S: srun hears that the step was cancelled, as from Slurm's
+// slurmstepd, and the tasks are killed at once.
+func (s *stepServer) signalJobSteps(ref api.JobRef, ids []uint32, sig syscall.Signal) int {
+	if len(ids) == 0 {
+		return s.signalJob(ref, sig)
+	}
+	now := time.Now()
+	s.mu.Lock()
+	if sig == syscall.SIGKILL {
+		if s.cancelled == nil {
+			s.cancelled = map[stepID]time.Time{}
+		}
+		for k, exp := range s.cancelled {
+			if !now.Before(exp) {
+				delete(s.cancelled, k)
+			}
+		}
+		for _, id := range ids {
+			s.cancelled[stepID{ref, id}] = now.Add(cancelMemory)
+		}
+	}
+	var runs []*stepRun
+	for r := range s.running {
+		if r.g.JobID == ref.JobID && r.g.Restart == ref.Restart && slices.Contains(ids, r.g.StepID) {
+			runs = append(runs, r)
+		}
+	}
+	s.mu.Unlock()
+	for _, r := range runs {
+		if sig == syscall.SIGKILL {
+			r.cancel(time.Now())
+			continue
+		}
+		r.log.Info("signalling the step's tasks", "signal", int(sig))
+		r.signalAll(sig)
+	}
+	return len(runs)
+}
+
+// cancel ends the step on scancel J.S: srun gets Slurm's notice, the
+// tasks SIGKILL. It is idempotent.
+func (r *stepRun) cancel(now time.Time) {
+	r.cancelOnce.Do(func() {
+		r.log.Info("step cancelled, killing its tasks")
+		msg := fmt.Sprintf("slurmstepd: error: *** STEP %s ON %s CANCELLED AT %s ***\n", r.g.ID(), r.s.d.cfg.Name, now.Format("2006-01-02T15:04:05"))
+		f := stepio.Frame{Type: stepio.Notice, Task: stepio.NoticeCancelled, Payload: []byte(msg)}
+		r.mu.Lock()
+		r.killed = true
+		ready := r.readySent
+		if !ready {
+			r.notice = &f // srun hears of it after the Ready frame
+		}
+		r.mu.Unlock()
+		if ready {
+			_ = r.w.Write(f)
+		}
+		r.signalAll(syscall.SIGKILL)
 	})
 }

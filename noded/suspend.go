@@ -13,7 +13,7 @@ import (
 )
 
 // Suspend and resume. The controller suspends a job (preemption mode
-// suspend, or scancel --signal=STOP) with a SIGSTOP command and resumes
+// suspend, or scancel -f --signal=STOP) with a SIGSTOP command and resumes
 // it with SIGCONT. A SIGSTOP to a process group would leave running what
 // left the group (a daemonised helper, a setsid child) and can be undone
 // by any process of the job that sends SIGCONT, so tided freezes the job

@@ -9,7 +9,7 @@
 # Environment: CTLD_PID (controller pid, for memory), NJOBS (1000),
 # DRAIN_N (3: runs of each drain),
 # PENDING (10000), START_N (20), LAT_N (20), WORK (scratch dir), TARGET
-# (tide or slurm; default: tide when sbatch --version names Tide),
+# (tide or slurm; default: tide when the sbatch on PATH is a link to tide),
 # CONTAINER_IMAGE (tide-test/bb, imported by up.sh), PARTS (which
 # measures to take, default "drain array start container pending"),
 # SUFFIX (appended to every row's key, e.g. _cgroups for a second pass
@@ -129,7 +129,8 @@ if part container; then
 # --- submit -> first output line of a process job and a container job
 # (Tide only; see the header)
 if [ -z "${TARGET:-}" ]; then
-  if sbatch --version 2>/dev/null | grep tide >/dev/null; then TARGET=tide; else TARGET=slurm; fi
+  # sbatch --version says "slurm 22.05.8" on both; Tide's sbatch is a link to tide.
+  if [ "$(basename "$(readlink -f "$(command -v sbatch)")")" = tide ]; then TARGET=tide; else TARGET=slurm; fi
 fi
 CONTAINER_IMAGE=${CONTAINER_IMAGE:-tide-test/bb}
 # first_line ARGS... -> ms from submit until the job's output file has a line

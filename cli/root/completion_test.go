@@ -20,7 +20,7 @@ func TestSlurmCommandsHaveNoCompletionCommand(t *testing.T) {
 		{args: []string{"sbatch", "completion", "bash"}, code: 1, wantErr: "sbatch: error: Unable to open file completion"},
 		{args: []string{"sbatch", "__complete", "--wr"}, code: 1, wantErr: "sbatch: error: Unable to open file __complete"},
 		{args: []string{"tide", "batch", "completion"}, code: 1, wantErr: "sbatch: error: Unable to open file completion"},
-		{args: []string{"squeue", "completion", "bash"}, code: 2, wantErr: "completion"},
+		{args: []string{"squeue", "completion", "bash"}, code: 1, wantErr: "Unrecognized option: completion"},
 		{args: []string{"tide", "completion", "bash"}, wantOut: "bash completion V2 for tide"},
 	}
 	for _, tt := range tests {

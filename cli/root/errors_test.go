@@ -19,8 +19,10 @@ func TestErrorsAreEscaped(t *testing.T) {
 		code    int
 		wantErr string
 	}{
-		{name: "bad flag keeps its hint", args: []string{"/usr/bin/squeue", "--\x1b[2Jx"}, code: 2,
-			wantErr: "squeue: error: unknown flag: --\\x1b[2Jx\nTry \"squeue --help\" for more information\n"},
+		{name: "bad option keeps its hint", args: []string{"/usr/bin/squeue", "--\x1b[2Jx"}, code: 1,
+			wantErr: "squeue: unrecognized option '--\\x1b[2Jx'\nTry \"squeue --help\" for more information\n"},
+		{name: "bad flag of a tide command keeps its hint", args: []string{"tide", "events", "--\x1b[2Jx"}, code: 2,
+			wantErr: "events: error: unknown flag: --\\x1b[2Jx\nTry \"tide events --help\" for more information\n"},
 		{name: "controller message", args: []string{"tide", "control", "show", "job", "5"}, code: 1,
 			ctlErr:  api.Errorf(api.ErrInvalidArgument, "job name %s", "a\nscontrol: error: forged\x1b]0;t\a"),
 			wantErr: "scontrol: error: slurm_load_jobs error: job name a\\nscontrol: error: forged\\x1b]0;t\\x07\n"},

@@ -25,10 +25,14 @@ import (
 	"github.com/tide-hpc/tide/cli/sprio"
 	"github.com/tide-hpc/tide/cli/squeue"
 	"github.com/tide-hpc/tide/cli/srun"
+	"github.com/tide-hpc/tide/cli/sstat"
 	"github.com/tide-hpc/tide/cli/token"
 )
 
-// Version is the CLI's version.
+// Version is Tide's own version, which `tide version` and `tide
+// --version` print. The Slurm-named commands' -V/--version print the
+// Slurm release they behave as instead (cmdutil.SlurmVersion), alone on
+// its line, because tools parse it.
 var Version = "0.1.0"
 
 type command struct {
@@ -54,6 +58,7 @@ var commands = []command{
 	{"", "events", events.NewCmd, "Show a job's trail of state changes and decisions"},
 	{"", "audit", events.NewAuditCmd, "Show who did what (operators)"},
 	{"sprio", "prio", sprio.NewCmd, "Show the factors of pending jobs' priority (level, aging, queue share)"},
+	{"sstat", "stat", sstat.NewCmd, "Show what the running steps of running jobs use so far (CPU, memory, I/O)"},
 	{"", "queues", queues.NewCmd, "Show the queues' guaranteed shares and use, and the job classes"},
 	{"", "checkpoint-done", checkpoint.NewCmd, "Acknowledge that a job finished writing a checkpoint"},
 	{"", "token", token.NewCmd, "Get a token (JWT) for the controller's TCP API (TIDE_CONTROLLER, TIDE_JWT)"},
@@ -145,9 +150,11 @@ func newTide(f *cmdutil.Factory) *cobra.Command {
 		Short: "Tide: a GPU batch system with Slurm's commands",
 		Long: "Tide's command-line tools. Called through the links sbatch, squeue, scancel, sinfo,\n" +
 			"scontrol and sacct it behaves as those Slurm commands; as `tide` it takes a subcommand.",
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+		Args:    cobra.NoArgs,
+		RunE:    func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+		Version: Version,
 	}
+	root.SetVersionTemplate("tide {{.Version}}\n")
 	for _, c := range commands {
 		c := c
 		sub := &cobra.Command{
@@ -171,7 +178,7 @@ func newTide(f *cmdutil.Factory) *cobra.Command {
 		root.AddCommand(sub)
 	}
 	root.AddCommand(&cobra.Command{
-		Use: "version", Short: "Print the version", Args: cobra.NoArgs,
+		Use: "version", Short: "Print Tide's version (the Slurm commands' -V prints the Slurm release they follow)", Args: cobra.NoArgs,
 		Run: func(cmd *cobra.Command, _ []string) { fmt.Fprintln(cmd.OutOrStdout(), "tide", Version) },
 	})
 	return root

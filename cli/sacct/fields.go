@@ -39,11 +39,18 @@ type row struct {
 	now     time.Time
 	loc     *time.Location
 	cluster string
+	// tf is SLURM_TIME_FORMAT's format for dates.
+	tf slurmfmt.TimeFormat
+	// usage is what the step of a step row used (nil: nothing
+	// measured); jobUser and jobSys are a job row's CPU time, summed
+	// over its ended steps (usage.go).
+	usage           *api.StepUsage
+	jobUser, jobSys uint64
 }
 
 // fieldDef is one sacct field. Width is Slurm's default: negative means
-// left-justified. A nil value means Tide keeps no such data (per-step
-// usage statistics, energy, wckeys…); the column prints blank, which is
+// left-justified. A nil value means Tide keeps no such data (CPU
+// frequencies, wckeys, reservations…); the column prints blank, which is
 // what Slurm prints when it has none either.
 type fieldDef struct {
 	name  string
@@ -77,19 +84,20 @@ var fieldDefTable = cmdutil.Lazy[[]fieldDef]{Build: func() []fieldDef {
 		{"AllocNodes", 10, kStr, func(r *row) string { return strconv.Itoa(r.allocNodes()) }},
 		{"AllocTRES", 10, kStr, func(r *row) string { return r.allocTRES() }},
 		{"AssocID", 7, kNum, nil},
-		{"AveCPU", 10, kStr, nil},
+		{"AveCPU", 10, kStr, usageField(func(_ *row, u *api.StepUsage) string { return slurmfmt.CPUSecs(u.CPU.Ave(u.Tasks)) })},
 		{"AveCPUFreq", 10, kStr, nil},
-		{"AveDiskRead", 14, kStr, nil},
-		{"AveDiskWrite", 14, kStr, nil},
-		{"AvePages", 10, kStr, nil},
-		{"AveRSS", 10, kStr, nil},
-		{"AveVMSize", 10, kStr, nil},
+		{"AveDiskRead", 14, kStr, usageField(func(_ *row, u *api.StepUsage) string { return slurmfmt.DiskMB(u.DiskRead.Ave(u.Tasks)) })},
+		{"AveDiskWrite", 14, kStr, usageField(func(_ *row, u *api.StepUsage) string { return slurmfmt.DiskMB(u.DiskWrite.Ave(u.Tasks)) })},
+		{"AvePages", 10, kStr, usageField(func(_ *row, u *api.StepUsage) string { return slurmfmt.BytesSize(u.Pages.Ave(u.Tasks)) })},
+		{"AveRSS", 10, kStr, usageField(func(_ *row, u *api.StepUsage) string { return slurmfmt.BytesSize(u.RSS.Ave(u.Tasks)) })},
+		{"AveVMSize", 10, kStr, usageField(func(_ *row, u *api.StepUsage) string { return slurmfmt.BytesSize(u.VMSize.Ave(u.Tasks)) })},
 		{"BlockID", 16, kStr, nil},
 		{"Cluster", 10, kStr, func(r *row) string { return r.clusterName() }},
 		{"Comment", 14, kStr, jobOnly(func(r *row) string { return r.j.Comment })},
 		{"Constraints", 19, kStr, jobOnly(func(r *row) string { return r.j.Constraint })},
-		{"ConsumedEnergy", 14, kStr, nil},
-		{"ConsumedEnergyRaw", 17, kNum, nil},
+		// Tide reads no energy: Slurm without an energy plugin prints 0.
+		{"ConsumedEnergy", 14, kStr, func(r *row) string { return "0" }},
+		{"ConsumedEnergyRaw", 17, kNum, func(r *row) string { return "0" }},
 		{"Container", 19, kStr, nil},
 		{"CPUTime", 10, kNum, func(r *row) string { return api.FormatElapsedLong(r.elapsed() * int64(r.cpus())) }},
 		{"CPUTimeRAW", 10, kNum, func(r *row) string { return strconv.FormatInt(r.elapsed()*int64(r.cpus()), 10) }},
@@ -105,7 +113,7 @@ var fieldDefTable = cmdutil.Lazy[[]fieldDef]{Build: func() []fieldDef {
 			return r.date(r.j.EligibleTime)
 		}},
 		{"End", 19, kDate, func(r *row) string { return r.date(r.j.EndTime) }},
-		{"ExitCode", 8, kStr, func(r *row) string { return r.j.Exit.String() }},
+		{"ExitCode", 8, kStr, func(r *row) string { return exitString(r.exit()) }},
 		{"Flags", 19, kStr, nil},
 		{"GID", 6, kNum, jobOnly(func(r *row) string { return strconv.FormatUint(uint64(r.j.GroupID), 10) })},
 		{"Group", 9, kStr, jobOnly(func(r *row) string { return jobfmt.NameOr(r.j.Group, r.j.GroupID) })},
@@ -121,25 +129,25 @@ var fieldDefTable = cmdutil.Lazy[[]fieldDef]{Build: func() []fieldDef {
 			return r.j.Name
 		}},
 		{"Layout", 9, kStr, nil},
-		{"MaxDiskRead", 12, kStr, nil},
-		{"MaxDiskReadNode", 15, kStr, nil},
-		{"MaxDiskReadTask", 15, kNum, nil},
-		{"MaxDiskWrite", 12, kStr, nil},
-		{"MaxDiskWriteNode", 16, kStr, nil},
-		{"MaxDiskWriteTask", 16, kNum, nil},
-		{"MaxPages", 8, kStr, nil},
-		{"MaxPagesNode", 12, kStr, nil},
-		{"MaxPagesTask", 14, kNum, nil},
-		{"MaxRSS", 10, kStr, nil},
-		{"MaxRSSNode", 10, kStr, nil},
-		{"MaxRSSTask", 10, kNum, nil},
-		{"MaxVMSize", 10, kStr, nil},
-		{"MaxVMSizeNode", 14, kStr, nil},
-		{"MaxVMSizeTask", 14, kNum, nil},
+		{"MaxDiskRead", 12, kStr, usageField(func(_ *row, u *api.StepUsage) string { return slurmfmt.DiskMB(u.DiskRead.Max) })},
+		{"MaxDiskReadNode", 15, kStr, usageField(func(_ *row, u *api.StepUsage) string { return u.DiskRead.MaxNode })},
+		{"MaxDiskReadTask", 15, kNum, usageField(func(_ *row, u *api.StepUsage) string { return taskOf(u.DiskRead.MaxTask) })},
+		{"MaxDiskWrite", 12, kStr, usageField(func(_ *row, u *api.StepUsage) string { return slurmfmt.DiskMB(u.DiskWrite.Max) })},
+		{"MaxDiskWriteNode", 16, kStr, usageField(func(_ *row, u *api.StepUsage) string { return u.DiskWrite.MaxNode })},
+		{"MaxDiskWriteTask", 16, kNum, usageField(func(_ *row, u *api.StepUsage) string { return taskOf(u.DiskWrite.MaxTask) })},
+		{"MaxPages", 8, kStr, usageField(func(_ *row, u *api.StepUsage) string { return slurmfmt.BytesSize(u.Pages.Max) })},
+		{"MaxPagesNode", 12, kStr, usageField(func(_ *row, u *api.StepUsage) string { return u.Pages.MaxNode })},
+		{"MaxPagesTask", 14, kNum, usageField(func(_ *row, u *api.StepUsage) string { return taskOf(u.Pages.MaxTask) })},
+		{"MaxRSS", 10, kStr, usageField(func(_ *row, u *api.StepUsage) string { return slurmfmt.BytesSize(u.RSS.Max) })},
+		{"MaxRSSNode", 10, kStr, usageField(func(_ *row, u *api.StepUsage) string { return u.RSS.MaxNode })},
+		{"MaxRSSTask", 10, kNum, usageField(func(_ *row, u *api.StepUsage) string { return taskOf(u.RSS.MaxTask) })},
+		{"MaxVMSize", 10, kStr, usageField(func(_ *row, u *api.StepUsage) string { return slurmfmt.BytesSize(u.VMSize.Max) })},
+		{"MaxVMSizeNode", 14, kStr, usageField(func(_ *row, u *api.StepUsage) string { return u.VMSize.MaxNode })},
+		{"MaxVMSizeTask", 14, kNum, usageField(func(_ *row, u *api.StepUsage) string { return taskOf(u.VMSize.MaxTask) })},
 		{"McsLabel", 12, kStr, nil},
-		{"MinCPU", 10, kStr, nil},
-		{"MinCPUNode", 10, kStr, nil},
-		{"MinCPUTask", 10, kNum, nil},
+		{"MinCPU", 10, kStr, usageField(func(_ *row, u *api.StepUsage) string { return slurmfmt.CPUSecs(u.CPU.Min) })},
+		{"MinCPUNode", 10, kStr, usageField(func(_ *row, u *api.StepUsage) string { return u.CPU.MinNode })},
+		{"MinCPUTask", 10, kNum, usageField(func(_ *row, u *api.StepUsage) string { return taskOf(u.CPU.MinTask) })},
 		{"NCPUS", 10, kNum, func(r *row) string { return strconv.Itoa(r.cpus()) }},
 		{"NNodes", 8, kNum, func(r *row) string { return strconv.Itoa(r.nnodes()) }},
 		{"NodeList", 15, kStr, func(r *row) string { return r.nodeList() }},
@@ -187,9 +195,7 @@ var fieldDefTable = cmdutil.Lazy[[]fieldDef]{Build: func() []fieldDef {
 		{"Start", 19, kDate, func(r *row) string { return r.date(r.j.StartTime) }},
 		{"State", 10, kStr, func(r *row) string {
 			if r.step {
-				// The batch step ends with the job but nobody cancels it
-				// by name.
-				return string(r.j.State)
+				return string(r.stepState())
 			}
 			return stateString(r.j)
 		}},
@@ -205,29 +211,29 @@ var fieldDefTable = cmdutil.Lazy[[]fieldDef]{Build: func() []fieldDef {
 		{"SubmitLine", 20, kStr, nil},
 		{"Suspended", 10, kNum, func(r *row) string { return "00:00:00" }},
 		{"SystemComment", 15, kStr, nil},
-		{"SystemCPU", 10, kStr, nil},
+		{"SystemCPU", 10, kStr, cpuField(func(_, sys uint64) uint64 { return sys })},
 		{"Timelimit", 10, kStr, jobOnly(func(r *row) string { return jobfmt.Limit(r.j.TimeLimit) })},
 		{"TimelimitRaw", 10, kStr, jobOnly(func(r *row) string { return jobfmt.LimitMinutes(r.j.TimeLimit) })},
-		{"TotalCPU", 10, kStr, nil},
-		{"TRESUsageInAve", 14, kStr, nil},
-		{"TRESUsageInMax", 14, kStr, nil},
-		{"TRESUsageInMaxNode", 18, kStr, nil},
-		{"TRESUsageInMaxTask", 18, kStr, nil},
-		{"TRESUsageInMin", 14, kStr, nil},
-		{"TRESUsageInMinNode", 18, kStr, nil},
-		{"TRESUsageInMinTask", 18, kStr, nil},
-		{"TRESUsageInTot", 14, kStr, nil},
-		{"TRESUsageOutAve", 15, kStr, nil},
-		{"TRESUsageOutMax", 15, kStr, nil},
-		{"TRESUsageOutMaxNode", 19, kStr, nil},
-		{"TRESUsageOutMaxTask", 19, kStr, nil},
-		{"TRESUsageOutMin", 15, kStr, nil},
-		{"TRESUsageOutMinNode", 19, kStr, nil},
-		{"TRESUsageOutMinTask", 19, kStr, nil},
-		{"TRESUsageOutTot", 15, kStr, nil},
+		{"TotalCPU", 10, kStr, cpuField(func(user, sys uint64) uint64 { return user + sys })},
+		{"TRESUsageInAve", 14, kStr, tresUsage(slurmfmt.TRESIn, slurmfmt.TRESAve)},
+		{"TRESUsageInMax", 14, kStr, tresUsage(slurmfmt.TRESIn, slurmfmt.TRESMax)},
+		{"TRESUsageInMaxNode", 18, kStr, tresUsage(slurmfmt.TRESIn, slurmfmt.TRESMaxNode)},
+		{"TRESUsageInMaxTask", 18, kStr, tresUsage(slurmfmt.TRESIn, slurmfmt.TRESMaxTask)},
+		{"TRESUsageInMin", 14, kStr, tresUsage(slurmfmt.TRESIn, slurmfmt.TRESMin)},
+		{"TRESUsageInMinNode", 18, kStr, tresUsage(slurmfmt.TRESIn, slurmfmt.TRESMinNode)},
+		{"TRESUsageInMinTask", 18, kStr, tresUsage(slurmfmt.TRESIn, slurmfmt.TRESMinTask)},
+		{"TRESUsageInTot", 14, kStr, tresUsage(slurmfmt.TRESIn, slurmfmt.TRESTot)},
+		{"TRESUsageOutAve", 15, kStr, tresUsage(slurmfmt.TRESOut, slurmfmt.TRESAve)},
+		{"TRESUsageOutMax", 15, kStr, tresUsage(slurmfmt.TRESOut, slurmfmt.TRESMax)},
+		{"TRESUsageOutMaxNode", 19, kStr, tresUsage(slurmfmt.TRESOut, slurmfmt.TRESMaxNode)},
+		{"TRESUsageOutMaxTask", 19, kStr, tresUsage(slurmfmt.TRESOut, slurmfmt.TRESMaxTask)},
+		{"TRESUsageOutMin", 15, kStr, tresUsage(slurmfmt.TRESOut, slurmfmt.TRESMin)},
+		{"TRESUsageOutMinNode", 19, kStr, tresUsage(slurmfmt.TRESOut, slurmfmt.TRESMinNode)},
+		{"TRESUsageOutMinTask", 19, kStr, tresUsage(slurmfmt.TRESOut, slurmfmt.TRESMinTask)},
+		{"TRESUsageOutTot", 15, kStr, tresUsage(slurmfmt.TRESOut, slurmfmt.TRESTot)},
 		{"UID", 6, kNum, jobOnly(func(r *row) string { return strconv.FormatUint(uint64(r.j.UserID), 10) })},
 		{"User", 9, kStr, jobOnly(func(r *row) string { return jobfmt.NameOr(r.j.User, r.j.UserID) })},
-		{"UserCPU", 10, kStr, nil},
+		{"UserCPU", 10, kStr, cpuField(func(user, _ uint64) uint64 { return user })},
 		{"WCKey", 10, kStr, nil},
 		{"WCKeyID", 10, kNum, nil},
 		{"WorkDir", 20, kStr, jobOnly(func(r *row) string { return r.j.WorkDir })},
@@ -353,7 +359,15 @@ func (r *row) jobIDRaw() string {
 	return id
 }
 
-func (r *row) date(t time.Time) string { return jobfmt.Time(t, r.loc) }
+func (r *row) date(t time.Time) string {
+	if r.tf.Standard() {
+		return jobfmt.Time(t, r.loc)
+	}
+	if t.IsZero() {
+		return "Unknown"
+	}
+	return r.tf.Format(t, r.loc)
+}
 
 // elapsed is the run time so far: to the end, or to now while running.
 func (r *row) elapsed() int64 {
@@ -499,6 +513,65 @@ func memPos(mb int64) string {
 		return ""
 	}
 	return jobfmt.Mem(mb)
+}
+
+// exit is the ExitCode of the row: for a job, what Slurm records for it
+// (a job that was cancelled, timed out, preempted or lost with its node
+// keeps 0:0 whatever its script's end; one the OOM killer ended 0:125,
+// Slurm's SIG_OOM); for its batch step the script's own exit (0:125
+// after an OOM kill too); for an srun step the highest task exit.
+func (r *row) exit() api.ExitStatus {
+	switch {
+	case r.rec != nil:
+		return r.j.Exit
+	case r.j.State == api.StateOOM:
+		return api.ExitStatus{Signal: sigOOM}
+	case r.step:
+		return r.j.Exit
+	}
+	switch r.j.State {
+	case api.StateCancelled, api.StateTimeout, api.StatePreempted, api.StateNodeFail:
+		return api.ExitStatus{}
+	}
+	return r.j.Exit
+}
+
+// sigOOM is the signal number sacct shows for an OOM kill: Slurm
+// records the exit as SIG_OOM (253), which reads as signal 125.
+const sigOOM = 125
+
+// exitString prints an exit as sacct does: "code:signal", a code of 128
+// or more less 128.
+func exitString(e api.ExitStatus) string {
+	code := e.Code
+	if code >= 128 {
+		code -= 128
+	}
+	return strconv.Itoa(code) + ":" + strconv.Itoa(e.Signal)
+}
+
+// stepState is the State of a step row. A step that is still running,
+// or whose state is recorded, shows it; Slurm records a step ended by a
+// signal as CANCELLED and one the OOM killer ended as OUT_OF_MEMORY, so
+// the batch step of a job that timed out or was cancelled is
+// CANCELLED. The batch step's state follows from the script's exit.
+func (r *row) stepState() api.JobState {
+	st, e := r.j.State, r.j.Exit
+	if r.rec == nil && st.Terminal() {
+		switch {
+		case st == api.StateOOM:
+			return api.StateOOM
+		case e.Signal != 0:
+			return api.StateCancelled
+		case e.Code != 0:
+			return api.StateFailed
+		}
+		return api.StateCompleted
+	}
+	if st == api.StateFailed && e.Signal != 0 {
+		return api.StateCancelled
+	}
+	return st
 }
 
 // stateString is the State column of a job row: Slurm names who

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tide-hpc/tide/cli/cmdutil"
+	"github.com/tide-hpc/tide/cli/slurmfmt"
 	"github.com/tide-hpc/tide/ctld/api"
 )
 
@@ -45,6 +46,12 @@ type Options struct {
 	JSON        bool
 	HelpFormat  bool
 	Delimiter   string
+	// Clusters is -M/--clusters: the clusters whose jobs to show
+	// (clusters.go).
+	Clusters []string
+	// more holds what the rest of Slurm's options ask for (options.go,
+	// filters.go).
+	more slurmOptions
 }
 
 // NewCmd returns the `sacct` command.
@@ -52,57 +59,17 @@ func NewCmd(f *cmdutil.Factory) *cobra.Command {
 	return newCmd(f, time.Local)
 }
 
+// newCmd builds sacct. Cobra only dispatches: sacct reads its own
+// arguments with Slurm's option table (options.go).
 func newCmd(f *cmdutil.Factory, loc *time.Location) *cobra.Command {
 	opts := &Options{IO: f.IO, API: f.API, Now: f.Now, UID: f.UID, Getenv: f.Getenv, Loc: loc}
-	cmd := &cobra.Command{
-		Use:   "sacct [OPTIONS]",
-		Short: "Show accounting data of jobs",
-		Long: `sacct shows running and finished jobs with Slurm's fields.
-
-Without -j it shows jobs active since midnight (-S/-E change the window);
-non-root users see their own jobs unless -a or -u is given. Every job that
-started also gets an N.batch row unless -X is given. Times accept
-YYYY-MM-DD[THH:MM[:SS]], MMDD[YY], MM/DD[/YY], HH:MM[:SS],
-now[{+|-}N[seconds|minutes|hours|days|weeks]], today, midnight, noon,
-yesterday and tomorrow.`,
-		SilenceUsage:  true,
-		SilenceErrors: true,
-		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) > 0 {
-				return cmdutil.Usagef("Unknown arguments: %s", strings.Join(args, " "))
+	return cmdutil.RawCommand("sacct [OPTIONS]", "Show accounting data of jobs",
+		func(ctx context.Context, args []string) error {
+			if done, err := opts.parseArgs(args); done || err != nil {
+				return err
 			}
-			return nil
-		},
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return opts.Run(cmd.Context())
-		},
-	}
-	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
-		return cmdutil.Usagef("%s", err)
-	})
-	fl := cmd.Flags()
-	fl.StringSliceVarP(&opts.Jobs, "jobs", "j", nil, "comma-separated job ids (N or N.batch)")
-	fl.StringSliceVarP(&opts.Users, "user", "u", nil, "comma-separated user names or uids (-1 for all)")
-	fl.StringSliceVar(&opts.Users, "uid", nil, "same as --user")
-	fl.BoolVarP(&opts.AllUsers, "allusers", "a", false, "show jobs of all users")
-	fl.StringSliceVarP(&opts.Accounts, "accounts", "A", nil, "comma-separated accounts")
-	fl.StringSliceVarP(&opts.Partitions, "partition", "r", nil, "comma-separated partitions")
-	fl.StringSliceVarP(&opts.States, "state", "s", nil, "comma-separated states (CD, F, TO, CA, R, PD, ...)")
-	fl.StringSliceVar(&opts.Names, "name", nil, "comma-separated job names")
-	fl.StringVarP(&opts.Start, "starttime", "S", "", "show jobs active after this time")
-	fl.StringVarP(&opts.End, "endtime", "E", "", "show jobs active before this time")
-	fl.StringArrayVarP(&opts.Formats, "format", "o", nil, "comma-separated fields, Field%WIDTH")
-	fl.StringArrayVar(&opts.Formats, "fields", nil, "same as --format")
-	fl.BoolVarP(&opts.Parsable, "parsable", "p", false, "'|'-separated output with a trailing '|'")
-	fl.BoolVarP(&opts.Parsable2, "parsable2", "P", false, "'|'-separated output without a trailing '|'")
-	fl.BoolVarP(&opts.NoHeader, "noheader", "n", false, "no header lines")
-	fl.BoolVarP(&opts.Allocations, "allocations", "X", false, "only job allocations, no batch step rows")
-	fl.BoolVarP(&opts.Long, "long", "l", false, "Slurm's long field list")
-	fl.BoolVarP(&opts.Brief, "brief", "b", false, "only JobID, State and ExitCode")
-	fl.BoolVar(&opts.JSON, "json", false, "print JSON")
-	fl.BoolVarP(&opts.HelpFormat, "helpformat", "e", false, "list the fields --format accepts")
-	fl.StringVar(&opts.Delimiter, "delimiter", "", "field separator for -p/-P (default '|')")
-	return cmd
+			return opts.Run(ctx)
+		})
 }
 
 // Run prints the accounting report.
@@ -133,16 +100,20 @@ func (o *Options) Run(ctx context.Context) error {
 	if now.IsZero() {
 		now = o.Now()
 	}
+	onCluster, local, err := o.clusterFilter(ctx, c) // clusters.go
+	if err != nil {
+		return err
+	}
 	var jobs []api.Job
 	lacksCluster := false
 	for _, j := range list.Jobs {
-		if q.inWindow(&j, now) {
+		if q.inWindow(&j, now) && onCluster(&j) && o.keeps(&j) {
 			jobs = append(jobs, j)
 			lacksCluster = lacksCluster || j.Cluster == ""
 		}
 	}
-	cluster := ""
-	if lacksCluster && (o.JSON || needsCluster(cols)) {
+	cluster := local
+	if cluster == "" && lacksCluster && (o.JSON || needsCluster(cols)) {
 		info, err := c.Cluster(ctx)
 		if err != nil {
 			return fmt.Errorf("load cluster name: %w", err)
@@ -150,6 +121,10 @@ func (o *Options) Run(ctx context.Context) error {
 		cluster = info.Name
 	}
 	steps, err := o.loadSteps(ctx, c, jobs)
+	if err != nil {
+		return err
+	}
+	usage, err := loadUsage(ctx, c, jobs) // usage.go
 	if err != nil {
 		return err
 	}
@@ -161,11 +136,13 @@ func (o *Options) Run(ctx context.Context) error {
 			only = q.only[j.ArrayID()]
 		}
 		if only == nil {
-			rows = append(rows, row{j: j, now: now, loc: o.Loc, cluster: cluster, derived: derivedExit(steps[j.ID])})
+			r := row{j: j, now: now, loc: o.Loc, cluster: cluster, derived: derivedExit(steps[j.ID])}
+			r.jobUser, r.jobSys = usage.jobCPU(j)
+			rows = append(rows, r)
 		}
 		// Allocation-only jobs (srun, salloc) run no batch script.
 		if !o.Allocations && !j.StartTime.IsZero() && !j.Allocation && (only == nil || only["batch"]) {
-			rows = append(rows, row{j: j, step: true, now: now, loc: o.Loc, cluster: cluster})
+			rows = append(rows, row{j: j, step: true, now: now, loc: o.Loc, cluster: cluster, usage: usage.of(j.ID, api.BatchStepID)})
 		}
 		for k := range steps[j.ID] {
 			st := &steps[j.ID][k]
@@ -173,7 +150,12 @@ func (o *Options) Run(ctx context.Context) error {
 				continue
 			}
 			sj := stepJob(j, st)
-			rows = append(rows, row{j: sj, step: true, rec: st, now: now, loc: o.Loc, cluster: cluster})
+			rows = append(rows, row{j: sj, step: true, rec: st, now: now, loc: o.Loc, cluster: cluster, usage: usage.of(j.ID, st.StepID)})
+		}
+	}
+	if tf := slurmfmt.ParseTimeFormat(o.Getenv("SLURM_TIME_FORMAT"), now, o.Loc); !tf.Standard() {
+		for i := range rows {
+			rows[i].tf = tf
 		}
 	}
 	if o.JSON {

@@ -8,17 +8,16 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
-	"strconv"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/tide-hpc/tide/cli/cmdutil"
+	"github.com/tide-hpc/tide/cli/sbatch/opts"
 	"github.com/tide-hpc/tide/cli/srun"
 	"github.com/tide-hpc/tide/ctld/api"
 	"github.com/tide-hpc/tide/hostlist"
-	"github.com/tide-hpc/tide/internal/termsafe"
 )
 
 const prog = "salloc"
@@ -64,6 +63,7 @@ func Run(ctx context.Context, o *Options) error {
 	in := srun.ParseInput{}
 	if o.Environ != nil {
 		in.Environ = o.Environ()
+		in.EnvVars = sallocEnvVars
 	}
 	if o.Now != nil {
 		in.Now = o.Now()
@@ -73,22 +73,31 @@ func Run(ctx context.Context, o *Options) error {
 		return failf(errOut, "getcwd failed: %v", err)
 	}
 	in.Host, _ = o.Hostname()
+	in.Salloc = true
 	a, err := srun.ParseArgs(o.Args, in)
 	if err != nil {
-		fmt.Fprintf(errOut, "%s: %s\nTry \"salloc --help\" for more information\n", prog, termsafe.Escape(err.Error()))
+		var pe *srun.ParseError
+		if !errors.As(err, &pe) {
+			pe = &srun.ParseError{Lines: []string{err.Error()}}
+		}
+		pe.Write(errOut, prog)
 		return &cmdutil.SilentError{Code: cmdutil.ExitError}
 	}
 	switch {
-	case a.Help || a.Usage:
-		io.WriteString(o.IO.Out, "Usage: salloc [OPTIONS(0)...] [command(0) [args(0)...]]\n\n"+
-			"Takes sbatch's resource options (sbatch --help); runs command, default $SHELL,\n"+
-			"with the allocation's SLURM_* variables, and releases the allocation when it exits.\n")
+	case a.Help:
+		srun.WriteHelp(o.IO.Out, true)
+		return nil
+	case a.Usage:
+		srun.WriteUsage(o.IO.Out, true)
 		return nil
 	case a.Version:
-		fmt.Fprintln(o.IO.Out, "slurm 22.05.8 (tide)")
+		fmt.Fprintln(o.IO.Out, "slurm "+srun.SlurmVersion)
 		return nil
-	case a.Label || a.Pty || a.KillBadEx || a.JobID != 0:
-		return failf(errOut, "--label, --pty, --kill-on-bad-exit and --jobid are srun options")
+	}
+	if !a.Quiet {
+		for _, w := range a.Warnings {
+			cmdutil.Warnf(errOut, prog, "%s", w)
+		}
 	}
 	argv := a.Argv
 	if len(argv) == 0 {
@@ -115,22 +124,39 @@ func Run(ctx context.Context, o *Options) error {
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGQUIT, syscall.SIGTSTP, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGUSR1, syscall.SIGUSR2)
 	defer signal.Stop(sigs)
 
-	alloc, err := srun.Allocate(ctx, c, a.Spec, prog, errOut, o.PollInterval, onlyTerm(sigs))
+	alloc, err := srun.Allocate(ctx, c, a.Spec, srun.AllocOptions{Prog: prog, ErrOut: errOut, Every: o.PollInterval,
+		Sigs: onlyTerm(sigs), Immediate: time.Duration(a.Immediate) * time.Second, Quiet: a.Quiet})
 	if err != nil {
 		if ctx.Err() != nil || errors.Is(err, context.Canceled) {
 			return &cmdutil.SilentError{Code: cmdutil.ExitError}
 		}
-		if errors.Is(err, srun.ErrRevoked) {
+		if errors.Is(err, srun.ErrRevoked) || errors.Is(err, srun.ErrImmediate) {
 			return &cmdutil.SilentError{Code: cmdutil.ExitError}
 		}
 		return failf(errOut, "%v", err)
 	}
 	j := alloc.Job
-	fmt.Fprintf(errOut, "%s: Granted job allocation %d\n", prog, j.ID)
-	fmt.Fprintf(errOut, "%s: Nodes %s are ready for job\n", prog, hostlist.Compress(j.NodeNames()))
-
-	exit := runCommand(ctx, c, o, j, argv, in.Environ, sigs)
-	fmt.Fprintf(errOut, "%s: Relinquishing job allocation %d\n", prog, j.ID)
+	if a.NoShell {
+		// --no-shell: the allocation is the result; it stays until
+		// scancel or its time limit.
+		fmt.Fprintf(errOut, "%s: Granted job allocation %d\n", prog, j.ID)
+		return nil
+	}
+	if !a.Quiet {
+		if a.Bell {
+			io.WriteString(errOut, "\a")
+		}
+		fmt.Fprintf(errOut, "%s: Granted job allocation %d\n", prog, j.ID)
+		fmt.Fprintf(errOut, "%s: Nodes %s are ready for job\n", prog, hostlist.Compress(j.NodeNames()))
+	}
+	killSig := syscall.SIGTERM
+	if a.KillCommand > 0 {
+		killSig = syscall.Signal(a.KillCommand)
+	}
+	exit := runCommand(ctx, c, o, j, argv, in.Environ, sigs, killSig)
+	if !a.Quiet {
+		fmt.Fprintf(errOut, "%s: Relinquishing job allocation %d\n", prog, j.ID)
+	}
 	if err := c.Release(context.Background(), j.ID, exit); err != nil {
 		cmdutil.Errorf(errOut, prog, "release job %d: %v", j.ID, err)
 	}
@@ -160,7 +186,7 @@ func onlyTerm(in <-chan os.Signal) <-chan os.Signal {
 
 // runCommand runs argv with the allocation's environment until it exits
 // or the allocation ends, and returns its exit.
-func runCommand(ctx context.Context, c srun.StepAPI, o *Options, j api.Job, argv, environ []string, sigs <-chan os.Signal) api.ExitStatus {
+func runCommand(ctx context.Context, c srun.StepAPI, o *Options, j api.Job, argv, environ []string, sigs <-chan os.Signal, killSig syscall.Signal) api.ExitStatus {
 	errOut := o.IO.ErrOut
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = AllocEnv(environ, &j)
@@ -191,14 +217,14 @@ func runCommand(ctx context.Context, c srun.StepAPI, o *Options, j api.Job, argv
 			}
 		case gone := <-revoked:
 			fmt.Fprintf(errOut, "%s: Job allocation %d has been revoked (%s).\n", prog, j.ID, gone.State)
-			_ = cmd.Process.Signal(syscall.SIGTERM)
+			_ = cmd.Process.Signal(killSig)
 			select {
 			case <-done:
 			case <-time.After(o.KillWait):
 				_ = cmd.Process.Kill()
 				<-done
 			}
-			return api.ExitStatus{Signal: int(syscall.SIGTERM)}
+			return api.ExitStatus{Signal: int(killSig)}
 		}
 	}
 }
@@ -213,78 +239,59 @@ func exitCode(e api.ExitStatus) int {
 
 // AllocEnv is the command's environment: the caller's, with the
 // allocation's SLURM_* variables (and TIDE_* twins) set as salloc sets
-// them. It is pure.
-func AllocEnv(environ []string, j *api.Job) []string {
-	nodes := j.NodeNames()
-	list := hostlist.Compress(nodes)
-	cpus := make([]int, len(j.Alloc))
-	tasks := make([]int, len(j.Alloc))
-	for i, a := range j.Alloc {
-		cpus[i], tasks[i] = a.CPUs, max(a.Tasks, 1)
-	}
-	id := strconv.FormatUint(j.ID, 10)
-	vars := [][2]string{
-		{"SLURM_JOB_ID", id}, {"SLURM_JOBID", id}, {"SLURM_JOB_NAME", j.Name},
-		{"SLURM_JOB_NODELIST", list}, {"SLURM_NODELIST", list},
-		{"SLURM_JOB_NUM_NODES", strconv.Itoa(len(nodes))}, {"SLURM_NNODES", strconv.Itoa(len(nodes))},
-		{"SLURM_NTASKS", strconv.Itoa(j.ReqTasks())}, {"SLURM_NPROCS", strconv.Itoa(j.ReqTasks())},
-		{"SLURM_JOB_CPUS_PER_NODE", counts(cpus)}, {"SLURM_TASKS_PER_NODE", counts(tasks)},
-		{"SLURM_JOB_PARTITION", j.Partition}, {"SLURM_CLUSTER_NAME", j.Cluster},
-		{"SLURM_SUBMIT_DIR", j.SubmitDir}, {"SLURM_SUBMIT_HOST", j.SubmitHost},
-		{"SLURM_JOB_USER", j.User}, {"SLURM_JOB_UID", strconv.FormatUint(uint64(j.UserID), 10)},
-	}
-	if j.CPUsPerTask > 0 {
-		vars = append(vars, [2]string{"SLURM_CPUS_PER_TASK", strconv.Itoa(j.CPUsPerTask)})
-	}
-	if j.Account != "" {
-		vars = append(vars, [2]string{"SLURM_JOB_ACCOUNT", j.Account})
-	}
-	set := map[string]bool{}
-	for _, v := range vars {
-		set[v[0]] = true
-		set["TIDE_"+v[0][len("SLURM_"):]] = true
-	}
-	var out []string
-	for _, kv := range environ {
-		k, _, _ := cut(kv)
-		if !set[k] {
-			out = append(out, kv)
-		}
-	}
-	for _, v := range vars {
-		out = append(out, v[0]+"="+v[1])
-	}
-	for _, v := range vars {
-		out = append(out, "TIDE_"+v[0][len("SLURM_"):]+"="+v[1])
-	}
-	return out
-}
+// them (srun.JobEnv). It is pure.
+func AllocEnv(environ []string, j *api.Job) []string { return srun.WithJobEnv(environ, j) }
 
-func cut(kv string) (string, string, bool) {
-	for i := 0; i < len(kv); i++ {
-		if kv[i] == '=' {
-			return kv[:i], kv[i+1:], true
-		}
-	}
-	return kv, "", false
-}
-
-// counts writes per-node counts as Slurm does: "4(x2),2".
-func counts(ns []int) string {
-	out := ""
-	for i := 0; i < len(ns); {
-		k := i
-		for k < len(ns) && ns[k] == ns[i] {
-			k++
-		}
-		if out != "" {
-			out += ","
-		}
-		out += strconv.Itoa(ns[i])
-		if k-i > 1 {
-			out += "(x" + strconv.Itoa(k-i) + ")"
-		}
-		i = k
-	}
-	return out
+// sallocEnvVars are salloc's input variables (man salloc, INPUT
+// ENVIRONMENT VARIABLES, as Slurm 22.05's salloc reads them), in the
+// order they apply; the command line wins. SALLOC_BELL, SALLOC_NO_BELL,
+// SALLOC_IMMEDIATE and SALLOC_KILL_CMD set options Tide's salloc does
+// not have.
+var sallocEnvVars = []opts.EnvVar{
+	{Name: "SALLOC_ACCOUNT", Option: "account"},
+	{Name: "SALLOC_ACCTG_FREQ", Option: "acctg-freq"},
+	{Name: "SALLOC_BURST_BUFFER", Option: "bb"},
+	{Name: "SALLOC_CLUSTER_CONSTRAINT", Option: "cluster-constraint"},
+	{Name: "SALLOC_CLUSTERS", Option: "clusters"},
+	{Name: "SLURM_CLUSTERS", Option: "clusters"},
+	{Name: "SALLOC_CONTAINER", Option: "container"},
+	{Name: "SALLOC_CONSTRAINT", Option: "constraint"},
+	{Name: "SALLOC_CORE_SPEC", Option: "core-spec"},
+	{Name: "SALLOC_CPU_FREQ_REQ", Option: "cpu-freq"},
+	{Name: "SALLOC_CPUS_PER_GPU", Option: "cpus-per-gpu"},
+	{Name: "SALLOC_DEBUG", Option: "verbose"},
+	{Name: "SALLOC_DELAY_BOOT", Option: "delay-boot"},
+	{Name: "SALLOC_EXCLUSIVE", Option: "exclusive"},
+	{Name: "SALLOC_GPUS", Option: "gpus"},
+	{Name: "SALLOC_GPU_BIND", Option: "gpu-bind"},
+	{Name: "SALLOC_GPU_FREQ", Option: "gpu-freq"},
+	{Name: "SALLOC_GPUS_PER_NODE", Option: "gpus-per-node"},
+	{Name: "SALLOC_GPUS_PER_SOCKET", Option: "gpus-per-socket"},
+	{Name: "SALLOC_GPUS_PER_TASK", Option: "gpus-per-task"},
+	{Name: "SALLOC_GRES", Option: "gres"},
+	{Name: "SALLOC_GRES_FLAGS", Option: "gres-flags"},
+	{Name: "SALLOC_HINT", Option: "hint"},
+	{Name: "SLURM_HINT", Option: "hint"},
+	{Name: "SALLOC_MEM_BIND", Option: "mem-bind"},
+	{Name: "SALLOC_MEM_PER_CPU", Option: "mem-per-cpu"},
+	{Name: "SALLOC_MEM_PER_GPU", Option: "mem-per-gpu"},
+	{Name: "SALLOC_MEM_PER_NODE", Option: "mem"},
+	{Name: "SALLOC_NETWORK", Option: "network"},
+	{Name: "SALLOC_NO_KILL", Option: "no-kill"},
+	{Name: "SALLOC_OVERCOMMIT", Option: "overcommit"},
+	{Name: "SALLOC_PARTITION", Option: "partition"},
+	{Name: "SALLOC_POWER", Option: "power"},
+	{Name: "SALLOC_PROFILE", Option: "profile"},
+	{Name: "SALLOC_QOS", Option: "qos"},
+	{Name: "SALLOC_REQ_SWITCH", Option: "switches"},
+	{Name: "SALLOC_RESERVATION", Option: "reservation"},
+	{Name: "SALLOC_SIGNAL", Option: "signal"},
+	{Name: "SALLOC_SPREAD_JOB", Option: "spread-job"},
+	{Name: "SALLOC_THREAD_SPEC", Option: "thread-spec"},
+	{Name: "SALLOC_THREADS_PER_CORE", Option: "threads-per-core"},
+	{Name: "SALLOC_TIMELIMIT", Option: "time"},
+	{Name: "SALLOC_USE_MIN_NODES", Option: "use-min-nodes"},
+	{Name: "SALLOC_WAIT_ALL_NODES", Option: "wait-all-nodes"},
+	{Name: "SALLOC_WAIT4SWITCH", Option: opts.EnvSwitchWait},
+	{Name: "SALLOC_WCKEY", Option: "wckey"},
 }

@@ -20,12 +20,9 @@ import (
 )
 
 // SlurmVersion is the Slurm release whose sbatch this one follows;
-// --version reports it first because job scripts and wrappers parse it.
-const SlurmVersion = "22.05.8"
-
-// Version is Tide's own version, shown after SlurmVersion; the build may
-// set it with -ldflags "-X".
-var Version = "dev"
+// --version prints it alone, as Slurm's does, because job scripts and
+// wrappers parse the line (Tide's own version is `tide version`).
+const SlurmVersion = cmdutil.SlurmVersion
 
 // prog is the name messages start with.
 const prog = "sbatch"
@@ -50,6 +47,9 @@ type Options struct {
 	Location *time.Location
 	// PollInterval is how often --wait asks about the job.
 	PollInterval time.Duration
+	// Submitter reads what the job inherits from this process
+	// (SLURM_UMASK, SLURM_PRIO_PROCESS); nil sets neither.
+	Submitter func() opts.Submitter
 }
 
 // NewCmd returns the sbatch command. Cobra is only the shell here: flag
@@ -78,6 +78,7 @@ func newCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cob
 			if runF != nil {
 				return runF(ctx, o)
 			}
+			o.Submitter = opts.CurrentSubmitter
 			return Run(ctx, o)
 		})
 }
@@ -117,6 +118,7 @@ func Run(ctx context.Context, o *Options) error {
 	in := opts.Input{Args: o.Args, Getenv: o.Getenv, ReadFile: o.ReadFile}
 	if o.Environ != nil {
 		in.Environ = o.Environ()
+		in.LookupEnv = opts.LookupIn(in.Environ)
 	}
 	if o.Now != nil {
 		in.Now = o.Now()
@@ -149,7 +151,7 @@ func Run(ctx context.Context, o *Options) error {
 		opts.Usage(o.IO.Out)
 		return nil
 	case opts.ActionVersion:
-		fmt.Fprintf(o.IO.Out, "slurm %s (tide %s)\n", SlurmVersion, Version)
+		cmdutil.WriteSlurmVersion(o.IO.Out)
 		return nil
 	}
 
@@ -166,6 +168,12 @@ func Run(ctx context.Context, o *Options) error {
 	if len(req.ScriptArgs) > 0 {
 		req.Spec.ScriptArgs = req.ScriptArgs
 	}
+	var sub *opts.Submitter
+	if o.Submitter != nil {
+		s := o.Submitter()
+		sub = &s
+	}
+	req.SetSubmitEnv(sub)
 
 	client, err := o.API()
 	if err != nil {

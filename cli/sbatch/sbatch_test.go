@@ -145,7 +145,7 @@ func TestOutput(t *testing.T) {
 			err: "sbatch: defined options\nsbatch: -------------------- --------------------\n" +
 				"sbatch: account             : moba\nsbatch: job-name            : train\nsbatch: nodes               : 1\nsbatch: verbose             : set\n" +
 				"sbatch: -------------------- --------------------\nsbatch: end of defined options\n"}, submitted: 1},
-		{name: "version", args: []string{"--version"}, want: result{out: "slurm 22.05.8 (tide dev)\n"}},
+		{name: "version", args: []string{"--version"}, want: result{out: "slurm 22.05.8\n"}},
 		{name: "verbose lists defined options", args: []string{"-v", "-N", "2", "job.sh"}, want: result{out: "Submitted batch job 1\n",
 			err: "sbatch: defined options\nsbatch: -------------------- --------------------\n" +
 				"sbatch: job-name            : train\nsbatch: nodes               : 2\nsbatch: verbose             : set\n" +

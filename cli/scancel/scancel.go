@@ -5,6 +5,12 @@
 // exits 0, Tide prints "scancel: error: Kill job error on job id N: …"
 // for every job the controller refused and exits 1, so that scripts
 // notice. A job that already finished is not an error.
+//
+// Signals go where Slurm sends them: --signal to the job's steps (the
+// tasks srun started) and not the batch shell; with -b to the batch
+// shell alone (-b without --signal sends it SIGKILL); with -f to the
+// batch shell and its children, srun among them, which passes it on to
+// its tasks. --signal=KILL without -b cancels the job, as in Slurm.
 package scancel
 
 import (
@@ -16,7 +22,6 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 
 	"github.com/tide-hpc/tide/cli/cmdutil"
 	"github.com/tide-hpc/tide/cli/slurmfmt"
@@ -30,6 +35,8 @@ type Options struct {
 	IO  *cmdutil.IOStreams
 	API func() (cmdutil.API, error)
 	UID func() int
+	// Getenv reads POSIXLY_CORRECT (nil: none).
+	Getenv func(string) string
 
 	JobIDs      []string
 	Users       string
@@ -45,6 +52,14 @@ type Options struct {
 	Interactive bool
 	Quiet       bool
 	Verbose     int
+	// QOS (-q) selects jobs by class; Reservation (-R) and WCKey
+	// (--wckey) select jobs that have them, which no Tide job does.
+	QOS         string
+	Reservation string
+	WCKey       string
+	// Clusters is -M/--clusters: it must name the controller's cluster
+	// (or be "all").
+	Clusters string
 }
 
 // NewCmd returns the scancel command.
@@ -52,56 +67,17 @@ func NewCmd(f *cmdutil.Factory) *cobra.Command {
 	return newCmd(f, run)
 }
 
+// newCmd builds scancel around runF. Cobra only dispatches: scancel
+// reads its own arguments with Slurm's option table (options.go).
 func newCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cobra.Command {
-	o := &Options{IO: f.IO, API: f.API, UID: f.UID}
-	cmd := &cobra.Command{
-		Use:   "scancel [job_id...]",
-		Short: "Cancel or signal jobs",
-		Long: "scancel cancels the jobs named by id, or every job matching the filters that the\n" +
-			"caller may cancel. With --signal it sends that signal instead of cancelling.",
-		SilenceUsage:  true,
-		SilenceErrors: true,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			o.JobIDs = args
-			return runF(cmd.Context(), o)
-		},
-	}
-	fl := cmd.Flags()
-	fl.SortFlags = false
-	fl.SetNormalizeFunc(normalize)
-	fl.StringVarP(&o.Accounts, "account", "A", "", "cancel jobs of these accounts")
-	fl.BoolVarP(&o.Batch, "batch", "b", false, "signal only the batch shell")
-	fl.BoolVarP(&o.Full, "full", "f", false, "signal the batch shell and all its children (the default in Tide)")
-	fl.BoolVarP(&o.Interactive, "interactive", "i", false, "ask before cancelling each job")
-	fl.StringVarP(&o.Names, "name", "n", "", "cancel jobs with these names")
-	fl.StringVarP(&o.Partitions, "partition", "p", "", "cancel jobs in these partitions")
-	fl.BoolVarP(&o.Quiet, "quiet", "Q", false, "do not report errors")
-	fl.StringVarP(&o.Signal, "signal", "s", "", "send `SIGNAL` (name or number) instead of cancelling")
-	fl.StringVarP(&o.States, "state", "t", "", "cancel jobs in these states (PENDING, RUNNING, …)")
-	fl.StringVarP(&o.Users, "user", "u", "", "cancel jobs of these users (names or ids)")
-	fl.BoolVar(&o.Me, "me", false, "cancel the caller's jobs")
-	fl.CountVarP(&o.Verbose, "verbose", "v", "report each job as it is signalled")
-	fl.StringVarP(&o.NodeList, "nodelist", "w", "", "cancel jobs running on these nodes")
-	fl.Bool("help", false, "show this help")
-	return cmd
-}
-
-func normalize(_ *pflag.FlagSet, name string) pflag.NormalizedName {
-	switch name {
-	case "jobname":
-		name = "name"
-	case "states":
-		name = "state"
-	case "users":
-		name = "user"
-	case "accounts":
-		name = "account"
-	case "partitions":
-		name = "partition"
-	case "nodes", "node":
-		name = "nodelist"
-	}
-	return pflag.NormalizedName(name)
+	o := &Options{IO: f.IO, API: f.API, UID: f.UID, Getenv: f.Getenv}
+	return cmdutil.RawCommand("scancel [OPTIONS] [job_id[_array_id][.step_id]...]", "Cancel or signal jobs",
+		func(ctx context.Context, args []string) error {
+			if done, err := o.parseArgs(args); done || err != nil {
+				return err
+			}
+			return runF(ctx, o)
+		})
 }
 
 func splitList(s string) []string {
@@ -118,10 +94,15 @@ func splitList(s string) []string {
 type request struct {
 	cancel api.CancelRequest
 	nodes  map[string]bool
+	qos    map[string]bool
 	// filtered: selectors other than ids were given.
 	filtered bool
 	// none: the filters can match no job.
 	none bool
+	// sigSet: --signal was given (messages say "Signal N to" rather
+	// than "Terminating"); kind is "batch " or "full " for -b and -f.
+	sigSet bool
+	kind   string
 }
 
 func (o *Options) compile() (*request, error) {
@@ -129,6 +110,11 @@ func (o *Options) compile() (*request, error) {
 	fl := &r.cancel.Filter
 	for _, arg := range o.JobIDs {
 		for _, s := range api.SplitJobIDList(arg) {
+			if ref, ok := api.ParseStepRef(s); ok {
+				// J.S: that step alone (steps.go).
+				r.cancel.Steps = append(r.cancel.Steps, ref)
+				continue
+			}
 			ids, tasks, err := api.ParseJobIDs(s)
 			if err != nil {
 				return nil, api.Invalid("Invalid job id %s", s)
@@ -168,9 +154,18 @@ func (o *Options) compile() (*request, error) {
 			r.nodes[h] = true
 		}
 	}
+	if qs := splitList(o.QOS); len(qs) > 0 {
+		r.qos = map[string]bool{}
+		for _, q := range qs {
+			r.qos[strings.ToLower(q)] = true
+		}
+	}
+	// No Tide job has a reservation or a wckey.
+	r.none = r.none || o.Reservation != "" || o.WCKey != ""
 	r.filtered = len(fl.Users) > 0 || len(fl.Names) > 0 || len(fl.Partitions) > 0 ||
-		len(fl.Accounts) > 0 || len(states) > 0 || r.nodes != nil
-	if len(fl.IDs) == 0 && len(fl.Tasks) == 0 && !r.filtered {
+		len(fl.Accounts) > 0 || len(states) > 0 || r.nodes != nil || r.qos != nil ||
+		o.Reservation != "" || o.WCKey != ""
+	if len(fl.IDs) == 0 && len(fl.Tasks) == 0 && len(r.cancel.Steps) == 0 && !r.filtered {
 		return nil, api.Invalid("No job identification provided")
 	}
 	if o.Signal != "" {
@@ -179,8 +174,22 @@ func (o *Options) compile() (*request, error) {
 			return nil, err
 		}
 		r.cancel.Signal = sig
+		r.sigSet = true
 	}
-	r.cancel.BatchOnly = o.Batch
+	// Both flags go to the controller as given, -f winning over -b for
+	// the target (Slurm: "-b is ignored with -f").
+	r.cancel.BatchOnly, r.cancel.Full = o.Batch, o.Full
+	switch {
+	case o.Full:
+		r.kind = "full "
+	case o.Batch:
+		r.kind = "batch "
+	}
+	if o.Batch && !r.sigSet {
+		// Slurm's scancel -b without --signal: SIGKILL to the batch
+		// shell.
+		r.cancel.Signal = sigKill
+	}
 	return r, nil
 }
 
@@ -196,7 +205,10 @@ func run(ctx context.Context, o *Options) error {
 	if err != nil {
 		return fmt.Errorf("connect to controller: %w", err)
 	}
-	if r.nodes != nil || o.Interactive {
+	if err := o.checkClusters(ctx, client); err != nil {
+		return err
+	}
+	if r.nodes != nil || r.qos != nil || o.Interactive {
 		ids, err := o.choose(ctx, client, r)
 		if err != nil {
 			return err
@@ -208,11 +220,11 @@ func run(ctx context.Context, o *Options) error {
 		r.cancel.Filter = api.JobFilter{IDs: ids}
 		r.filtered = false
 	}
-	named := namedIDs(r.cancel.Filter)
+	named := append(namedIDs(r.cancel.Filter), namedSteps(r.cancel.Steps)...)
 	explicit := len(named) > 0
 	if o.Verbose > 0 && explicit {
 		for _, id := range named {
-			o.announce(id, r.cancel.Signal)
+			o.announce(id, r)
 		}
 	}
 	resp, err := client.Cancel(ctx, r.cancel)
@@ -225,7 +237,7 @@ func run(ctx context.Context, o *Options) error {
 		id := resultID(res)
 		seen[id] = true
 		if o.Verbose > 0 && !explicit {
-			o.announce(id, r.cancel.Signal)
+			o.announce(id, r)
 		}
 		if res.Error != "" {
 			failed++
@@ -261,6 +273,20 @@ func namedIDs(f api.JobFilter) []string {
 	return out
 }
 
+// namedSteps lists the steps a request names, as scancel prints them
+// ("12.0").
+func namedSteps(refs []api.StepRef) []string {
+	out := make([]string, len(refs))
+	for i, r := range refs {
+		out[i] = r.String()
+	}
+	return out
+}
+
+// isStepID reports whether id, as namedIDs and namedSteps print them,
+// names a step.
+func isStepID(id string) bool { return strings.Contains(id, ".") }
+
 // resultID is the id a result answers for.
 func resultID(r api.JobResult) string {
 	if r.ID != "" {
@@ -269,16 +295,31 @@ func resultID(r api.JobResult) string {
 	return strconv.FormatUint(r.JobID, 10)
 }
 
-func (o *Options) announce(id string, sig int) {
-	if sig != 0 {
-		fmt.Fprintf(o.IO.ErrOut, "scancel: Signal %d to job %s\n", sig, id)
+// announce prints Slurm's -v line for one job: "Signal 10 to batch job
+// 12", "Terminating job 12".
+func (o *Options) announce(id string, r *request) {
+	if isStepID(id) {
+		// Steps: "Signal 10 to step 12.0", "Terminating step 12.0".
+		if r.sigSet {
+			fmt.Fprintf(o.IO.ErrOut, "scancel: Signal %d to step %s\n", r.cancel.Signal, id)
+		} else {
+			fmt.Fprintf(o.IO.ErrOut, "scancel: Terminating step %s\n", id)
+		}
 		return
 	}
-	fmt.Fprintf(o.IO.ErrOut, "scancel: Terminating job %s\n", id)
+	if r.sigSet {
+		fmt.Fprintf(o.IO.ErrOut, "scancel: Signal %d to %sjob %s\n", r.cancel.Signal, r.kind, id)
+		return
+	}
+	fmt.Fprintf(o.IO.ErrOut, "scancel: Terminating %sjob %s\n", r.kind, id)
 }
 
 func (o *Options) report(id string, msg string) {
 	if o.Quiet {
+		return
+	}
+	if isStepID(id) {
+		cmdutil.Errorf(o.IO.ErrOut, "scancel", "Kill job error on job step id %s: %s", id, msg)
 		return
 	}
 	cmdutil.Errorf(o.IO.ErrOut, "scancel", "Kill job error on job id %s: %s", id, msg)
@@ -299,6 +340,9 @@ func (o *Options) choose(ctx context.Context, client cmdutil.API, r *request) ([
 			continue
 		}
 		if r.nodes != nil && !onNodes(j, r.nodes) {
+			continue
+		}
+		if r.qos != nil && !r.qos[strings.ToLower(j.QOS)] {
 			continue
 		}
 		if o.Interactive {

@@ -26,13 +26,17 @@ var signals = [...]struct {
 // maxSignal is the highest real-time signal on Linux.
 const maxSignal = 64
 
+// sigKill is SIGKILL's number.
+const sigKill = 9
+
 // ParseSignal accepts a signal name with or without SIG, in any case
-// ("usr1", "SIGUSR1"), or its number, as scancel --signal does.
+// ("usr1", "SIGUSR1"), or its number, as scancel --signal does; anything
+// else is Slurm's "Unknown job signal".
 func ParseSignal(s string) (int, error) {
 	t := strings.ToUpper(strings.TrimSpace(s))
 	if n, err := strconv.Atoi(t); err == nil {
 		if n < 1 || n > maxSignal {
-			return 0, api.Invalid("Invalid job signal: %s", s)
+			return 0, api.Invalid("Unknown job signal: %s", s)
 		}
 		return n, nil
 	}
@@ -42,5 +46,5 @@ func ParseSignal(s string) (int, error) {
 			return sig.num, nil
 		}
 	}
-	return 0, api.Invalid("Invalid job signal: %s", s)
+	return 0, api.Invalid("Unknown job signal: %s", s)
 }

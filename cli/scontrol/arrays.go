@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -47,10 +48,18 @@ func (o *Options) loadShownJobs(ctx context.Context, c cmdutil.API, arg string) 
 		if err != nil {
 			return nil, time.Time{}, fmt.Errorf("slurm_load_jobs error: %w", err)
 		}
-		if len(list.Jobs) == 0 {
+		// A task cancelled before it started is gone for Slurm: it only
+		// leaves the array's pending set, and show job N_I no longer
+		// finds it. Tide keeps a record of it (squeue -t all, sacct),
+		// which show job leaves out.
+		jobs := slices.DeleteFunc(list.Jobs, func(j api.Job) bool {
+			// Never allocated: Slurm's cancel gives it a start time too.
+			return !j.IsArrayMeta() && j.State == api.StateCancelled && len(j.Alloc) == 0
+		})
+		if len(jobs) == 0 {
 			return nil, time.Time{}, o.loadJobsError(errInvalidJob)
 		}
-		return list.Jobs, list.Now, nil
+		return jobs, list.Now, nil
 	}
 	j, err := c.Job(ctx, ids[0])
 	if errors.Is(err, api.ErrNotFound) {

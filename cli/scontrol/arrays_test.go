@@ -63,6 +63,36 @@ func TestShowArrayJobs(t *testing.T) {
 	}
 }
 
+// TestShowCancelledPendingTask: a task cancelled while pending (scancel
+// 7_3) is gone for show job 7_3, as in Slurm, while a task cancelled
+// after it started is still shown.
+func TestShowCancelledPendingTask(t *testing.T) {
+	fake := arrayFake()
+	var meta api.Job
+	for i, j := range fake.JobRecs {
+		if j.ID == 7 {
+			// Tasks 3 and 4 have left the pending set.
+			fake.JobRecs[i].ArrayPending = api.NewTaskSet([]int{5, 6, 7, 8, 9})
+			meta = j
+		}
+	}
+	never := meta
+	never.ID, never.ArrayTaskID, never.ArrayPending = 30, 3, api.TaskSet{}
+	// A cancel stamps a start time on a pending job too.
+	never.State, never.StartTime, never.EndTime = api.StateCancelled, meta.SubmitTime.Add(5*time.Second), meta.SubmitTime.Add(5*time.Second)
+	ran := never
+	ran.ID, ran.ArrayTaskID = 31, 4
+	ran.StartTime = meta.SubmitTime.Add(time.Second)
+	ran.Alloc = []api.NodeAlloc{{Node: "n1", CPUs: 1, Tasks: 1}}
+	fake.JobRecs = append(fake.JobRecs, never, ran)
+	if r := run(t, fake, nil, time.UTC, "show", "job", "7_3"); r.code != 1 || r.errOut != "slurm_load_jobs error: Invalid job id specified\n" {
+		t.Errorf("task cancelled while pending: exit %d, stderr %q, out %q", r.code, r.errOut, r.out)
+	}
+	if r := run(t, fake, nil, time.UTC, "show", "job", "7_4"); r.code != 0 || !strings.Contains(r.out, "JobId=31 ArrayJobId=7 ArrayTaskId=4") {
+		t.Errorf("task cancelled while running: exit %d, stderr %q, out %q", r.code, r.errOut, r.out)
+	}
+}
+
 // TestArrayTaskLineMatchesSlurm compares the first line of a running
 // task with Slurm's sample (JobId=13 ArrayJobId=7 ArrayTaskId=1 …).
 func TestArrayTaskLineMatchesSlurm(t *testing.T) {

@@ -2,7 +2,9 @@ package scontrol
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"os"
 	"sort"
 	"strings"
 	"time"
@@ -12,10 +14,6 @@ import (
 	"github.com/tide-hpc/tide/cli/cmdutil"
 	"github.com/tide-hpc/tide/internal/termsafe"
 )
-
-// Version is the Tide version `scontrol version` reports; the build sets
-// it with -ldflags "-X github.com/tide-hpc/tide/cli/scontrol.Version=…".
-var Version = "dev"
 
 // slurmCompat is the Slurm release whose scontrol output Tide mimics.
 const slurmCompat = "22.05.8"
@@ -31,6 +29,13 @@ type Options struct {
 	OneLiner bool
 	Details  bool
 	Quiet    bool
+	// JSON prints show job|node|partition, ping and show
+	// licenses|reservations in Slurm's data_parser layout (json.go).
+	JSON bool
+	// Argv is the command line as run, for --json's meta.command.
+	Argv []string
+	// Clusters is -M/--clusters: it must name the controller's cluster.
+	Clusters string
 }
 
 // NewCmd returns the `scontrol` command.
@@ -38,45 +43,24 @@ func NewCmd(f *cmdutil.Factory) *cobra.Command {
 	return newCmd(f, time.Local)
 }
 
+// newCmd builds scontrol. Cobra only dispatches: scontrol reads its
+// global options with Slurm's table (options.go).
 func newCmd(f *cmdutil.Factory, loc *time.Location) *cobra.Command {
-	opts := &Options{IO: f.IO, API: f.API, Getenv: f.Getenv, Loc: loc}
-	var all, version bool
-	cmd := &cobra.Command{
-		Use:   "scontrol [-o] [-d] COMMAND [ARGS...]",
-		Short: "View and modify Tide jobs, nodes and partitions",
-		Long: `scontrol shows and changes the state of jobs, nodes and partitions.
-
-Commands (case-insensitive, unambiguous abbreviations accepted):
-  show job [ID]                   show node [NAMES]      show partition [NAME]
-  show config                     show hostnames [LIST]  show hostlist NAMES
-  hold ID...    uhold ID...       release ID...          requeue ID...
-  update JobId=ID[,ID] Key=Value...     (TimeLimit=[+|-]TIME Name= Comment=
-                                         Partition= Priority= Nice= Account=)
-  update NodeName=NODES State=DRAIN|DOWN|RESUME|UNDRAIN [Reason="..."]
-  ping    version`,
-		SilenceUsage:  true,
-		SilenceErrors: true,
-		Args:          cobra.ArbitraryArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if version {
-				return opts.version()
+	opts := &Options{IO: f.IO, API: f.API, Getenv: f.Getenv, Loc: loc, Argv: commandLine()}
+	return cmdutil.RawCommand("scontrol [OPTIONS] COMMAND [ARGS...]", "View and modify Tide jobs, nodes and partitions",
+		func(ctx context.Context, args []string) error {
+			words, done, err := opts.parseArgs(args)
+			if done || err != nil {
+				return err
 			}
-			if len(args) == 0 {
+			if len(words) == 0 {
 				return cmdutil.Usagef("no command given (try: scontrol show job)")
 			}
-			return opts.Run(cmd.Context(), args)
-		},
-	}
-	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
-		return cmdutil.Usagef("%s", err)
-	})
-	fl := cmd.Flags()
-	fl.BoolVarP(&opts.OneLiner, "oneliner", "o", false, "print each record on one line")
-	fl.BoolVarP(&opts.Details, "details", "d", false, "show more details (GPU indices per node)")
-	fl.BoolVarP(&opts.Quiet, "quiet", "Q", false, "do not print per-job error messages")
-	fl.BoolVarP(&all, "all", "a", false, "show all partitions (Tide hides none; accepted for Slurm compatibility)")
-	fl.BoolVarP(&version, "version", "V", false, "print the version")
-	return cmd
+			if err := opts.checkClusters(ctx); err != nil {
+				return err
+			}
+			return opts.Run(ctx, words)
+		})
 }
 
 // commands are the supported top-level keywords, matched by unambiguous
@@ -89,6 +73,9 @@ var slurmOnly = []string{"abort", "cancel_reboot", "cluster", "completing", "cre
 	"errnumstr", "fsdampeningfactor", "getaddrs", "listpids", "notify", "pidinfo",
 	"power", "reboot", "reboot_nodes", "reconfigure", "requeuehold", "resume", "schedloglevel",
 	"setdebug", "setdebugflags", "shutdown", "suspend", "takeover", "token", "top", "wait_job", "write"}
+
+// commandLine is the command line as run; tests replace it.
+var commandLine = func() []string { return os.Args }
 
 // Run executes one scontrol command line (without the program name).
 func (o *Options) Run(ctx context.Context, args []string) error {
@@ -111,11 +98,18 @@ func (o *Options) Run(ctx context.Context, args []string) error {
 	case "update":
 		return o.update(ctx, rest)
 	case "ping":
+		if o.JSON {
+			c, err := o.API()
+			if err != nil {
+				return err
+			}
+			return o.pingJSON(ctx, c)
+		}
 		return o.ping(ctx)
 	case "version":
 		return o.version()
 	case "help":
-		fmt.Fprintln(o.IO.Out, "usage: scontrol [-o] [-d] COMMAND [ARGS...]; run scontrol --help for the command list")
+		fmt.Fprint(o.IO.Out, helpText)
 		return nil
 	}
 	return fmt.Errorf("invalid keyword: %s", args[0])
@@ -123,10 +117,11 @@ func (o *Options) Run(ctx context.Context, args []string) error {
 
 // showEntities are the `show` targets in their long forms, so that
 // "job", "jobs", "node", "nodes", "part" and "config" all match.
-var showEntities = []string{"jobs", "nodes", "partitions", "configuration", "hostnames", "hostlist", "hostlistsorted"}
+var showEntities = []string{"jobs", "nodes", "partitions", "configuration", "hostnames", "hostlist", "hostlistsorted",
+	"licenses", "reservations", "steps"}
 
 var showSlurmOnly = []string{"aliases", "assoc_mgr", "bbstat", "burstbuffer", "daemons", "dwstat",
-	"federation", "frontend", "licenses", "reservations", "slurmd", "steps", "topology"}
+	"federation", "frontend", "slurmd", "topology"}
 
 func (o *Options) show(ctx context.Context, args []string) error {
 	if len(args) == 0 {
@@ -140,7 +135,21 @@ func (o *Options) show(ctx context.Context, args []string) error {
 		return fmt.Errorf("invalid entity: %s for keyword: show", args[0])
 	}
 	rest := args[1:]
+	if o.JSON {
+		if err := o.showJSON(ctx, ent, rest); err != errNoJSON {
+			return err
+		}
+	}
 	switch ent {
+	case "licenses":
+		// Tide has no licenses or reservations: Slurm's words for none.
+		fmt.Fprintln(o.IO.Out, "No licenses configured in Slurm.")
+		return nil
+	case "reservations":
+		fmt.Fprintln(o.IO.Out, "No reservations in the system")
+		return nil
+	case "steps":
+		return o.showSteps(ctx, rest)
 	case "jobs":
 		return o.showJob(ctx, rest)
 	case "nodes":
@@ -155,6 +164,36 @@ func (o *Options) show(ctx context.Context, args []string) error {
 		return o.showHostlist(rest)
 	}
 	return fmt.Errorf("invalid entity: %s for keyword: show", args[0])
+}
+
+// errNoJSON says an entity has no JSON form: it is shown as text.
+var errNoJSON = errors.New("no JSON form")
+
+// showJSON is show ENTITY with --json.
+func (o *Options) showJSON(ctx context.Context, ent string, args []string) error {
+	switch ent {
+	case "jobs", "nodes", "partitions", "licenses", "reservations", "steps":
+	default:
+		return errNoJSON
+	}
+	if len(args) > 1 {
+		return fmt.Errorf("too many arguments for keyword: show %s", ent)
+	}
+	c, err := o.API()
+	if err != nil {
+		return err
+	}
+	switch ent {
+	case "jobs":
+		return o.showJobJSON(ctx, c, args)
+	case "nodes":
+		return o.showNodeJSON(ctx, c, args)
+	case "partitions":
+		return o.showPartitionJSON(ctx, c, args)
+	case "steps":
+		return o.showStepsJSON(ctx, c, args)
+	}
+	return o.showNoneJSON(ctx, c, ent)
 }
 
 // matchKeyword returns the candidate word equals (case-insensitively) or
@@ -193,7 +232,9 @@ func contains(xs []string, x string) bool {
 }
 
 func (o *Options) version() error {
-	fmt.Fprintf(o.IO.Out, "slurm %s (tide %s)\n", slurmCompat, Version)
+	// Exactly Slurm's line: tools parse it (Tide's own version is in
+	// `tide version` and show config's TideVersion).
+	fmt.Fprintf(o.IO.Out, "slurm %s\n", slurmCompat)
 	return nil
 }
 

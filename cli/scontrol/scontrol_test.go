@@ -70,6 +70,10 @@ func TestShowGolden(t *testing.T) {
 		{name: "hostlist", args: []string{"show", "hostlist", "gpu03,gpu01,gpu02,login1"}, golden: "show-hostlist"},
 		{name: "version", args: []string{"version"}, golden: "version"},
 		{name: "ping", args: []string{"ping"}, golden: "ping"},
+		{name: "no reservations", args: []string{"show", "reservations"}, golden: "show-reservations"},
+		{name: "help", args: []string{"--help"}, golden: "help"},
+		{name: "help command", args: []string{"help"}, golden: "help"},
+		{name: "no licenses", args: []string{"show", "lic"}, golden: "show-licenses"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -179,8 +183,8 @@ func TestErrors(t *testing.T) {
 			wantErr: "scontrol: error: suspend is not supported by Tide\n"},
 		{name: "unknown entity", args: []string{"show", "foo"}, wantCode: 1,
 			wantErr: "scontrol: error: invalid entity: foo for keyword: show\n"},
-		{name: "slurm entity tide lacks", args: []string{"show", "reservation"}, wantCode: 1,
-			wantErr: "scontrol: error: show reservation is not supported by Tide\n"},
+		{name: "slurm entity tide lacks", args: []string{"show", "topology"}, wantCode: 1,
+			wantErr: "scontrol: error: show topology is not supported by Tide\n"},
 		{name: "unknown node", args: []string{"show", "node", "gpu[04-05]"}, wantCode: 1,
 			wantErr: "scontrol: error: Node gpu05 not found\n"},
 		{name: "unknown partition", args: []string{"show", "partition", "nope"}, wantCode: 1,
@@ -226,8 +230,8 @@ func TestErrors(t *testing.T) {
 			wantErr: "scontrol: error: TimeLimit increment/decrement not possible without a finite time limit for job 105\n", noChanges: true},
 		{name: "hostnames without list", args: []string{"show", "hostnames"}, wantCode: 1,
 			wantErr: "scontrol: error: no hostlist given and SLURM_JOB_NODELIST is not set\n"},
-		{name: "unknown flag", args: []string{"--frob", "show", "job"}, wantCode: 2,
-			wantErr: "scontrol: error: unknown flag: --frob\n"},
+		{name: "unknown flag", args: []string{"--frob", "show", "job"}, wantCode: 1,
+			wantErr: "scontrol: unrecognized option '--frob'\nTry \"scontrol --help\" for more information\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -43,7 +43,9 @@ func (o *Options) showJob(ctx context.Context, args []string) error {
 			now = info.Now
 		}
 	} else {
-		list, err := c.Jobs(ctx, api.JobFilter{})
+		// As Slurm, finished jobs are listed until MinJobAge: the
+		// controller keeps them that long.
+		list, err := c.Jobs(ctx, api.JobFilter{All: true})
 		if err != nil {
 			return fmt.Errorf("slurm_load_jobs error: %w", err)
 		}

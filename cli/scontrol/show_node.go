@@ -5,14 +5,12 @@ import (
 	"fmt"
 	"net"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
 	"github.com/tide-hpc/tide/cli/scontrol/jobfmt"
 	"github.com/tide-hpc/tide/ctld/api"
 	"github.com/tide-hpc/tide/hostlist"
-	"github.com/tide-hpc/tide/internal/termsafe"
 )
 
 // renderBlock lays out a node or partition record: unlike jobs, Slurm
@@ -267,37 +265,6 @@ func partitionRecord(p *api.Partition, nodes map[string]*api.Node) *record {
 	r.add("DefMemPerNode=UNLIMITED MaxMemPerNode=UNLIMITED")
 	r.add("TRES=%s", t)
 	return r
-}
-
-func (o *Options) showConfig(ctx context.Context) error {
-	c, err := o.API()
-	if err != nil {
-		return err
-	}
-	info, err := c.Cluster(ctx)
-	if err != nil {
-		return fmt.Errorf("slurm_load_ctl_conf error: %w", err)
-	}
-	keys := make([]string, 0, len(info.Config))
-	for k := range info.Config {
-		keys = append(keys, k)
-	}
-	sort.Slice(keys, func(i, j int) bool {
-		a, b := strings.ToLower(keys[i]), strings.ToLower(keys[j])
-		if a != b {
-			return a < b
-		}
-		return keys[i] < keys[j]
-	})
-	var b strings.Builder
-	fmt.Fprintf(&b, "Configuration data as of %s\n", fmtTime(info.Now, o.Loc))
-	for _, k := range keys {
-		// Escaped: partition names and paths are configured text.
-		fmt.Fprintf(&b, "%-23s = %s\n", termsafe.Escape(k), termsafe.Escape(info.Config[k]))
-	}
-	fmt.Fprintf(&b, "\nSlurmctld(primary) at %s is UP\n", termsafe.Escape(ctldHost(info.Config, info.Name)))
-	_, err = fmt.Fprint(o.IO.Out, b.String())
-	return err
 }
 
 func (o *Options) showHostnames(args []string) error {

@@ -17,6 +17,8 @@ type env struct {
 	now   time.Time
 	loc   *time.Location
 	exact bool // -e: group by sizes too instead of printing ranges
+	// tf is SLURM_TIME_FORMAT's format for time stamps.
+	tf slurmfmt.TimeFormat
 }
 
 // record is one output line: nodes of one partition (part is nil when the
@@ -270,7 +272,7 @@ func reasonTime(e *env, n *api.Node) string {
 	if n.ReasonTime.IsZero() {
 		return "Unknown"
 	}
-	return n.ReasonTime.In(e.loc).Format(slurmfmt.TimestampLayout)
+	return e.tf.Format(n.ReasonTime, e.loc)
 }
 
 func features(_ *env, n *api.Node) string {

@@ -2,53 +2,84 @@ package sinfo
 
 import (
 	"bufio"
-	"time"
+	"net"
+	"strconv"
+	"strings"
 
 	"github.com/tide-hpc/tide/cli/cmdutil"
+	"github.com/tide-hpc/tide/cli/slurmfmt"
+	"github.com/tide-hpc/tide/cli/slurmjson"
 	"github.com/tide-hpc/tide/ctld/api"
 )
 
-// jsonOutput is sinfo --json: Slurm's openapi layout ({"nodes": [...],
-// "partitions": [...]}) with snake_case keys, plus per-GPU detail. Times
-// are unix seconds (0 when unknown); limits are minutes (null when
-// unlimited).
+// jsonOutput is sinfo --json: Slurm 22.05's openapi/v0.0.38 answer
+// (meta, errors, then the nodes with v0.0.38's keys in its order), plus
+// the "warnings" list of later releases and, after the nodes, the
+// partitions in v0.0.38's partition layout (22.05's sinfo printed only
+// nodes; scripts asking for limits read them here). Each node ends with
+// Tide's per-GPU detail (gpus_total ... gpus), after Slurm's keys. Times
+// are unix seconds (0 when unknown), limits minutes (-1 unlimited).
 type jsonOutput struct {
-	Errors     []string        `json:"errors"`
-	Nodes      []jsonNode      `json:"nodes"`
-	Partitions []jsonPartition `json:"partitions"`
+	Meta       slurmjson.Legacy    `json:"meta"`
+	Errors     []slurmjson.Error   `json:"errors"`
+	Warnings   []slurmjson.Warning `json:"warnings"`
+	Nodes      []jsonNode          `json:"nodes"`
+	Partitions []jsonPartition     `json:"partitions"`
 }
 
 type jsonNode struct {
-	Name            string    `json:"name"`
-	Hostname        string    `json:"hostname"`
-	Address         string    `json:"address"`
-	State           string    `json:"state"`
-	StateFlags      []string  `json:"state_flags"`
-	Partitions      []string  `json:"partitions"`
-	CPUs            int       `json:"cpus"`
-	AllocCPUs       int       `json:"alloc_cpus"`
-	IdleCPUs        int       `json:"idle_cpus"`
-	CPULoad         int64     `json:"cpu_load"`
-	RealMemory      int64     `json:"real_memory"`
-	AllocMemory     int64     `json:"alloc_memory"`
-	FreeMemory      int64     `json:"free_memory"`
-	Features        string    `json:"features"`
-	Gres            string    `json:"gres"`
-	GresUsed        string    `json:"gres_used"`
-	GPUsTotal       int       `json:"gpus_total"`
-	GPUsAlloc       int       `json:"gpus_alloc"`
-	GPUsIdle        int       `json:"gpus_idle"`
-	GPUs            []jsonGPU `json:"gpus"`
-	Reason          string    `json:"reason"`
-	ReasonSetByUser string    `json:"reason_set_by_user"`
-	ReasonChangedAt int64     `json:"reason_changed_at"`
-	SlurmdVersion   string    `json:"slurmd_version"`
-	OperatingSystem string    `json:"operating_system"`
-	Architecture    string    `json:"architecture"`
-	BootTime        int64     `json:"boot_time"`
-	LastSeen        int64     `json:"last_seen"`
+	Architecture              string    `json:"architecture"`
+	BurstbufferNetworkAddress string    `json:"burstbuffer_network_address"`
+	Boards                    int       `json:"boards"`
+	BootTime                  int64     `json:"boot_time"`
+	Comment                   string    `json:"comment"`
+	Cores                     int       `json:"cores"`
+	CPUBinding                int       `json:"cpu_binding"`
+	CPULoad                   int64     `json:"cpu_load"`
+	Extra                     string    `json:"extra"`
+	FreeMemory                int64     `json:"free_memory"`
+	CPUs                      int       `json:"cpus"`
+	LastBusy                  int64     `json:"last_busy"`
+	Features                  string    `json:"features"`
+	ActiveFeatures            string    `json:"active_features"`
+	Gres                      string    `json:"gres"`
+	GresDrained               string    `json:"gres_drained"`
+	GresUsed                  string    `json:"gres_used"`
+	MCSLabel                  string    `json:"mcs_label"`
+	Name                      string    `json:"name"`
+	NextStateAfterReboot      string    `json:"next_state_after_reboot"`
+	Address                   string    `json:"address"`
+	Hostname                  string    `json:"hostname"`
+	State                     string    `json:"state"`
+	StateFlags                []string  `json:"state_flags"`
+	NextStateAfterRebootFlags []string  `json:"next_state_after_reboot_flags"`
+	OperatingSystem           string    `json:"operating_system"`
+	Owner                     *string   `json:"owner"`
+	Partitions                []string  `json:"partitions"`
+	Port                      int       `json:"port"`
+	RealMemory                int64     `json:"real_memory"`
+	Reason                    string    `json:"reason"`
+	ReasonChangedAt           int64     `json:"reason_changed_at"`
+	ReasonSetByUser           string    `json:"reason_set_by_user"`
+	SlurmdStartTime           int64     `json:"slurmd_start_time"`
+	Sockets                   int       `json:"sockets"`
+	Threads                   int       `json:"threads"`
+	TemporaryDisk             int       `json:"temporary_disk"`
+	Weight                    int       `json:"weight"`
+	TRES                      string    `json:"tres"`
+	SlurmdVersion             string    `json:"slurmd_version"`
+	AllocMemory               int64     `json:"alloc_memory"`
+	AllocCPUs                 int       `json:"alloc_cpus"`
+	IdleCPUs                  int       `json:"idle_cpus"`
+	TRESUsed                  string    `json:"tres_used"`
+	TRESWeighted              float64   `json:"tres_weighted"`
+	GPUsTotal                 int       `json:"gpus_total"`
+	GPUsAlloc                 int       `json:"gpus_alloc"`
+	GPUsIdle                  int       `json:"gpus_idle"`
+	GPUs                      []jsonGPU `json:"gpus"`
 }
 
+// jsonGPU is one GPU of a node (Tide's addition).
 type jsonGPU struct {
 	Index     int    `json:"index"`
 	UUID      string `json:"uuid"`
@@ -59,32 +90,44 @@ type jsonGPU struct {
 }
 
 type jsonPartition struct {
-	Name         string `json:"name"`
-	Nodes        string `json:"nodes"`
-	Default      bool   `json:"default"`
-	State        string `json:"state"`
-	MaxTime      *int64 `json:"maximum_time"`
-	DefaultTime  *int64 `json:"default_time"`
-	MaxNodes     *int   `json:"maximum_nodes_per_job"`
-	PriorityTier int    `json:"priority_tier"`
-	TotalNodes   int    `json:"total_nodes"`
-	TotalCPUs    int    `json:"total_cpus"`
-	TotalGPUs    int    `json:"total_gpus"`
+	Flags                  []string `json:"flags"`
+	PreemptionMode         []string `json:"preemption_mode"`
+	AllowedAllocationNodes string   `json:"allowed_allocation_nodes"`
+	AllowedAccounts        string   `json:"allowed_accounts"`
+	AllowedGroups          string   `json:"allowed_groups"`
+	AllowedQOS             string   `json:"allowed_qos"`
+	Alternative            string   `json:"alternative"`
+	BillingWeights         string   `json:"billing_weights"`
+	DefaultMemoryPerCPU    *int64   `json:"default_memory_per_cpu"`
+	DefaultMemoryPerNode   *int64   `json:"default_memory_per_node"`
+	DefaultTimeLimit       *int64   `json:"default_time_limit"`
+	DeniedAccounts         string   `json:"denied_accounts"`
+	DeniedQOS              string   `json:"denied_qos"`
+	PreemptionGraceTime    int      `json:"preemption_grace_time"`
+	MaximumCPUsPerNode     int      `json:"maximum_cpus_per_node"`
+	MaximumMemoryPerCPU    *int64   `json:"maximum_memory_per_cpu"`
+	MaximumMemoryPerNode   *int64   `json:"maximum_memory_per_node"`
+	MaximumNodesPerJob     int      `json:"maximum_nodes_per_job"`
+	MaxTimeLimit           int64    `json:"max_time_limit"`
+	MinNodesPerJob         int      `json:"min nodes per job"`
+	Name                   string   `json:"name"`
+	Nodes                  string   `json:"nodes"`
+	OverTimeLimit          *int     `json:"over_time_limit"`
+	PriorityJobFactor      int      `json:"priority_job_factor"`
+	PriorityTier           int      `json:"priority_tier"`
+	QOS                    string   `json:"qos"`
+	State                  string   `json:"state"`
+	TotalCPUs              int      `json:"total_cpus"`
+	TotalNodes             int      `json:"total_nodes"`
+	TRES                   string   `json:"tres"`
 }
 
-func unix(t time.Time) int64 {
-	if t.IsZero() {
-		return 0
+// noneNull is a string field: "" where Tide's text output prints (null).
+func noneNull(s string) string {
+	if s == slurmfmt.Null {
+		return ""
 	}
-	return t.Unix()
-}
-
-func minutes(secs int64) *int64 {
-	if secs <= 0 {
-		return nil
-	}
-	m := (secs + 59) / 60
-	return &m
+	return s
 }
 
 func toJSONNode(n *api.Node, e *env) jsonNode {
@@ -112,21 +155,55 @@ func toJSONNode(n *api.Node, e *env) jsonNode {
 	if parts == nil {
 		parts = []string{}
 	}
-	feat := features(e, n)
-	if len(n.Features) == 0 {
-		feat = ""
+	feat := noneNull(features(e, n))
+	addr := n.Addr
+	if h, _, err := net.SplitHostPort(addr); err == nil {
+		addr = h
+	}
+	var lastBusy int64
+	if busy(n) {
+		// Tide does not record when a node was last busy; a busy node is
+		// busy now.
+		lastBusy = slurmjson.Unix(n.LastSeen)
 	}
 	return jsonNode{
-		Name: n.Name, Hostname: n.Hostname, Address: n.Addr,
-		State: stateWord(n), StateFlags: flags, Partitions: parts,
-		CPUs: n.CPUs, AllocCPUs: n.AllocCPUs, IdleCPUs: idle, CPULoad: cpuLoad(n),
-		RealMemory: n.MemoryMB, AllocMemory: n.AllocMemMB, FreeMemory: n.FreeMemMB,
-		Features: feat, Gres: gresConf(e, n), GresUsed: gresUsed(e, n),
+		Architecture: n.Arch, Boards: 1, BootTime: slurmjson.Unix(n.BootTime), Cores: 1,
+		CPULoad: cpuLoad(n), FreeMemory: n.FreeMemMB, CPUs: n.CPUs, LastBusy: lastBusy,
+		Features: feat, ActiveFeatures: feat,
+		Gres: noneNull(gresConf(e, n)), GresUsed: noneNull(gresUsed(e, n)),
+		Name: n.Name, NextStateAfterReboot: "invalid", Address: addr, Hostname: n.Hostname,
+		State: stateWord(n), StateFlags: flags, NextStateAfterRebootFlags: []string{},
+		OperatingSystem: n.OS, Partitions: parts, RealMemory: n.MemoryMB,
+		Reason: n.Reason, ReasonChangedAt: slurmjson.Unix(n.ReasonTime), ReasonSetByUser: n.ReasonUser,
+		SlurmdStartTime: slurmjson.Unix(n.Registered), Sockets: n.CPUs, Threads: 1, Weight: 1,
+		TRES:          tresString(n.CPUs, n.MemoryMB, len(n.GPUs), true),
+		SlurmdVersion: n.Version, AllocMemory: n.AllocMemMB, AllocCPUs: n.AllocCPUs, IdleCPUs: idle,
+		TRESUsed:  tresString(n.AllocCPUs, n.AllocMemMB, n.GPUsInUse(), false),
 		GPUsTotal: t, GPUsAlloc: a, GPUsIdle: i, GPUs: gpus,
-		Reason: n.Reason, ReasonSetByUser: n.ReasonUser, ReasonChangedAt: unix(n.ReasonTime),
-		SlurmdVersion: n.Version, OperatingSystem: n.OS, Architecture: n.Arch,
-		BootTime: unix(n.BootTime), LastSeen: unix(n.LastSeen),
 	}
+}
+
+// tresString is a node's TRES as Slurm writes it: "cpu=64,mem=512G,
+// billing=64,gres/gpu=8" (billing only for the configured TRES).
+func tresString(cpus int, memMB int64, gpus int, billing bool) string {
+	var b strings.Builder
+	b.WriteString("cpu=")
+	b.WriteString(itoa(int64(cpus)))
+	b.WriteString(",mem=")
+	b.WriteString(api.FormatMemMB(memMB))
+	if billing {
+		b.WriteString(",billing=")
+		b.WriteString(itoa(int64(cpus)))
+	}
+	if gpus > 0 {
+		b.WriteString(",gres/gpu=")
+		b.WriteString(itoa(int64(gpus)))
+	}
+	return b.String()
+}
+
+func itoa(n int64) string {
+	return strconv.FormatInt(n, 10)
 }
 
 // stateWord is the base state in lower case, as Slurm's openapi prints
@@ -147,8 +224,54 @@ func stateWord(n *api.Node) string {
 	return "idle"
 }
 
+// minutesOrUnlimited is a partition limit in minutes, -1 when unlimited.
+func minutesOrUnlimited(secs int64) int64 {
+	if m, ok := slurmjson.Minutes(secs); ok && secs != api.Infinite {
+		return m
+	}
+	return -1
+}
+
+func toJSONPartition(pt *api.Partition, byName map[string]*api.Node) jsonPartition {
+	jp := jsonPartition{
+		Flags: []string{}, PreemptionMode: []string{"disabled"},
+		AllowedAllocationNodes: "", AllowedAccounts: strings.Join(pt.Access.AllowAccounts, ","),
+		AllowedGroups: strings.Join(pt.Access.AllowGroups, ","), AllowedQOS: strings.Join(pt.Access.AllowQOS, ","),
+		DeniedAccounts: strings.Join(pt.Access.DenyAccounts, ","), DeniedQOS: strings.Join(pt.Access.DenyQOS, ","),
+		MaximumCPUsPerNode: -1, MaximumNodesPerJob: -1, MaxTimeLimit: minutesOrUnlimited(pt.MaxTime),
+		Name: pt.Name, Nodes: pt.NodesExpr, PriorityJobFactor: 1, PriorityTier: max(pt.Priority, 1),
+		State: strings.ToUpper(partAvail(pt)),
+	}
+	if pt.Default {
+		jp.Flags = append(jp.Flags, "default")
+	}
+	if m, ok := slurmjson.Minutes(pt.DefaultTime); ok && pt.DefaultTime != api.Infinite {
+		jp.DefaultTimeLimit = &m
+	}
+	if pt.MaxNodes > 0 {
+		jp.MaximumNodesPerJob = pt.MaxNodes
+	}
+	var cpus, gpus int
+	var mem int64
+	for _, name := range pt.Nodes {
+		if n := byName[name]; n != nil {
+			jp.TotalNodes++
+			cpus += n.CPUs
+			mem += n.MemoryMB
+			gpus += len(n.GPUs)
+		}
+	}
+	jp.TotalCPUs = cpus
+	jp.TRES = tresString(cpus, mem, gpus, true)
+	if i := strings.Index(jp.TRES, ",billing"); i > 0 {
+		jp.TRES = jp.TRES[:i] + ",node=" + itoa(int64(jp.TotalNodes)) + jp.TRES[i:]
+	}
+	return jp
+}
+
 func writeJSON(w *bufio.Writer, list *api.NodeList, p *plan, e *env) error {
-	out := jsonOutput{Errors: []string{}, Nodes: []jsonNode{}, Partitions: []jsonPartition{}}
+	out := jsonOutput{Meta: slurmjson.LegacyMeta("v0.0.38"), Errors: []slurmjson.Error{},
+		Warnings: []slurmjson.Warning{}, Nodes: []jsonNode{}, Partitions: []jsonPartition{}}
 	byName := map[string]*api.Node{}
 	for i := range list.Nodes {
 		n := &list.Nodes[i]
@@ -166,22 +289,7 @@ func writeJSON(w *bufio.Writer, list *api.NodeList, p *plan, e *env) error {
 		if p.filter.partitions != nil && !p.filter.partitions[pt.Name] {
 			continue
 		}
-		jp := jsonPartition{
-			Name: pt.Name, Nodes: pt.NodesExpr, Default: pt.Default, State: partAvail(pt),
-			MaxTime: minutes(pt.MaxTime), DefaultTime: minutes(pt.DefaultTime),
-			PriorityTier: max(pt.Priority, 1),
-		}
-		if pt.MaxNodes > 0 {
-			jp.MaxNodes = &pt.MaxNodes
-		}
-		for _, name := range pt.Nodes {
-			if n := byName[name]; n != nil {
-				jp.TotalNodes++
-				jp.TotalCPUs += n.CPUs
-				jp.TotalGPUs += len(n.GPUs)
-			}
-		}
-		out.Partitions = append(out.Partitions, jp)
+		out.Partitions = append(out.Partitions, toJSONPartition(pt, byName))
 	}
 	return cmdutil.WriteJSON(w, out)
 }

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 
 	"github.com/tide-hpc/tide/cli/cmdutil"
 	"github.com/tide-hpc/tide/cli/slurmfmt"
@@ -64,6 +63,14 @@ type Options struct {
 	Partitions  string
 	Nodes       string
 	States      string
+	// Clusters is -M/--clusters: it must name the controller's cluster
+	// (or be "all"); SLURM_CLUSTERS stands in for it.
+	Clusters string
+	// Reservations is -T: list reservations, of which Tide has none.
+	Reservations bool
+
+	// What the parser checks combinations with: -a, -p, and -o or -O.
+	allSet, partitionSet, formatSet bool
 }
 
 // NewCmd returns the sinfo command.
@@ -71,65 +78,17 @@ func NewCmd(f *cmdutil.Factory) *cobra.Command {
 	return newCmd(f, run)
 }
 
+// newCmd builds sinfo around runF. Cobra only dispatches: sinfo reads
+// its own arguments with Slurm's option table (options.go).
 func newCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cobra.Command {
 	o := &Options{IO: f.IO, API: f.API, Now: f.Now, Getenv: f.Getenv, Loc: time.Local, Sleep: sleepCtx}
-	cmd := &cobra.Command{
-		Use:   "sinfo",
-		Short: "View information about nodes and partitions",
-		Long: "sinfo shows partitions and their nodes grouped by state, in Slurm's formats.\n" +
-			"--gpus adds a GPUS(A/I/T) column: allocated, idle and total GPUs.",
-		SilenceUsage:  true,
-		SilenceErrors: true,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if len(args) > 0 {
-				return cmdutil.Usagef("Unrecognized option: %s", args[0])
+	return cmdutil.RawCommand("sinfo [OPTIONS]", "View information about nodes and partitions",
+		func(ctx context.Context, args []string) error {
+			if done, err := o.parseArgs(args); done || err != nil {
+				return err
 			}
-			fl := cmd.Flags()
-			if fl.Changed("format") && fl.Changed("Format") {
-				return cmdutil.Usagef("-o (--format) is incompatible with -O (--Format)")
-			}
-			if o.Iterate < 0 || (fl.Changed("iterate") && o.Iterate == 0) {
-				return cmdutil.Usagef("--iterate=%d: must be a positive number of seconds", o.Iterate)
-			}
-			return runF(cmd.Context(), o)
-		},
-	}
-	fl := cmd.Flags()
-	fl.SortFlags = false
-	fl.SetNormalizeFunc(normalize)
-	fl.BoolP("all", "a", false, "show all partitions (all are visible in Tide)")
-	fl.BoolVarP(&o.Dead, "dead", "d", false, "only nodes that do not respond")
-	fl.BoolVarP(&o.Exact, "exact", "e", false, "group nodes only with identical sizes (no min+ ranges)")
-	fl.BoolVarP(&o.NoHeader, "noheader", "h", false, "print no header lines")
-	fl.IntVarP(&o.Iterate, "iterate", "i", 0, "repeat the report every `SECONDS` until interrupted")
-	fl.BoolVarP(&o.Long, "long", "l", false, "long report, with the date first")
-	fl.StringVarP(&o.Nodes, "nodes", "n", "", "hostlist of nodes to view")
-	fl.BoolVarP(&o.NodeView, "Node", "N", false, "one line per node (and partition)")
-	fl.StringVarP(&o.Format, "format", "o", "", "format specification (%[.][width]X fields)")
-	fl.StringVarP(&o.FormatLong, "Format", "O", "", "format specification (Name[:[.]width] fields)")
-	fl.StringVarP(&o.Partitions, "partition", "p", "", "comma separated list of partitions to view")
-	fl.BoolVarP(&o.Responding, "responding", "r", false, "only nodes that respond")
-	fl.BoolVarP(&o.ListReasons, "list-reasons", "R", false, "list why nodes are down or drained")
-	fl.BoolVarP(&o.Summarize, "summarize", "s", false, "one line per partition with node counts")
-	fl.StringVarP(&o.Sort, "sort", "S", "", "comma separated list of fields to sort on ('-' descending, '#P' config order)")
-	fl.StringVarP(&o.States, "states", "t", "", "comma separated list of node states to view")
-	fl.CountVarP(&o.Verbose, "verbose", "v", "print the options used on stderr")
-	fl.BoolVar(&o.JSON, "json", false, "print nodes and partitions as JSON")
-	fl.BoolVar(&o.GPUs, "gpus", false, "add a GPUS(A/I/T) column (Tide)")
-	fl.Bool("help", false, "show this help")
-	return cmd
-}
-
-func normalize(_ *pflag.FlagSet, name string) pflag.NormalizedName {
-	switch name {
-	case "partitions":
-		name = "partition"
-	case "state":
-		name = "states"
-	case "node":
-		name = "nodes"
-	}
-	return pflag.NormalizedName(name)
+			return runF(ctx, o)
+		})
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) error {
@@ -256,10 +215,16 @@ func (o *Options) compile(e *env) (*plan, error) {
 }
 
 func run(ctx context.Context, o *Options) error {
+	if o.Reservations {
+		// Slurm's words for none.
+		fmt.Fprintln(o.IO.Out, "No reservations in the system")
+		return nil
+	}
 	e := &env{loc: o.Loc, exact: o.Exact}
 	if e.loc == nil {
 		e.loc = time.Local
 	}
+	e.tf = o.timeFormat(e.loc)
 	p, err := o.compile(e)
 	if err != nil {
 		return err
@@ -270,6 +235,9 @@ func run(ctx context.Context, o *Options) error {
 	client, err := o.API()
 	if err != nil {
 		return fmt.Errorf("connect to controller: %w", err)
+	}
+	if err := o.checkClusters(ctx, client); err != nil {
+		return err
 	}
 	w := bufio.NewWriter(o.IO.Out)
 	for {

@@ -206,7 +206,6 @@ func TestErrors(t *testing.T) {
 		{name: "bad long field", args: []string{"-O", "Partition,Bogus"}, wantErr: "Invalid node format specification: Bogus", wantCode: 1},
 		{name: "bad sort", args: []string{"-S", "Q"}, wantErr: "Invalid sort specification: Q", wantCode: 1},
 		{name: "bad nodes", args: []string{"-n", "gpu[1-"}, wantErr: "invalid entry for --nodes", wantCode: 1},
-		{name: "format and Format", args: []string{"-o", "%P", "-O", "Partition"}, wantErr: "incompatible", wantCode: 2},
 		{name: "stray argument", args: []string{"gpu01"}, wantErr: "Unrecognized option", wantCode: 2},
 		{name: "controller down", fakeErr: api.Errorf(api.ErrUnavailable, "connection refused"), wantErr: "slurm_load_node error: connection refused", wantCode: 1},
 	}

@@ -22,6 +22,9 @@ type Field[T any] struct {
 	NoCut bool
 	// HeaderNoCut does the same for the header.
 	HeaderNoCut bool
+	// HeaderLeft left-justifies the header whatever the column's
+	// justification, as squeue -s does for START_TIME.
+	HeaderLeft bool
 }
 
 // Lookup resolves a field name or letter to a Field.
@@ -61,7 +64,7 @@ func (t *Table[T]) AppendHeader(dst []byte) []byte {
 	dst = append(dst, t.Prefix...)
 	for i := range t.Columns {
 		c := &t.Columns[i]
-		dst = AppendCell(dst, c.Header, c.Width, c.Right, !c.HeaderNoCut)
+		dst = AppendCell(dst, c.Header, c.Width, c.Right && !c.HeaderLeft, !c.HeaderNoCut)
 		dst = append(dst, c.Suffix...)
 	}
 	return append(dst, '\n')

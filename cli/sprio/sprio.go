@@ -49,46 +49,32 @@ type Options struct {
 	Norm       bool
 	NoHeader   bool
 	JSON       bool
+	// JobsFlag is -j, with or without a list; Verbose counts -v.
+	JobsFlag bool
+	Verbose  int
+	// Clusters is -M/--clusters: it must name the controller's cluster.
+	Clusters string
+	// Getenv reads POSIXLY_CORRECT (nil: none).
+	Getenv func(string) string
 }
 
 // NewCmd returns sprio (tide prio).
 func NewCmd(f *cmdutil.Factory) *cobra.Command { return newCmd(f, time.Local) }
 
+// newCmd builds sprio. Cobra only dispatches: sprio reads its own
+// arguments with Slurm's option table (options.go).
 func newCmd(f *cmdutil.Factory, loc *time.Location) *cobra.Command {
-	o := &Options{IO: f.IO, API: f.API, Now: f.Now, UID: f.UID, Loc: loc}
-	cmd := &cobra.Command{
-		Use:   "sprio [OPTIONS] [JOBID...]",
-		Short: "View the factors of pending jobs' priority",
-		Long: `sprio shows why pending jobs are ordered as they are: their queue (Slurm
-account) and class (QOS), their level (1-10: --priority, else the class's
-default), how long they have waited, the level aging raised them to, since
-when they starve, how much of its guaranteed GPUs their queue uses, and the
-reason they wait. Job ids may be given as arguments (tide prio JOB...) or
-with -j.`,
-		SilenceUsage:  true,
-		SilenceErrors: true,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			o.Args = args
-			ctx := cmd.Context()
-			if ctx == nil {
-				ctx = context.Background()
+	o := &Options{IO: f.IO, API: f.API, Now: f.Now, UID: f.UID, Getenv: f.Getenv, Loc: loc}
+	return cmdutil.RawCommand("sprio [OPTIONS] [JOBID...]", "View the factors of pending jobs' priority",
+		func(ctx context.Context, args []string) error {
+			if done, err := o.parseArgs(args); done || err != nil {
+				return err
+			}
+			if err := o.checkClusters(ctx); err != nil {
+				return err
 			}
 			return o.Run(ctx)
-		},
-	}
-	fl := cmd.Flags()
-	fl.SortFlags = false
-	fl.BoolVarP(&o.NoHeader, "noheader", "h", false, "print no header line")
-	fl.StringVarP(&o.Jobs, "jobs", "j", "", "comma separated list of job ids to show")
-	fl.BoolVarP(&o.Long, "long", "l", false, "more columns: user, asked level, GPUs, and every reason that applies")
-	fl.BoolVarP(&o.Norm, "norm", "n", false, "show the factors normalized to 0-1 (levels over 10, age over the starvation age)")
-	fl.StringVarP(&o.Partitions, "partition", "p", "", "comma separated list of partitions")
-	fl.StringVarP(&o.Users, "user", "u", "", "comma separated list of users")
-	fl.BoolVar(&o.Me, "me", false, "show only the caller's jobs")
-	fl.BoolVar(&o.JSON, "json", false, "print the factors as JSON")
-	fl.Bool("help", false, "show this help")
-	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return cmdutil.Usagef("%s", err) })
-	return cmd
+		})
 }
 
 func splitList(s string) []string {

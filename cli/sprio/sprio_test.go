@@ -59,7 +59,7 @@ func TestErrors(t *testing.T) {
 		code    int
 	}{
 		{name: "bad job id", args: []string{"-j", "x1"}, wantErr: "sprio: error: Invalid job id: x1\n", code: 2},
-		{name: "unknown flag", args: []string{"--frobnicate"}, wantErr: "sprio: error: unknown flag: --frobnicate\n", code: 2},
+		{name: "unknown flag", args: []string{"--frobnicate"}, wantErr: "sprio: unrecognized option '--frobnicate'\nTry \"sprio --help\" for more information\n", code: 1},
 		{name: "controller down", fake: func(f *clitest.FakeAPI) { f.Err = api.Errorf(api.ErrUnavailable, "cannot reach tidectld") },
 			wantErr: "sprio: error: Couldn't get priority factors from controller: cannot reach tidectld\n", code: 1},
 		{name: "queues refused", fake: func(f *clitest.FakeAPI) { f.QueuesErr = api.Errorf(api.ErrPermissionDenied, "denied") },

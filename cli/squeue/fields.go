@@ -17,6 +17,8 @@ type env struct {
 	now     time.Time
 	nowUnix int64
 	loc     *time.Location
+	// tf is SLURM_TIME_FORMAT's format for time stamps.
+	tf slurmfmt.TimeFormat
 }
 
 func (e *env) setNow(ctl time.Time, local func() time.Time) {
@@ -53,7 +55,7 @@ func num(f func(j *api.Job) int64) func(*env, []byte, *api.Job) []byte {
 }
 
 func stamp(f func(e *env, j *api.Job) time.Time) func(*env, []byte, *api.Job) []byte {
-	return func(e *env, dst []byte, j *api.Job) []byte { return slurmfmt.AppendTimestamp(dst, f(e, j), e.loc) }
+	return func(e *env, dst []byte, j *api.Job) []byte { return e.tf.AppendTimestamp(dst, f(e, j), e.loc) }
 }
 
 func appendID(_ *env, dst []byte, j *api.Job) []byte { return strconv.AppendUint(dst, j.ID, 10) }
@@ -115,7 +117,7 @@ func jobFieldList() []jobField {
 		{letter: 'o', names: []string{"Command"}, header: "COMMAND", value: constant(slurmfmt.Null)},
 		{letter: 'O', names: []string{"Contiguous"}, header: "CONTIGUOUS", value: constant("0")},
 		{letter: 'p', names: []string{"Priority"}, header: "PRIORITY", value: priorityFloat},
-		{letter: 'P', names: []string{"Partition"}, header: "PARTITION", value: str(func(j *api.Job) string { return j.Partition })},
+		{letter: 'P', names: []string{"Partition"}, header: "PARTITION", value: str(func(j *api.Job) string { return j.ShownPartition() })},
 		{letter: 'q', names: []string{"QOS"}, header: "QOS", value: str(func(j *api.Job) string { return slurmfmt.OrNull(j.QOS) })},
 		{letter: 'Q', names: []string{"PriorityLong"}, header: "PRIORITY", value: num(func(j *api.Job) int64 { return int64(j.EffPriority) })},
 		{letter: 'r', names: []string{"Reason"}, header: "REASON", value: str(reason)},
@@ -260,11 +262,11 @@ func startTime(e *env, j *api.Job) time.Time {
 func endTime(e *env, dst []byte, j *api.Job) []byte {
 	switch {
 	case j.State.Terminal() || j.State == api.StateCompleting:
-		return slurmfmt.AppendTimestamp(dst, j.EndTime, e.loc)
+		return e.tf.AppendTimestamp(dst, j.EndTime, e.loc)
 	case j.State == api.StateRunning && j.TimeLimit == api.Infinite:
 		return append(dst, "NONE"...)
 	case j.State == api.StateRunning && j.TimeLimit > 0 && !j.StartTime.IsZero():
-		return slurmfmt.AppendTimestamp(dst, j.StartTime.Add(time.Duration(j.TimeLimit)*time.Second), e.loc)
+		return e.tf.AppendTimestamp(dst, j.StartTime.Add(time.Duration(j.TimeLimit)*time.Second), e.loc)
 	}
 	return append(dst, "N/A"...)
 }

@@ -77,7 +77,7 @@ func sortField(c byte) (sortKey, bool) {
 	case 'p':
 		return byInt(func(j *api.Job) int64 { return int64(j.EffPriority) }), true
 	case 'P':
-		return byStr(func(j *api.Job) string { return j.Partition }), true
+		return byStr(func(j *api.Job) string { return j.ShownPartition() }), true
 	case 'q':
 		return byStr(func(j *api.Job) string { return j.QOS }), true
 	case 'Q':

@@ -3,7 +3,6 @@ package squeue
 import (
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -12,7 +11,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 
 	"github.com/tide-hpc/tide/cli/cmdutil"
 	"github.com/tide-hpc/tide/cli/slurmfmt"
@@ -70,6 +68,20 @@ type Options struct {
 	Accounts   string
 	QOS        string
 	NodeList   string
+	// Licenses (-L) and Reservation (-R) select jobs that use them,
+	// which no Tide job does.
+	Licenses    string
+	Reservation string
+	// Clusters is -M/--clusters: it must name the controller's cluster
+	// (or be "all"); SLURM_CLUSTERS stands in for it.
+	Clusters string
+	// Steps and StepsFlag are -s/--steps[=list].
+	Steps     string
+	StepsFlag bool
+
+	// formatSet and formatLongSet say -o and -O were given, which
+	// Slurm refuses together.
+	formatSet, formatLongSet bool
 }
 
 // NewCmd returns the squeue command.
@@ -77,77 +89,20 @@ func NewCmd(f *cmdutil.Factory) *cobra.Command {
 	return newCmd(f, run)
 }
 
+// newCmd builds squeue around runF. Cobra only dispatches: squeue reads
+// its own arguments with Slurm's option table (options.go).
 func newCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cobra.Command {
 	o := &Options{
 		IO: f.IO, API: f.API, Now: f.Now, UID: f.UID, Getenv: f.Getenv,
 		Loc: time.Local, Sleep: sleepCtx,
 	}
-	cmd := &cobra.Command{
-		Use:   "squeue",
-		Short: "View information about jobs in the scheduling queue",
-		Long: "squeue lists jobs in Slurm's formats. By default it shows pending, running\n" +
-			"and completing jobs sorted by partition, state and priority.",
-		SilenceUsage:  true,
-		SilenceErrors: true,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			fl := cmd.Flags()
-			o.JobsFlag = fl.Changed("jobs")
-			if len(args) > 0 {
-				return cmdutil.Usagef("Unrecognized option: %s", args[0])
+	return cmdutil.RawCommand("squeue [OPTIONS]", "View information about jobs in the scheduling queue",
+		func(ctx context.Context, args []string) error {
+			if done, err := o.parseArgs(args); done || err != nil {
+				return err
 			}
-			if fl.Changed("format") && fl.Changed("Format") {
-				return cmdutil.Usagef("-o (--format) is incompatible with -O (--Format)")
-			}
-			if o.Iterate < 0 || (fl.Changed("iterate") && o.Iterate == 0) {
-				return cmdutil.Usagef("--iterate=%d: must be a positive number of seconds", o.Iterate)
-			}
-			return runF(cmd.Context(), o)
-		},
-	}
-	fl := cmd.Flags()
-	fl.SortFlags = false
-	fl.SetNormalizeFunc(normalize)
-	fl.StringVarP(&o.Accounts, "account", "A", "", "comma separated list of accounts to view")
-	fl.BoolP("all", "a", false, "show jobs in hidden partitions too (all partitions are visible in Tide)")
-	fl.BoolVarP(&o.NoHeader, "noheader", "h", false, "print no header lines")
-	fl.IntVarP(&o.Iterate, "iterate", "i", 0, "repeat the report every `SECONDS` until interrupted")
-	fl.StringVarP(&o.Jobs, "jobs", "j", "", "comma separated list of job ids to view (any state)")
-	fl.BoolVarP(&o.Long, "long", "l", false, "long report, with the date first")
-	fl.StringVarP(&o.Names, "name", "n", "", "comma separated list of job names to view")
-	fl.StringVarP(&o.Format, "format", "o", "", "format specification (%[.][width]X fields)")
-	fl.StringVarP(&o.FormatLong, "Format", "O", "", "format specification (Name[:[.]width] fields)")
-	fl.StringVarP(&o.Partitions, "partition", "p", "", "comma separated list of partitions to view")
-	fl.StringVarP(&o.QOS, "qos", "q", "", "comma separated list of QOS to view")
-	fl.StringVarP(&o.Sort, "sort", "S", "", "comma separated list of fields to sort on, '-' for descending")
-	fl.BoolVar(&o.Start, "start", false, "expected start time of pending jobs")
-	fl.StringVarP(&o.States, "states", "t", "", "comma separated list of states to view, or 'all'")
-	fl.StringVarP(&o.Users, "user", "u", "", "comma separated list of user names or ids to view")
-	fl.BoolVar(&o.Me, "me", false, "view only the caller's jobs")
-	fl.CountVarP(&o.Verbose, "verbose", "v", "print the options used on stderr")
-	fl.StringVarP(&o.NodeList, "nodelist", "w", "", "hostlist of nodes whose jobs to view")
-	fl.BoolVar(&o.JSON, "json", false, "print the jobs as JSON")
-	fl.BoolVarP(&o.Array, "array", "r", false, "one line per array task, pending tasks included")
-	fl.Bool("help", false, "show this help")
-	return cmd
-}
-
-// normalize maps Slurm's alternative long option names to ours.
-func normalize(_ *pflag.FlagSet, name string) pflag.NormalizedName {
-	switch name {
-	case "accounts":
-		name = "account"
-	case "partitions":
-		name = "partition"
-	case "users":
-		name = "user"
-	case "state":
-		name = "states"
-	case "node", "nodes":
-		name = "nodelist"
-	case "job":
-		name = "jobs"
-	}
-	return pflag.NormalizedName(name)
+			return runF(ctx, o)
+		})
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) error {
@@ -169,11 +124,14 @@ type query struct {
 	// noState: -t named only Slurm states Tide never has (SUSPENDED…),
 	// so nothing matches.
 	noState bool
-	nodes   map[string]bool
-	qos     map[string]bool
-	sort    []sortKey
-	format  string
-	long    bool
+	// none: -L or -R asked for licenses or a reservation, which no
+	// Tide job has.
+	none   bool
+	nodes  map[string]bool
+	qos    map[string]bool
+	sort   []sortKey
+	format string
+	long   bool
 }
 
 func (o *Options) env(key string) string {
@@ -196,6 +154,7 @@ func splitList(s string) []string {
 // compile turns the options into a query, rejecting bad ids, states and
 // node lists the way Slurm does.
 func (o *Options) compile() (*query, error) {
+	o.envDefaults()
 	q := &query{}
 	users := o.Users
 	if users == "" {
@@ -260,6 +219,7 @@ func (o *Options) compile() (*query, error) {
 		q.noState = false
 	}
 	q.noState = q.noState && len(q.filter.States) == 0
+	q.none = o.Licenses != "" || o.Reservation != ""
 	if len(q.filter.IDs) > 0 || len(q.filter.Tasks) > 0 || o.JobsFlag {
 		q.filter.All = true
 	}
@@ -316,7 +276,7 @@ func (o *Options) compile() (*query, error) {
 
 // keep applies the filters the controller does not know.
 func (q *query) keep(j *api.Job) bool {
-	if q.noState {
+	if q.noState || q.none {
 		return false
 	}
 	if q.anyState && j.State.Terminal() {
@@ -353,11 +313,14 @@ func hasState(sts []api.JobState, s api.JobState) bool {
 }
 
 func run(ctx context.Context, o *Options) error {
+	if o.StepsFlag && !o.JSON {
+		return runSteps(ctx, o)
+	}
 	q, err := o.compile()
 	if err != nil {
 		return err
 	}
-	e := &env{loc: o.Loc}
+	e := &env{loc: o.Loc, tf: o.timeFormat()}
 	var tbl *slurmfmt.Table[*api.Job]
 	if !o.JSON {
 		if tbl, err = compileFormat(q.format, q.long, e); err != nil {
@@ -371,27 +334,10 @@ func run(ctx context.Context, o *Options) error {
 	if err != nil {
 		return fmt.Errorf("connect to controller: %w", err)
 	}
-	w := bufio.NewWriterSize(o.IO.Out, 64<<10)
-	for {
-		if err := o.once(ctx, client, q, tbl, e, w); err != nil {
-			return err
-		}
-		if o.Iterate <= 0 {
-			return nil
-		}
-		if _, err := w.WriteString("\n"); err != nil {
-			return fmt.Errorf("write output: %w", err)
-		}
-		if err := w.Flush(); err != nil {
-			return fmt.Errorf("write output: %w", err)
-		}
-		if err := o.Sleep(ctx, time.Duration(o.Iterate)*time.Second); err != nil {
-			if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-				return nil
-			}
-			return err
-		}
+	if err := o.checkClusters(ctx, client); err != nil {
+		return err
 	}
+	return o.repeat(ctx, func(w *bufio.Writer) error { return o.once(ctx, client, q, tbl, e, w) })
 }
 
 // once loads, filters, sorts and prints the queue one time.

@@ -17,11 +17,28 @@ type Allocation struct {
 	Job api.Job
 }
 
+// AllocOptions is how Allocate waits for an allocation.
+type AllocOptions struct {
+	// Prog starts the messages ("srun", "salloc") on ErrOut.
+	Prog   string
+	ErrOut io.Writer
+	// Every is how often the job is asked about (default 200 ms).
+	Every time.Duration
+	// Sigs: a signal received while waiting cancels the request.
+	Sigs <-chan os.Signal
+	// Immediate, when positive, is how long the job may wait to start
+	// (-I): then it is cancelled and Allocate fails with ErrImmediate.
+	Immediate time.Duration
+	// Quiet leaves out the informational messages (-Q).
+	Quiet bool
+}
+
 // Allocate submits spec as an allocation-only job and waits until it
-// runs, telling the user as Slurm's srun and salloc do (prog is the
-// message prefix). Signals on sigs while it waits cancel the request.
-// A job that ends before it runs is an error.
-func Allocate(ctx context.Context, c StepAPI, spec api.JobSpec, prog string, errOut io.Writer, every time.Duration, sigs <-chan os.Signal) (*Allocation, error) {
+// runs, telling the user as Slurm's srun and salloc do. Signals on
+// o.Sigs while it waits cancel the request. A job that ends before it
+// runs is an error.
+func Allocate(ctx context.Context, c StepAPI, spec api.JobSpec, o AllocOptions) (*Allocation, error) {
+	prog, errOut, every := o.Prog, o.ErrOut, o.Every
 	spec.Allocation = true
 	spec.Script, spec.ScriptArgs, spec.Environment = "", nil, nil
 	spec.Stdout, spec.Stderr, spec.Stdin = "", "", ""
@@ -29,13 +46,16 @@ func Allocate(ctx context.Context, c StepAPI, spec api.JobSpec, prog string, err
 	if err != nil {
 		return nil, fmt.Errorf("Unable to allocate resources: %v", trimPrefix(err))
 	}
-	for _, w := range resp.Warnings {
-		cmdutil.Warnf(errOut, prog, "%s", w)
+	if !o.Quiet {
+		for _, w := range resp.Warnings {
+			cmdutil.Warnf(errOut, prog, "%s", w)
+		}
 	}
 	id := resp.JobID
 	if every <= 0 {
 		every = 200 * time.Millisecond
 	}
+	start := time.Now()
 	t := time.NewTicker(every)
 	defer t.Stop()
 	waited := false
@@ -45,24 +65,30 @@ func Allocate(ctx context.Context, c StepAPI, spec api.JobSpec, prog string, err
 		case err != nil && !errors.Is(err, api.ErrUnavailable):
 			return nil, fmt.Errorf("job %d: %v", id, err)
 		case err == nil && j.State == api.StateRunning:
-			if waited {
+			if waited && !o.Quiet {
 				fmt.Fprintf(errOut, "%s: job %d has been allocated resources\n", prog, id)
 			}
 			return &Allocation{Job: j}, nil
 		case err == nil && j.State.Terminal():
 			return nil, fmt.Errorf("Unable to allocate resources: job %d ended %s before it started", id, j.State)
-		case err == nil && !waited:
+		case o.Immediate > 0 && time.Since(start) >= o.Immediate:
+			_, _ = c.Cancel(context.Background(), api.CancelRequest{Filter: api.JobFilter{IDs: []uint64{id}}})
+			fmt.Fprintf(errOut, "%s: error: Unable to allocate resources: %s\n", prog, api.StepBusy)
+			return nil, ErrImmediate
+		case err == nil && !waited && o.Immediate == 0:
 			waited = true
-			if prog == "salloc" {
-				fmt.Fprintf(errOut, "%s: Pending job allocation %d\n", prog, id)
+			if !o.Quiet {
+				if prog == "salloc" {
+					fmt.Fprintf(errOut, "%s: Pending job allocation %d\n", prog, id)
+				}
+				fmt.Fprintf(errOut, "%s: job %d queued and waiting for resources\n", prog, id)
 			}
-			fmt.Fprintf(errOut, "%s: job %d queued and waiting for resources\n", prog, id)
 		}
 		select {
 		case <-ctx.Done():
 			_, _ = c.Cancel(context.Background(), api.CancelRequest{Filter: api.JobFilter{IDs: []uint64{id}}})
 			return nil, ctx.Err()
-		case <-sigs:
+		case <-o.Sigs:
 			_, _ = c.Cancel(context.Background(), api.CancelRequest{Filter: api.JobFilter{IDs: []uint64{id}}})
 			fmt.Fprintf(errOut, "%s: Job allocation %d has been revoked.\n", prog, id)
 			return nil, ErrRevoked
@@ -70,6 +96,10 @@ func Allocate(ctx context.Context, c StepAPI, spec api.JobSpec, prog string, err
 		}
 	}
 }
+
+// ErrImmediate: the allocation did not start within -I's time; it was
+// cancelled (Allocate said so).
+var ErrImmediate = errors.New("allocation not granted in time")
 
 // ErrRevoked: the user gave up waiting for the allocation (Allocate
 // printed so).

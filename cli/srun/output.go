@@ -28,6 +28,9 @@ type sink struct {
 	out, errw func(task int) io.Writer
 	partial   map[streamKey][]byte
 	files     map[string]*os.File
+	// appendFiles opens output files for appending
+	// (--open-mode=append), not truncating them.
+	appendFiles bool
 }
 
 type streamKey struct {
@@ -147,7 +150,11 @@ func (s *sink) file(path string) io.Writer {
 		}
 		return f
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	flags := os.O_WRONLY | os.O_CREATE | os.O_TRUNC
+	if s.appendFiles {
+		flags = os.O_WRONLY | os.O_CREATE | os.O_APPEND
+	}
+	f, err := os.OpenFile(path, flags, 0o644)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "srun: error: Could not open output file %s: %v\n", path, err)
 		s.files[path] = nil

@@ -11,6 +11,8 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"sync"
@@ -29,13 +31,6 @@ const dialTimeout = 10 * time.Second
 // --kill-on-bad-exit tears a step down, before SIGKILL.
 const killBadExitWait = 3 * time.Second
 
-// forwarded are the signals srun passes on to every task. Slurm's srun
-// prints the step's status on a first Ctrl-C and kills it on a second
-// within a second; Tide's forwards SIGINT like the others, which ends
-// tasks that do not catch it.
-var forwarded = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGQUIT, syscall.SIGHUP,
-	syscall.SIGUSR1, syscall.SIGUSR2}
-
 // stepOptions is what running one step needs besides the grant.
 type stepOptions struct {
 	label, unbuffered, killBadExit bool
@@ -45,11 +40,25 @@ type stepOptions struct {
 	out, errOut                    io.Writer
 	// term is srun's terminal for --pty (nil otherwise).
 	term *os.File
-	// signals delivers the signals to forward (nil: none are caught).
+	// signals delivers the signals srun caught (nil: none are); policy
+	// decides what each does (signals.go).
 	signals <-chan os.Signal
+	policy  signalPolicy
+	// jobEnding asks the controller whether the step's job is ending
+	// (cancelled or requeued); nil for never.
+	jobEnding func() bool
+	// now times Ctrl-C sequences (nil: time.Now).
+	now func() time.Time
 	// ca verifies the nodes' step listeners, reached over TLS (nil:
 	// plain TCP, for a controller without TLS).
 	ca *x509.CertPool
+	// appendOut opens -o/-e files for appending (--open-mode=append).
+	appendOut bool
+	// wait is -W: seconds after the first task's end at which the
+	// others are killed (-1 or 0: never).
+	wait int
+	// verbose prints -v's lines (nil: none).
+	verbose *verbose
 }
 
 // stepResult is how a step ended.
@@ -83,9 +92,13 @@ func runStep(ctx context.Context, sg api.SignedGrant, o stepOptions) (stepResult
 	if o.term != nil {
 		hello.Rows, hello.Cols = termSize(o.term)
 	}
+	o.verbose.launching(g)
 	conns, err := connectAll(ctx, g, hello, o.ca)
 	if err != nil {
 		return stepResult{}, err
+	}
+	for _, n := range g.Nodes {
+		o.verbose.say(1, fmt.Sprintf("launch/slurm: _task_start: Node %s, %d tasks started", n.Name, len(n.Ranks)))
 	}
 	defer func() {
 		for _, c := range conns {
@@ -94,18 +107,28 @@ func runStep(ctx context.Context, sg api.SignedGrant, o stepOptions) (stepResult
 	}()
 
 	s := newSink(g.NTasks, o.label && !g.Pty, o.unbuffered || g.Pty)
+	s.appendFiles = o.appendOut
 	nodeOf := map[int]int{}
 	for i, n := range g.Nodes {
 		for _, r := range n.Ranks {
 			nodeOf[r] = i
 		}
 	}
-	s.routeOutput(o.stdout, o.stderr, o.cwd, func(task int) patternVars {
+	varsOf := func(task int) patternVars {
 		n := nodeOf[task]
 		return patternVars{jobID: g.JobID, stepID: g.StepID, task: task, node: n, nodeName: g.Nodes[n].Name,
 			user: g.User, name: g.JobName}
-	}, o.out, o.errOut)
+	}
+	s.routeOutput(o.stdout, o.stderr, o.cwd, varsOf, o.out, o.errOut)
 	defer s.close()
+	// Output files exist from the start, as Slurm's srun creates them,
+	// whether or not the tasks write.
+	for task := range nodeOf {
+		s.mu.Lock()
+		s.dest(task, false)
+		s.dest(task, true)
+		s.mu.Unlock()
+	}
 
 	var (
 		mu        sync.Mutex
@@ -113,7 +136,13 @@ func runStep(ctx context.Context, sg api.SignedGrant, o stepOptions) (stepResult
 		tornDown  bool
 		badExit   *api.ExitStatus
 		cancelled bool
+		aborted   bool
+		// firstExit starts -W's timer; stepAborted says the node
+		// reported the step cancelled (scancel J.S).
+		firstExit   = true
+		stepAborted bool
 	)
+	abort := make(chan struct{})
 	broadcast := func(f stepio.Frame) {
 		for _, c := range conns {
 			_ = c.w.Write(f)
@@ -134,12 +163,34 @@ func runStep(ctx context.Context, sg api.SignedGrant, o stepOptions) (stepResult
 	}
 
 	// Standard input.
-	if mode != stepio.StdinNone {
+	open := func(p string) (*os.File, error) {
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(o.cwd, p)
+		}
+		f, err := os.Open(p)
+		if err != nil {
+			return nil, fmt.Errorf("Could not open stdin file %s: %v", p, err)
+		}
+		return f, nil
+	}
+	switch {
+	case mode == stepio.StdinNone:
+	case stdinFile != "" && perTask(stdinFile):
+		// -i in-%t: each task reads its own file.
+		for task := range nodeOf {
+			f, err := open(expandPattern(stdinFile, varsOf(task)))
+			if err != nil {
+				return stepResult{}, err
+			}
+			defer f.Close()
+			go forwardStdin(f, uint32(task), conns, false)
+		}
+	default:
 		src := o.in
 		if stdinFile != "" {
-			f, err := os.Open(stdinFile)
+			f, err := open(expandPattern(stdinFile, varsOf(0)))
 			if err != nil {
-				return stepResult{}, fmt.Errorf("Could not open stdin file %s: %v", stdinFile, err)
+				return stepResult{}, err
 			}
 			defer f.Close()
 			src = f
@@ -161,17 +212,67 @@ func runStep(ctx context.Context, sg api.SignedGrant, o stepOptions) (stepResult
 		signal.Notify(winch, syscall.SIGWINCH)
 		defer signal.Stop(winch)
 	}
+	policy := o.policy
+	policy.step = "StepId=" + g.ID()
+	policy.ending = func() bool {
+		return !g.JobEnd.IsZero() && !time.Now().Before(g.JobEnd) || o.jobEnding != nil && o.jobEnding()
+	}
+	var ranks []int
+	for _, n := range g.Nodes {
+		ranks = append(ranks, n.Ranks...)
+	}
+	sort.Ints(ranks)
 	go func() {
 		for {
 			select {
 			case <-stopSig:
 				return
 			case sig := <-o.signals:
-				if ss, ok := sig.(syscall.Signal); ok {
+				ss, ok := sig.(syscall.Signal)
+				if !ok {
+					continue
+				}
+				now := time.Now
+				if o.now != nil {
+					now = o.now
+				}
+				p := policy.plan(ss, now())
+				for _, line := range p.say {
+					s.say(o.errOut, "srun: "+line+"\n")
+				}
+				if p.status {
+					mu.Lock()
+					ended := make(map[int]bool, len(exits))
+					for r, e := range exits {
+						ended[r] = e.Code == 0 && e.Signal == 0
+					}
+					mu.Unlock()
+					for _, line := range taskStatus(policy.step, ranks, ended) {
+						s.say(o.errOut, "srun: "+line+"\n")
+					}
+				}
+				if p.forward != 0 {
+					broadcast(stepio.Frame{Type: stepio.Signal, Task: stepio.AllTasks, Payload: stepio.SignalPayload(int(p.forward))})
+				}
+				if p.kill {
+					// The step ends by srun's hand: sacct shows it
+					// CANCELLED.
 					mu.Lock()
 					cancelled = true
+					if p.cancel {
+						tornDown = true
+					}
 					mu.Unlock()
-					broadcast(stepio.Frame{Type: stepio.Signal, Task: stepio.AllTasks, Payload: stepio.SignalPayload(int(ss))})
+					broadcast(stepio.Frame{Type: stepio.Signal, Task: stepio.AllTasks, Payload: stepio.SignalPayload(int(syscall.SIGKILL))})
+				}
+				if p.abort {
+					mu.Lock()
+					first := !aborted
+					aborted = true
+					mu.Unlock()
+					if first {
+						close(abort)
+					}
 				}
 			case <-winch:
 				r, c := termSize(o.term)
@@ -179,6 +280,26 @@ func runStep(ctx context.Context, sg api.SignedGrant, o stepOptions) (stepResult
 			}
 		}
 	}()
+
+	waitTimer := time.AfterFunc(time.Hour, func() {
+		mu.Lock()
+		left := len(exits) < len(ranks)
+		ended := make(map[int]bool, len(exits))
+		for r, e := range exits {
+			ended[r] = e.Code == 0 && e.Signal == 0
+		}
+		mu.Unlock()
+		if !left {
+			return
+		}
+		s.say(o.errOut, fmt.Sprintf("srun: First task exited %ds ago\n", o.wait))
+		for _, line := range taskStatus("StepId="+g.ID(), ranks, ended) {
+			s.say(o.errOut, "srun: "+line+"\n")
+		}
+		broadcast(stepio.Frame{Type: stepio.Signal, Task: stepio.AllTasks, Payload: stepio.SignalPayload(int(syscall.SIGKILL))})
+	})
+	waitTimer.Stop()
+	defer waitTimer.Stop()
 
 	// Output and exits, one reader per node.
 	var wg sync.WaitGroup
@@ -189,6 +310,11 @@ func runStep(ctx context.Context, sg api.SignedGrant, o stepOptions) (stepResult
 			for {
 				f, err := stepio.ReadFrame(c.conn)
 				if err != nil {
+					// The node half-closes once its tasks have ended
+					// and waits for srun's end before it closes its
+					// own (noded's endConn): close at once, not when
+					// every node is done.
+					c.conn.Close()
 					return
 				}
 				switch f.Type {
@@ -196,6 +322,17 @@ func runStep(ctx context.Context, sg api.SignedGrant, o stepOptions) (stepResult
 					s.write(int(f.Task), f.Type == stepio.Stderr, f.Payload)
 				case stepio.Error:
 					s.say(o.errOut, fmt.Sprintf("srun: error: %s\n", f.Payload))
+				case stepio.Notice:
+					s.say(o.errOut, string(f.Payload))
+					if f.Task == stepio.NoticeCancelled {
+						mu.Lock()
+						first := !stepAborted
+						stepAborted, cancelled = true, true
+						mu.Unlock()
+						if first {
+							s.say(o.errOut, fmt.Sprintf("srun: Job step aborted: Waiting up to %d seconds for job step to finish.\n", abortWait))
+						}
+					}
 				case stepio.Exit:
 					e, err := stepio.ParseExit(f.Payload)
 					if err != nil {
@@ -210,7 +347,21 @@ func runStep(ctx context.Context, sg api.SignedGrant, o stepOptions) (stepResult
 						cp := e
 						badExit = &cp
 					}
+					startWait := firstExit && o.wait > 0
+					firstExit = false
 					mu.Unlock()
+					if o.verbose.on(1) {
+						o.verbose.say(1, fmt.Sprintf("launch/slurm: _task_finish: Received task exit notification for 1 task of StepId=%s (status=0x%04x).",
+							g.ID(), waitStatus(e)))
+						if e.Code == 0 && e.Signal == 0 {
+							o.verbose.say(1, fmt.Sprintf("%s: task %d: Completed", c.node.Name, f.Task))
+						}
+					}
+					if startWait {
+						// -W: the others get that long after the first
+						// task's end, then srun kills them.
+						waitTimer.Reset(time.Duration(o.wait) * time.Second)
+					}
 					s.say(o.errOut, exitMessage(c.node.Name, int(f.Task), e, down))
 					if bad && o.killBadExit {
 						s.say(o.errOut, fmt.Sprintf("srun: error: task %d exited with %s: terminating step %s (--kill-on-bad-exit)\n",
@@ -227,6 +378,21 @@ func runStep(ctx context.Context, sg api.SignedGrant, o stepOptions) (stepResult
 	case <-done:
 	case <-ctx.Done():
 		teardown()
+		select {
+		case <-done:
+		case <-abort:
+		}
+	case <-abort:
+	}
+	mu.Lock()
+	gaveUp := aborted
+	mu.Unlock()
+	if gaveUp {
+		// Not waiting for the tasks: closing the connections has the
+		// node daemons kill what is left, and ends the readers.
+		for _, c := range conns {
+			c.conn.Close()
+		}
 		<-done
 	}
 
@@ -237,7 +403,11 @@ func runStep(ctx context.Context, sg api.SignedGrant, o stepOptions) (stepResult
 	for _, n := range g.Nodes {
 		for _, r := range n.Ranks {
 			e, ok := exits[r]
-			if !ok {
+			switch {
+			case !ok && aborted:
+				// srun gave up on it after asking for its SIGKILL.
+				e = api.ExitStatus{Signal: int(syscall.SIGKILL)}
+			case !ok:
 				lost = append(lost, r)
 				e = api.ExitStatus{Code: 1}
 			}
@@ -278,6 +448,10 @@ func connectAll(ctx context.Context, g *api.StepGrant, hello stepio.HelloMsg, ca
 			d := net.Dialer{Timeout: dialTimeout, KeepAlive: 30 * time.Second}
 			c, err := d.DialContext(ctx, "tcp", n.Addr)
 			if err != nil {
+				errs[i] = fmt.Errorf("connect to %s (%s): %w", n.Name, n.Addr, err)
+				return
+			}
+			if c, err = quietWrites(c); err != nil {
 				errs[i] = fmt.Errorf("connect to %s (%s): %w", n.Name, n.Addr, err)
 				return
 			}
@@ -348,6 +522,22 @@ func forwardStdin(src io.Reader, target uint32, conns []*nodeConn, pty bool) {
 			return
 		}
 	}
+}
+
+// perTaskRE finds the pattern letters that differ between tasks.
+var perTaskRE = regexp.MustCompile(`%[0-9]*[tnN]`)
+
+// perTask reports whether file pattern p names a file per task (or per
+// node).
+func perTask(p string) bool { return perTaskRE.MatchString(strings.ReplaceAll(p, "%%", "")) }
+
+// waitStatus is a task's exit as a wait(2) status, as Slurm's -v
+// prints it.
+func waitStatus(e api.ExitStatus) int {
+	if e.Signal != 0 {
+		return e.Signal & 0x7f
+	}
+	return (e.Code & 0xff) << 8
 }
 
 // exitMessage is Slurm's line for a task that failed ("" for none).

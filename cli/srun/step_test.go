@@ -11,6 +11,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/tide-hpc/tide/ctld/api"
 	"github.com/tide-hpc/tide/internal/stepcred"
@@ -188,7 +189,8 @@ func TestRunStepForwards(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !res.cancelled || res.code != 138 {
+	// A signal passed on is not srun ending the step: not cancelled.
+	if res.cancelled || res.code != 138 {
 		t.Fatalf("result %+v, stderr %q", res, stderr.String())
 	}
 	for i, n := range nodes {
@@ -212,5 +214,49 @@ func TestRunStepForwards(t *testing.T) {
 		if stdin != "" && stdin != "line\n" {
 			t.Errorf("node %d got stdin %q", i, stdin)
 		}
+	}
+}
+
+// TestRunStepClosesEachNodeAtItsEnd: a node daemon ends its stream once
+// its tasks have ended and keeps the connection until srun closes its
+// end (noded's endConn), so srun closes each node's connection as soon
+// as that node's stream ends, while other nodes' tasks still run.
+func TestRunStepClosesEachNodeAtItsEnd(t *testing.T) {
+	firstClosed := make(chan struct{})
+	first := newFakeNode(t, func(c net.Conn, w *stepio.Writer, _ stepio.HelloMsg) {
+		w.Write(out(0, "first\n"))
+		w.Write(exitFrame(0, api.ExitStatus{}))
+		if err := c.(*net.TCPConn).CloseWrite(); err != nil {
+			t.Error(err)
+			return
+		}
+		// srun's frames (the end of its stdin) until srun closes.
+		for {
+			if _, err := stepio.ReadFrame(c); err != nil {
+				break
+			}
+		}
+		close(firstClosed)
+	})
+	second := newFakeNode(t, func(c net.Conn, w *stepio.Writer, _ stepio.HelloMsg) {
+		// This node's task ends only once srun has let the first node go.
+		select {
+		case <-firstClosed:
+		case <-time.After(30 * time.Second):
+			t.Error("srun kept the first node's connection while the second node's task ran")
+		}
+		w.Write(out(1, "second\n"))
+		w.Write(exitFrame(1, api.ExitStatus{}))
+	})
+	var stdout, stderr bytes.Buffer
+	res, err := runStep(context.Background(), grantFor(t, first, second), stepOptions{label: true, in: strings.NewReader(""),
+		out: &stdout, errOut: &stderr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitAfter(stdout.String(), "\n")
+	sort.Strings(lines)
+	if res.code != 0 || strings.Join(lines, "") != "0: first\n1: second\n" {
+		t.Fatalf("code %d, stdout %q, stderr %q", res.code, stdout.String(), stderr.String())
 	}
 }

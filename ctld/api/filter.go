@@ -119,7 +119,7 @@ func (f *JobFilter) Match(j *Job) bool {
 	if len(f.Names) > 0 && !slices.Contains(f.Names, j.Name) {
 		return false
 	}
-	if len(f.Partitions) > 0 && !slices.Contains(f.Partitions, j.Partition) {
+	if len(f.Partitions) > 0 && !slices.ContainsFunc(f.Partitions, j.InPartition) {
 		return false
 	}
 	if len(f.Accounts) > 0 && !slices.Contains(f.Accounts, j.Account) {

@@ -111,7 +111,10 @@ type ExitStatus struct {
 func (e ExitStatus) String() string { return fmt.Sprintf("%d:%d", e.Code, e.Signal) }
 
 // SignalSpec is --signal=[{R|B}:]SIG[@TIME]: send SIG that many seconds
-// before the time limit.
+// before the time limit. As in Slurm, the signal goes to the job's steps
+// (the tasks srun started), not the batch shell; BatchOnly (B:) sends it
+// to the batch shell alone instead. It is also the job's checkpoint
+// signal when it is preempted, with the same target.
 type SignalSpec struct {
 	Signal    int  `json:"signal"`
 	Seconds   int  `json:"seconds"`
@@ -196,7 +199,7 @@ type JobSpec struct {
 	// only operators raise it (see share.go).
 	Priority uint32 `json:"priority,omitempty"`
 
-	// Output patterns (%j %x %u %N %A %a %%), relative to WorkDir.
+	// Output patterns (ExpandPattern's letters), relative to WorkDir.
 	Stdout   string `json:"stdout,omitempty"`
 	Stderr   string `json:"stderr,omitempty"`
 	Stdin    string `json:"stdin,omitempty"`
@@ -285,6 +288,11 @@ type Job struct {
 	// …"), kept for scontrol show job; the start event carries it too.
 	Placement string `json:"placement,omitempty"`
 	HoldKind  Hold   `json:"hold_kind,omitempty"`
+	// PartitionList keeps the partitions a job submitted to several (-p
+	// a,b) may run in once it has started in one of them, which
+	// Partition then names; empty for other jobs. A requeued job is
+	// eligible in all of them again (ReqPartition).
+	PartitionList string `json:"partition_list,omitempty"`
 
 	// EffPriority is the priority the scheduler ordered by.
 	EffPriority uint32 `json:"eff_priority"`
@@ -494,10 +502,23 @@ type JobList struct {
 // CancelRequest is the body of POST /api/v1/jobs/cancel.
 type CancelRequest struct {
 	Filter JobFilter `json:"filter"`
-	// Signal, when non-zero, is sent instead of cancelling.
+	// Signal, when non-zero, is sent instead of cancelling. As in Slurm
+	// it goes to the job's steps only, not the batch shell, unless
+	// BatchOnly or Full says otherwise; SIGKILL without BatchOnly
+	// cancels the job.
 	Signal int `json:"signal,omitempty"`
-	// BatchOnly sends the signal only to the batch shell.
+	// BatchOnly sends the signal to the batch shell alone, not its
+	// children (scancel -b); without Signal it sends SIGKILL there.
 	BatchOnly bool `json:"batch_only,omitempty"`
+	// Full sends the signal to the batch shell and its children, srun
+	// among them, which passes it on to its tasks (scancel -f); it wins
+	// over BatchOnly, which then only keeps SIGKILL from being a cancel
+	// (scancel -b -f).
+	Full bool `json:"full,omitempty"`
+	// Steps are steps to cancel or, with Signal, to signal (scancel
+	// J.S): only those steps' tasks get it, SIGKILL when no Signal is
+	// given. Filter may then be empty.
+	Steps []StepRef `json:"steps,omitempty"`
 }
 
 // CancelResponse says what a cancel did, job by job.

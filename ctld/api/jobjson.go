@@ -57,6 +57,7 @@ func (j *Job) AppendJSON(b []byte) ([]byte, error) {
 	b = appendStringField(b, `,"reason_detail":`, j.ReasonDetail)
 	b = appendStringField(b, `,"placement":`, j.Placement)
 	b = appendStringField(b, `,"hold_kind":`, string(j.HoldKind))
+	b = appendStringField(b, `,"partition_list":`, j.PartitionList)
 	b = append(b, `,"eff_priority":`...)
 	b = strconv.AppendUint(b, uint64(j.EffPriority), 10)
 

@@ -309,6 +309,9 @@ type NodeJobReport struct {
 	// ran and another node may succeed; Error says why. An Error without
 	// it is the job's own (its files, its work directory).
 	LaunchFailed bool `json:"launch_failed,omitempty"`
+	// Usage is what the batch step used on the node (finished reports;
+	// see usage.go).
+	Usage *NodeUsage `json:"usage,omitempty"`
 }
 
 // NodeRegistration is the body of POST /api/v1/node/register.
@@ -368,6 +371,10 @@ type NodeSyncRequest struct {
 	// the node holds (zero before it got one): the controller sends the
 	// list again while this differs from its own.
 	HostedGen uint64 `json:"hosted_gen,omitempty"`
+	// Usage reports the node's part of steps (usage.go): the final
+	// usage of srun steps that ended here, and the running values of
+	// batch and srun steps, taken every acct_gather_frequency.
+	Usage []NodeUsage `json:"usage,omitempty"`
 }
 
 // NodeSyncResponse carries the controller's commands for a node.
@@ -417,12 +424,24 @@ type JobRef struct {
 // SignalCommand asks a node to signal or kill a job.
 type SignalCommand struct {
 	JobRef
-	// Signal is sent to the job's process group. With Kill set the node
-	// sends SIGTERM (or Signal if set), waits the kill wait, then SIGKILL,
-	// and reports the job as killed.
-	Signal    int  `json:"signal,omitempty"`
-	Kill      bool `json:"kill,omitempty"`
+	// Signal is sent to the batch shell's process group (the shell and
+	// its children, scancel --full), unless BatchOnly or Steps narrows
+	// it. With Kill set the node sends SIGTERM (or Signal if set), waits
+	// the kill wait, then SIGKILL, and reports the job as killed.
+	Signal int  `json:"signal,omitempty"`
+	Kill   bool `json:"kill,omitempty"`
+	// BatchOnly sends Signal to the batch shell alone, not its children
+	// (scancel --batch, --signal=B:).
 	BatchOnly bool `json:"batch_only,omitempty"`
+	// Steps sends Signal to the tasks of the job's steps running on the
+	// node and to nothing else, the batch shell included: Slurm's
+	// default target of scancel --signal and --signal=SIG@TIME. Any
+	// node of the job may get it, not only the batch host; one that
+	// runs no step of the job does nothing.
+	Steps bool `json:"steps,omitempty"`
+	// StepIDs, with Steps, narrows the signal to these steps of the job
+	// (scancel J.S); a SIGKILL for them cancels them.
+	StepIDs []uint32 `json:"step_ids,omitempty"`
 }
 
 // LimitUpdate changes a running job's time limit.
@@ -472,6 +491,50 @@ type LaunchSpec struct {
 	// task instead of a process.
 	ContainerImage  string           `json:"container_image,omitempty"`
 	ContainerMounts []ContainerMount `json:"container_mounts,omitempty"`
+	// QOS is the job's class (SLURM_JOB_QOS); empty when it has none.
+	QOS string `json:"qos,omitempty"`
+	// Request is what the job asked for that the batch environment
+	// reports (SLURM_GPUS, SLURM_MEM_PER_NODE, ...); nil from a
+	// controller that does not send it.
+	Request *EnvRequest `json:"request,omitempty"`
+	// TopoAddr and TopoPattern are the batch host's place in the switch
+	// tree, Slurm's SLURM_TOPOLOGY_ADDR and SLURM_TOPOLOGY_ADDR_PATTERN
+	// ("spine.s1.gpu01", "switch.switch.node"); empty from a controller
+	// that does not send them.
+	TopoAddr    string `json:"topo_addr,omitempty"`
+	TopoPattern string `json:"topo_pattern,omitempty"`
+}
+
+// EnvRequest is the part of a job's request that Slurm reports in the
+// job's environment: the options as the controller accepted them, zero
+// where not given. MemPerCPUMB holds the cluster's default memory per
+// CPU when the job asked for no memory and the cluster has one, as
+// Slurm's DefMemPerCPU shows in SLURM_MEM_PER_CPU.
+type EnvRequest struct {
+	GPUs         int    `json:"gpus,omitempty"`
+	GPUsPerNode  int    `json:"gpus_per_node,omitempty"`
+	GPUsPerTask  int    `json:"gpus_per_task,omitempty"`
+	GPUType      string `json:"gpu_type,omitempty"`
+	GPUShards    int    `json:"gpu_shards,omitempty"`
+	CPUsPerGPU   int    `json:"cpus_per_gpu,omitempty"`
+	TasksPerNode int    `json:"tasks_per_node,omitempty"`
+	// MemPerNodeMB is --mem (MemWholeNode for --mem=0), MemPerCPUMB
+	// --mem-per-cpu and MemPerGPUMB --mem-per-gpu.
+	MemPerNodeMB int64 `json:"mem_per_node_mb,omitempty"`
+	MemPerCPUMB  int64 `json:"mem_per_cpu_mb,omitempty"`
+	MemPerGPUMB  int64 `json:"mem_per_gpu_mb,omitempty"`
+}
+
+// EnvRequestOf is s's EnvRequest; defMemPerCPU is the cluster's default
+// memory per CPU (0: none).
+func EnvRequestOf(s *JobSpec, defMemPerCPU int64) *EnvRequest {
+	r := &EnvRequest{GPUs: s.GPUs, GPUsPerNode: s.GPUsPerNode, GPUsPerTask: s.GPUsPerTask, GPUType: s.GPUType,
+		GPUShards: s.GPUShards, CPUsPerGPU: s.CPUsPerGPU, TasksPerNode: s.TasksPerNode,
+		MemPerNodeMB: s.MemPerNodeMB, MemPerCPUMB: s.MemPerCPUMB, MemPerGPUMB: s.MemPerGPUMB}
+	if r.MemPerNodeMB == 0 && r.MemPerCPUMB == 0 && r.MemPerGPUMB == 0 && defMemPerCPU > 0 {
+		r.MemPerCPUMB = defMemPerCPU
+	}
+	return r
 }
 
 // ArrayLaunch describes the array task a launch runs: its array id and

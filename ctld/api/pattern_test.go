@@ -85,3 +85,48 @@ func TestExpandPatternBounded(t *testing.T) {
 		t.Errorf("ExpandPattern of a short pattern allocated %v times, want at most 2", allocs)
 	}
 }
+
+// TestExpandPatternLaunch: the letters only a launch expands, with
+// Slurm's meaning for the batch script (slurmstepd's batch file names):
+// %J is the job id alone, %s "batch", %n and %t 0.
+func TestExpandPatternLaunch(t *testing.T) {
+	batch := PatternVars{JobID: 42, Name: "train", User: "alice", Node: "gpu01", ArrayTask: -1, Step: &StepVars{Batch: true}}
+	step := PatternVars{JobID: 42, Node: "gpu02", ArrayTask: -1, Step: &StepVars{ID: 3, NodeIndex: 1, Task: 5}}
+	array := PatternVars{JobID: 57, ArrayJobID: 50, ArrayTask: 7, Step: &StepVars{Batch: true}}
+	tests := []struct {
+		name, in, want string
+		v              PatternVars
+	}{
+		{"%J of the batch script", "slurm-%J.out", "slurm-42.out", batch},
+		{"%J of a step", "out-%J", "out-42.3", step},
+		{"%J pads the job id only", "%6J", "000042.3", step},
+		{"%s of the batch script", "%s", "batch", batch},
+		{"%s of a step, padded", "%3s", "003", step},
+		{"%n and %t of the batch script", "%n-%t", "0-0", batch},
+		{"%n and %t of a task", "%2n-%4t", "01-0005", step},
+		{"%N is the node", "%N.log", "gpu01.log", batch},
+		{"all letters", "%A_%a-%j-%J-%x-%u-%N-%n-%t-%s-%%", "50_7-57-57----0-0-batch-%", array},
+		{"unknown letters stay", "%q%Z", "%q%Z", batch},
+		{"width above the cap", "%20t", "0000000000", batch},
+		{"a backslash turns expansion off", `out\%j`, "out%j", batch},
+		{"a doubled backslash keeps one", `a\\b%j`, `a\b%j`, batch},
+		{"a task number: that task's file", "0", "0", batch},
+		{"another task's number: /dev/null", "1", "/dev/null", batch},
+		{"the step's task number", "5", "5", step},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := ExpandPattern(tt.in, tt.v); got != tt.want {
+				t.Errorf("ExpandPattern(%q) = %q, want %q", tt.in, got, tt.want)
+			}
+		})
+	}
+	// Listings (no Step) leave the launch letters and backslashes alone,
+	// as Slurm's squeue and scontrol do.
+	list := PatternVars{JobID: 42, ArrayTask: -1}
+	for in, want := range map[string]string{"%J-%s-%n-%t": "%J-%s-%n-%t", `a\%j`: `a\42`, "1": "1"} {
+		if got := ExpandPattern(in, list); got != want {
+			t.Errorf("listing ExpandPattern(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

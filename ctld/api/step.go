@@ -2,6 +2,8 @@ package api
 
 import (
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -28,6 +30,99 @@ type StepRequest struct {
 	Env []string `json:"env,omitempty"`
 	// Pty runs one task in a pseudo-terminal (srun --pty).
 	Pty bool `json:"pty,omitempty"`
+
+	// The step's own resources inside the allocation (see "Steps" in
+	// docs/architecture.md). Exact (--exact, implied by -c and
+	// --exclusive) gives the step only the CPUs its tasks ask for;
+	// without it the step takes every CPU of the job on its nodes.
+	// Overlap (--overlap) shares the step's resources with the other
+	// steps: it neither waits for them nor holds them. Overcommit (-O)
+	// lets more tasks than CPUs run.
+	Exact      bool `json:"exact,omitempty"`
+	Overlap    bool `json:"overlap,omitempty"`
+	Overcommit bool `json:"overcommit,omitempty"`
+	// Whole (--whole) takes every free CPU of the job on the step's
+	// nodes even where -c would imply --exact.
+	Whole bool `json:"whole,omitempty"`
+	// GPUs is --gpus (the step's total, spread over its nodes) and
+	// GPUsPerNode --gpus-per-node (or --gres=gpu:N); without any GPU
+	// option every task sees the job's GPUs on its node and the step
+	// holds none of them.
+	GPUs        int `json:"gpus,omitempty"`
+	GPUsPerNode int `json:"gpus_per_node,omitempty"`
+	// MemPerNodeMB is --mem and MemPerCPUMB --mem-per-cpu, in MB; the
+	// step holds that much of the job's memory on each node. Zero asks
+	// for none (the step may use the job's memory, holding none).
+	MemPerNodeMB int64 `json:"mem_per_node_mb,omitempty"`
+	MemPerCPUMB  int64 `json:"mem_per_cpu_mb,omitempty"`
+	// NodeList (-w) and Exclude (-x) pick or leave out nodes of the
+	// job; Relative (-r, --relative) starts the step at that node of
+	// the job (counted from 0); nil for none.
+	NodeList []string `json:"nodelist,omitempty"`
+	Exclude  []string `json:"exclude,omitempty"`
+	Relative *int     `json:"relative,omitempty"`
+	// Distribution is -m's first part: block (default), cyclic,
+	// plane=N or arbitrary (laid out as block).
+	Distribution string `json:"distribution,omitempty"`
+	// TimeLimit is the step's -t in seconds (0: the job's end).
+	TimeLimit int64 `json:"time_limit,omitempty"`
+	// GPUBind is --gpu-bind: how each task's GPUs are chosen among the
+	// step's on its node (closest, map_gpu:, mask_gpu:, single:N,
+	// per_task:N, none; a "verbose," prefix reports it).
+	GPUBind string `json:"gpu_bind,omitempty"`
+	// CPUBind is --cpu-bind as given; the node binds each task with
+	// sched_setaffinity (noded/steptask.go).
+	CPUBind string `json:"cpu_bind,omitempty"`
+	// TaskArgv is --multi-prog's configuration read by srun: the
+	// command of each task by global rank (%t and %o expanded), in
+	// place of Argv; it must name every task of the step.
+	TaskArgv [][]string `json:"task_argv,omitempty"`
+	// TaskProlog and TaskEpilog run before and after each task, as its
+	// user; the prolog's "export NAME=value" lines set the task's
+	// environment (--task-prolog, --task-epilog).
+	TaskProlog string `json:"task_prolog,omitempty"`
+	TaskEpilog string `json:"task_epilog,omitempty"`
+	// MPI is --mpi: "none" or "pmi2" (its environment only).
+	MPI string `json:"mpi,omitempty"`
+	// PreserveEnv (-E) keeps SLURM_NNODES and SLURM_NTASKS of Env in
+	// the tasks' environment rather than the step's counts.
+	PreserveEnv bool `json:"preserve_env,omitempty"`
+	// SrunHost and SrunPID name the srun that runs the step, for
+	// scontrol show step (SrunHost=host:pid).
+	SrunHost string `json:"srun_host,omitempty"`
+	SrunPID  int    `json:"srun_pid,omitempty"`
+}
+
+// StepBusy is the text of a step that must wait for resources other
+// steps of its job hold (Slurm's ESLURM_NODES_BUSY). The controller
+// answers ErrConflict with it; srun retries ("step creation temporarily
+// disabled") unless --immediate says not to wait.
+const StepBusy = "Requested nodes are busy"
+
+// StepRef names one step of a job: scancel J.S.
+type StepRef struct {
+	JobID  uint64 `json:"job_id"`
+	StepID uint32 `json:"step_id"`
+}
+
+// String is "J.S".
+func (r StepRef) String() string { return fmt.Sprintf("%d.%d", r.JobID, r.StepID) }
+
+// ParseStepRef reads "J.S"; ok is false when s names no step.
+func ParseStepRef(s string) (StepRef, bool) {
+	j, st, found := strings.Cut(s, ".")
+	if !found {
+		return StepRef{}, false
+	}
+	jid, err := strconv.ParseUint(j, 10, 64)
+	if err != nil || jid == 0 {
+		return StepRef{}, false
+	}
+	sid, err := strconv.ParseUint(st, 10, 32)
+	if err != nil {
+		return StepRef{}, false
+	}
+	return StepRef{JobID: jid, StepID: uint32(sid)}, true
 }
 
 // StepNode is one node's part of a step.
@@ -48,6 +143,22 @@ type StepNode struct {
 	MemoryMB      int64 `json:"memory_mb,omitempty"`
 	GPUMemMB      int64 `json:"gpu_mem_mb,omitempty"`
 	GPUComputePct int   `json:"gpu_compute_pct,omitempty"`
+	// JobGPUs are the job's GPU indices on the node (SLURM_JOB_GPUS),
+	// whichever of them the step's tasks see.
+	JobGPUs []int `json:"job_gpus,omitempty"`
+	// StepCPUs and StepMemMB are what the step holds of the job's CPUs
+	// and memory on the node (all of the job's CPUs for a step without
+	// --exact; 0 memory for one without --mem), and StepGPUs the GPUs
+	// it holds (none without a GPU option, its tasks then seeing
+	// JobGPUs).
+	StepCPUs  int   `json:"step_cpus,omitempty"`
+	StepMemMB int64 `json:"step_mem_mb,omitempty"`
+	StepGPUs  []int `json:"step_gpus,omitempty"`
+	// TopoAddr and TopoPattern are the node's place in the switch tree
+	// (SLURM_TOPOLOGY_ADDR, SLURM_TOPOLOGY_ADDR_PATTERN); empty from a
+	// controller that does not send them.
+	TopoAddr    string `json:"topo_addr,omitempty"`
+	TopoPattern string `json:"topo_pattern,omitempty"`
 }
 
 // StepGrant is what the controller grants a step: where its tasks run
@@ -64,9 +175,11 @@ type StepGrant struct {
 	UserID  uint32 `json:"user_id"`
 	GroupID uint32 `json:"group_id"`
 	User    string `json:"user"`
-	// Partition and Cluster are exported to the tasks.
+	// Partition, Cluster, Account and QOS are exported to the tasks.
 	Partition string `json:"partition,omitempty"`
 	Cluster   string `json:"cluster,omitempty"`
+	Account   string `json:"account,omitempty"`
+	QOS       string `json:"qos,omitempty"`
 	// Issued is when the controller signed the grant. Expires is when the
 	// grant stops being good for starting the step: shortly after Issued
 	// (the time srun needs to reach the nodes), never after JobEnd. Node
@@ -84,6 +197,18 @@ type StepGrant struct {
 	Cwd      string     `json:"cwd"`
 	Env      []string   `json:"env,omitempty"`
 	Pty      bool       `json:"pty,omitempty"`
+	// What the node does for each task (noded/steptask.go): CPUBind,
+	// GPUBind (reported with its verbose prefix; the GPUs themselves
+	// are in Nodes), TaskArgv, TaskProlog, TaskEpilog and MPI, as in
+	// StepRequest.
+	CPUBind    string     `json:"cpu_bind,omitempty"`
+	GPUBind    string     `json:"gpu_bind,omitempty"`
+	TaskArgv   [][]string `json:"task_argv,omitempty"`
+	TaskProlog string     `json:"task_prolog,omitempty"`
+	TaskEpilog string     `json:"task_epilog,omitempty"`
+	MPI        string     `json:"mpi,omitempty"`
+	// PreserveEnv: see StepRequest.
+	PreserveEnv bool `json:"preserve_env,omitempty"`
 }
 
 // NodeIndex returns the index of node name in the step (-1 if absent).
@@ -134,7 +259,9 @@ type ReleaseRequest struct {
 	Exit ExitStatus `json:"exit"`
 }
 
-// StepRecord is a step in accounting (sacct's N.0, N.1 rows).
+// StepRecord is a step in accounting (sacct's N.0, N.1 rows), and of a
+// running job the controller's view of its live steps (scontrol show
+// step, squeue -s, sstat).
 type StepRecord struct {
 	JobID  uint64     `json:"job_id"`
 	StepID uint32     `json:"step_id"`
@@ -148,6 +275,33 @@ type StepRecord struct {
 	NTasks int        `json:"ntasks"`
 	CPUs   int        `json:"cpus"`
 	GPUs   int        `json:"gpus,omitempty"`
+	// MemoryMB is the memory the step holds on all its nodes together
+	// (0: none of its own, it uses the job's).
+	MemoryMB int64 `json:"memory_mb,omitempty"`
+	// Layout is the step's part on each of its nodes, in Nodes' order;
+	// absent from records of steps older than it.
+	Layout []StepNodeUse `json:"layout,omitempty"`
+	// TimeLimit is the step's own -t in seconds (0: the job's).
+	TimeLimit int64 `json:"time_limit,omitempty"`
+	// Exact and Overlap are how the step shares the allocation (see
+	// StepRequest).
+	Exact   bool `json:"exact,omitempty"`
+	Overlap bool `json:"overlap,omitempty"`
+	// SrunHost and SrunPID name the srun that runs the step.
+	SrunHost string `json:"srun_host,omitempty"`
+	SrunPID  int    `json:"srun_pid,omitempty"`
+	// Argv is the step's command.
+	Argv []string `json:"argv,omitempty"`
+}
+
+// StepNodeUse is a step's part on one node: its tasks (global ranks),
+// and the CPUs, memory and GPUs it holds there.
+type StepNodeUse struct {
+	Node     string `json:"node"`
+	Tasks    []int  `json:"tasks"`
+	CPUs     int    `json:"cpus"`
+	MemoryMB int64  `json:"memory_mb,omitempty"`
+	GPUs     []int  `json:"gpus,omitempty"`
 }
 
 // StepList answers GET /api/v1/accounting/steps.

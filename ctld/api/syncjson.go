@@ -80,7 +80,7 @@ func structs[T any](d syncDecoder, seen *bool, dst *[]T, elem func(*T) bool) boo
 }
 
 func (d syncDecoder) syncRequest(r *NodeSyncRequest) bool {
-	var jobs bool
+	var jobs, usage bool
 	return d.Object(func(key []byte) bool {
 		switch string(key) {
 		case "name":
@@ -101,6 +101,8 @@ func (d syncDecoder) syncRequest(r *NodeSyncRequest) bool {
 			return d.Value(&r.GPUProcJobs, true)
 		case "hosted_gen":
 			return d.Uint64(&r.HostedGen)
+		case "usage":
+			return structs(d, &usage, &r.Usage, func(u *NodeUsage) bool { return DecodeNodeUsageJSON(d.Decoder, u) })
 		}
 		return false
 	})
@@ -146,6 +148,12 @@ func (d syncDecoder) jobReport(j *NodeJobReport) bool {
 			return d.Bool(&j.CheckpointAck)
 		case "launch_failed":
 			return d.Bool(&j.LaunchFailed)
+		case "usage":
+			if j.Usage != nil {
+				return false // repeated: encoding/json merges
+			}
+			j.Usage = &NodeUsage{}
+			return DecodeNodeUsageJSON(d.Decoder, j.Usage)
 		}
 		return false
 	})
@@ -215,6 +223,10 @@ func (d syncDecoder) signalCommand(c *SignalCommand) bool {
 			return d.Bool(&c.Kill)
 		case "batch_only":
 			return d.Bool(&c.BatchOnly)
+		case "steps":
+			return d.Bool(&c.Steps)
+		case "step_ids":
+			return d.Uint32s(&c.StepIDs)
 		}
 		return d.jobRefField(key, &c.JobRef)
 	})
@@ -303,6 +315,14 @@ func (d syncDecoder) launchSpec(s *LaunchSpec) bool {
 			return d.String(&s.ContainerImage)
 		case "container_mounts":
 			return d.Value(&s.ContainerMounts, false)
+		case "qos":
+			return d.String(&s.QOS)
+		case "request":
+			return d.Value(&s.Request, false)
+		case "topo_addr":
+			return d.String(&s.TopoAddr)
+		case "topo_pattern":
+			return d.String(&s.TopoPattern)
 		}
 		return d.jobRefField(key, &s.JobRef)
 	})
@@ -422,6 +442,16 @@ func (r *NodeSyncRequest) AppendJSON(b []byte) ([]byte, error) {
 	if r.HostedGen != 0 {
 		b = strconv.AppendUint(append(b, `,"hosted_gen":`...), r.HostedGen, 10)
 	}
+	if len(r.Usage) > 0 {
+		b = append(b, `,"usage":[`...)
+		for i := range r.Usage {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = r.Usage[i].AppendJSON(b)
+		}
+		b = append(b, ']')
+	}
 	return append(b, '}'), nil
 }
 
@@ -454,6 +484,9 @@ func appendJobReportJSON(b []byte, j *NodeJobReport) ([]byte, error) {
 	b = appendBoolField(b, `,"oom":true`, j.OOM)
 	b = appendBoolField(b, `,"checkpoint_ack":true`, j.CheckpointAck)
 	b = appendBoolField(b, `,"launch_failed":true`, j.LaunchFailed)
+	if j.Usage != nil {
+		b = j.Usage.AppendJSON(append(b, `,"usage":`...))
+	}
 	return append(b, '}'), nil
 }
 
@@ -573,6 +606,17 @@ func (r *NodeSyncResponse) AppendJSON(b []byte) ([]byte, error) {
 			b = appendIntField(b, `,"signal":`, int64(c.Signal))
 			b = appendBoolField(b, `,"kill":true`, c.Kill)
 			b = appendBoolField(b, `,"batch_only":true`, c.BatchOnly)
+			b = appendBoolField(b, `,"steps":true`, c.Steps)
+			if len(c.StepIDs) > 0 {
+				b = append(b, `,"step_ids":[`...)
+				for i, id := range c.StepIDs {
+					if i > 0 {
+						b = append(b, ',')
+					}
+					b = strconv.AppendUint(b, uint64(id), 10)
+				}
+				b = append(b, ']')
+			}
 			b = append(b, '}')
 		}
 		b = append(b, ']')
@@ -739,7 +783,32 @@ func appendLaunchSpecJSON(b []byte, s *LaunchSpec) ([]byte, error) {
 	}
 	b = appendStringField(b, `,"container_image":`, s.ContainerImage)
 	b = appendContainerMountsField(b, s.ContainerMounts)
+	b = appendStringField(b, `,"qos":`, s.QOS)
+	if r := s.Request; r != nil {
+		b = appendEnvRequestJSON(append(b, `,"request":`...), r)
+	}
+	b = appendStringField(b, `,"topo_addr":`, s.TopoAddr)
+	b = appendStringField(b, `,"topo_pattern":`, s.TopoPattern)
 	return append(b, '}'), nil
+}
+
+func appendEnvRequestJSON(b []byte, r *EnvRequest) []byte {
+	n0 := len(b)
+	b = append(b, '{')
+	b = appendIntField(b, `,"gpus":`, int64(r.GPUs))
+	b = appendIntField(b, `,"gpus_per_node":`, int64(r.GPUsPerNode))
+	b = appendIntField(b, `,"gpus_per_task":`, int64(r.GPUsPerTask))
+	b = appendStringField(b, `,"gpu_type":`, r.GPUType)
+	b = appendIntField(b, `,"gpu_shards":`, int64(r.GPUShards))
+	b = appendIntField(b, `,"cpus_per_gpu":`, int64(r.CPUsPerGPU))
+	b = appendIntField(b, `,"tasks_per_node":`, int64(r.TasksPerNode))
+	b = appendIntField(b, `,"mem_per_node_mb":`, r.MemPerNodeMB)
+	b = appendIntField(b, `,"mem_per_cpu_mb":`, r.MemPerCPUMB)
+	b = appendIntField(b, `,"mem_per_gpu_mb":`, r.MemPerGPUMB)
+	if len(b) > n0+1 {
+		b = slices.Delete(b, n0+1, n0+2) // the first field's comma
+	}
+	return append(b, '}')
 }
 
 func appendNodeAllocJSON(b []byte, a *NodeAlloc) []byte {

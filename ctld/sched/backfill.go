@@ -99,6 +99,10 @@ type policy struct {
 	bfDone bool
 	// reservations is what Plan.Reservations reports.
 	reservations []Reservation
+	// estimates are the expected starts computed for blocked jobs under
+	// PolicyPriority and PolicyFIFO (estimate), which hold no nodes in
+	// time; at most depth of them.
+	estimates []Reservation
 	// started records the releases of jobs started earlier in the pass
 	// (until a reservation is made), which the snapshot cannot know.
 	started []relEvent
@@ -163,18 +167,22 @@ func (pol *policy) noFit(p *pass, r *Request, reason api.ReasonCode) {
 	switch pol.kind {
 	case PolicyPriority:
 		if reason == api.ReasonResources {
+			pol.estimate(p, r)
 			p.holdForPriority(r)
 		}
 	case PolicyFIFO:
 		switch reason {
 		case api.ReasonResources, api.ReasonTopology, api.ReasonPriority:
+			if reason == api.ReasonResources && !pol.fifoBlocked {
+				pol.estimate(p, r)
+			}
 			pol.fifoBlocked = true
 		}
 	case PolicyBackfill:
 		if pol.moreReservations() && (reason == api.ReasonResources || reason == api.ReasonPriority) {
 			// Deeper backfill: the next blocked jobs get reservations
 			// too, on nodes the earlier ones do not hold.
-			if at, ok := pol.reserveInTime(p, r); ok {
+			if at, ok := pol.reserveInTime(p, r, true); ok {
 				if at.Before(pol.bfAt) {
 					pol.bfAt = at
 				}
@@ -190,7 +198,7 @@ func (pol *policy) noFit(p *pass, r *Request, reason api.ReasonCode) {
 		}
 		switch pol.bf {
 		case bfNone:
-			if at, ok := pol.reserveInTime(p, r); ok {
+			if at, ok := pol.reserveInTime(p, r, true); ok {
 				pol.bf, pol.bfAt = bfTimed, at
 				return
 			}
@@ -205,8 +213,18 @@ func (pol *policy) noFit(p *pass, r *Request, reason api.ReasonCode) {
 // onStart records the resources of a job started in this pass, so that a
 // later reservation knows when they come back.
 func (pol *policy) onStart(p *pass, s *Start) {
-	if pol.kind != PolicyBackfill || !(pol.bf == bfNone || pol.moreReservations()) || s.TimeLimit == api.Infinite || s.TimeLimit < 0 {
+	if s.TimeLimit == api.Infinite || s.TimeLimit < 0 {
 		return
+	}
+	switch pol.kind {
+	case PolicyBackfill:
+		if !(pol.bf == bfNone || pol.moreReservations()) {
+			return
+		}
+	default:
+		if len(pol.estimates) >= pol.depth {
+			return
+		}
 	}
 	at := pol.now.Add(time.Duration(s.TimeLimit) * time.Second).UnixNano()
 	for _, a := range s.Alloc {
@@ -223,12 +241,30 @@ func (pol *policy) moreReservations() bool {
 }
 
 // expected returns the reservation's start of job id when the pass
-// just reserved for it.
+// just reserved for it, or the estimate it just computed for it.
 func (pol *policy) expected(id uint64) (time.Time, bool) {
 	if n := len(pol.reservations); n > 0 && pol.reservations[n-1].JobID == id {
 		return pol.reservations[n-1].At, true
 	}
+	if n := len(pol.estimates); n > 0 && pol.estimates[n-1].JobID == id {
+		return pol.estimates[n-1].At, true
+	}
 	return time.Time{}, false
+}
+
+// estimate computes, for job r blocked for Resources under
+// PolicyPriority or PolicyFIFO, when it is expected to start (squeue
+// --start): the instant reserveInTime finds, without holding nodes for
+// it in time (those policies hold nodes for the rest of the pass only).
+// Slurm's builtin scheduler estimates start times the same way. Only the
+// first Config.BackfillDepth blocked jobs (at least one) get one.
+func (pol *policy) estimate(p *pass, r *Request) {
+	if len(pol.estimates) >= pol.depth {
+		return
+	}
+	if at, ok := pol.reserveInTime(p, r, false); ok {
+		pol.estimates = append(pol.estimates, Reservation{JobID: r.Job.ID, At: at})
+	}
 }
 
 // reserveInTime finds the earliest instant at which r fits, replaying the
@@ -241,7 +277,10 @@ func (pol *policy) expected(id uint64) (time.Time, bool) {
 // that hold no pointers, the copy is two allocations, and the full node
 // choice (find) runs only at instants where enough partition nodes pass
 // the filters for r's smallest slot, a count kept per release.
-func (pol *policy) reserveInTime(p *pass, r *Request) (time.Time, bool) {
+//
+// hold false only computes the instant: no node is held and no
+// reservation is recorded (pol.estimate).
+func (pol *policy) reserveInTime(p *pass, r *Request, hold bool) (time.Time, bool) {
 	if p.anyReserved && !r.AnyReserved {
 		// Nodes held for earlier jobs stay theirs in the future too.
 		r.AnyReserved = true
@@ -338,6 +377,9 @@ func (pol *policy) reserveInTime(p *pass, r *Request) (time.Time, bool) {
 		p.nodes = future
 		ok := p.find(r)
 		p.nodes = saved
+		if ok && !hold {
+			return time.Unix(0, at).In(pol.now.Location()), true
+		}
 		if ok {
 			res := Reservation{JobID: r.Job.ID, At: time.Unix(0, at).In(pol.now.Location()), Nodes: make([]string, len(p.picked))}
 			for k, i := range p.picked {

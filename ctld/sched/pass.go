@@ -60,6 +60,11 @@ type pass struct {
 	fmtBuf  []byte
 	moreBuf []string
 
+	// probe marks a multi-partition job's first try in each of its
+	// partitions (partlist.go): a start counts, a failure has no effect
+	// on the pass (no holds, reservations or preemption).
+	probe bool
+
 	// Scratch reused for every job.
 	req       Request
 	cand      []int
@@ -79,6 +84,10 @@ type partState struct {
 	// members held for a higher-priority job. When the two add up to all
 	// members, every later job of the partition is blocked.
 	unusable, reserved int
+	// shapes are the members' distinct capacities, for jobs that span
+	// nodes (span.go); built on first use.
+	shapes     []nodeShape
+	shapesDone bool
 }
 
 // newPass copies the free resources of snap and resolves partitions.

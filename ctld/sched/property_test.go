@@ -273,7 +273,17 @@ func checkPlan(t *testing.T, snap *sched.Snapshot, plan sched.Plan) {
 	startsOn := map[string][]uint64{}
 	for _, s := range plan.Starts {
 		j := jobs[s.JobID]
-		part := snap.Partitions[j.Partition]
+		partName := j.Partition
+		if s.Partition != "" {
+			// A job of several partitions (-p a,b) names the one it got.
+			if !slices.Contains(api.PartitionNames(j.ReqPartition()), s.Partition) {
+				t.Errorf("job %d of partitions %s started in %s", j.ID, j.ReqPartition(), s.Partition)
+			}
+			partName = s.Partition
+		} else if strings.Contains(j.ReqPartition(), ",") {
+			t.Errorf("job %d of partitions %s started without naming one", j.ID, j.ReqPartition())
+		}
+		part := snap.Partitions[partName]
 		if j.HoldKind != api.HoldNone || j.BeginTime.After(now) || part == nil || !part.Up {
 			t.Errorf("job %d started though held, not begun or its partition is missing or down", j.ID)
 			continue
@@ -284,7 +294,16 @@ func checkPlan(t *testing.T, snap *sched.Snapshot, plan sched.Plan) {
 			required[n] = true
 		}
 		wantNodes = max(wantNodes, len(required))
-		if len(s.Alloc) != wantNodes {
+		spans := j.Nodes == 0 || j.MaxNodes > j.Nodes
+		switch {
+		case spans && len(s.Alloc) < wantNodes:
+			t.Errorf("job %d: %d nodes, want at least %d", j.ID, len(s.Alloc), wantNodes)
+		case spans && len(s.Alloc) > max(wantNodes, j.Tasks, j.GPUs):
+			// A total (--gpus, -n) spans at most one node per GPU or task.
+			t.Errorf("job %d: %d nodes for %d tasks and %d GPUs", j.ID, len(s.Alloc), j.Tasks, j.GPUs)
+		case spans && j.MaxNodes > j.Nodes && len(s.Alloc) > max(j.MaxNodes, len(required)):
+			t.Errorf("job %d: %d nodes, above -N %d-%d", j.ID, len(s.Alloc), j.Nodes, j.MaxNodes)
+		case !spans && len(s.Alloc) != wantNodes:
 			t.Errorf("job %d: %d nodes, want %d", j.ID, len(s.Alloc), wantNodes)
 		}
 		if s.TimeLimit == 0 {
@@ -347,8 +366,13 @@ func checkPlan(t *testing.T, snap *sched.Snapshot, plan sched.Plan) {
 				t.Errorf("job %d: required node %s missing", j.ID, n)
 			}
 		}
-		if !j.Exclusive && gpus != j.ReqGPUs() && j.GPUsPerTask == 0 {
-			t.Errorf("job %d: %d GPUs, want %d", j.ID, gpus, j.ReqGPUs())
+		wantGPUs := j.ReqGPUs()
+		if j.GPUsPerNode > 0 {
+			// Per node, on however many nodes a task total spans.
+			wantGPUs = j.GPUsPerNode * len(s.Alloc)
+		}
+		if !j.Exclusive && gpus != wantGPUs && j.GPUsPerTask == 0 {
+			t.Errorf("job %d: %d GPUs, want %d", j.ID, gpus, wantGPUs)
 		}
 		if j.TasksPerNode == 0 && tasks != max(j.Tasks, 0) && j.Tasks > 0 {
 			t.Errorf("job %d: %d tasks, want %d", j.ID, tasks, j.Tasks)

@@ -95,8 +95,9 @@ type Request struct {
 // fillSlots appends the n per-node needs of spec to dst[:0], largest
 // first. Tasks are TasksPerNode, else the total spread evenly (earlier
 // nodes take the remainder); CPUs are tasks × cpus-per-task, at least 1
-// and at least GPUs × CPUsPerGPU; GPUs are GPUsPerNode, else the total
-// split the same way as tasks, else GPUsPerTask × tasks; memory is
+// and at least GPUs × CPUsPerGPU; GPUs are GPUsPerNode, else
+// GPUsPerTask × tasks (so that each task has its own), else the total
+// split the same way as tasks; memory is
 // MemPerNodeMB, else MemPerCPUMB × CPUs, else MemPerGPUMB × GPUs, else
 // defMemPerCPU × CPUs. MemPerNodeMB 0 means "not given" here, never "the
 // whole node". A sliced spec (GPUMemMB or GPUComputePct) gives every
@@ -125,10 +126,10 @@ func fillSlots(dst []Slot, s *api.JobSpec, n int, defMemPerCPU int64) []Slot {
 	switch {
 	case s.GPUsPerNode > 0:
 		gBase = s.GPUsPerNode
-	case s.GPUs > 0:
-		gBase, gRem = s.GPUs/n, s.GPUs%n
 	case s.GPUsPerTask > 0:
 		perTask = true
+	case s.GPUs > 0:
+		gBase, gRem = s.GPUs/n, s.GPUs%n
 	}
 
 	for i := range n {
@@ -147,31 +148,77 @@ func fillSlots(dst []Slot, s *api.JobSpec, n int, defMemPerCPU int64) []Slot {
 		if sliced && gBase == 0 && gRem == 0 && !perTask {
 			gpus = 1
 		}
-		cpus := max(tasks*cpt, 1)
-		if s.CPUsPerGPU > 0 {
-			cpus = max(cpus, gpus*s.CPUsPerGPU)
-		}
-		var mem int64
-		whole := false
-		switch {
-		case s.MemPerNodeMB == api.MemWholeNode:
-			whole = true
-		case s.MemPerNodeMB > 0:
-			mem = s.MemPerNodeMB
-		case s.MemPerCPUMB > 0:
-			mem = s.MemPerCPUMB * int64(cpus)
-		case s.MemPerGPUMB > 0:
-			mem = s.MemPerGPUMB * int64(gpus)
-		default:
-			mem = defMemPerCPU * int64(cpus)
-		}
-		slot := Slot{Tasks: tasks, CPUs: cpus, MemMB: mem, GPUs: gpus, WholeMem: whole}
-		if sliced {
-			slot.GPUMemMB, slot.GPUComputePct = s.GPUMemMB, s.GPUComputePct
-		}
-		dst = append(dst, slot)
+		dst = append(dst, slotOf(s, tasks, gpus, cpt, defMemPerCPU))
 	}
 	return dst
+}
+
+// slotOf is the need of one node that runs tasks tasks of spec with gpus
+// GPUs (slices for a sliced spec): CPUs and memory follow from them.
+func slotOf(s *api.JobSpec, tasks, gpus, cpt int, defMemPerCPU int64) Slot {
+	cpus := max(tasks*cpt, 1)
+	if s.CPUsPerGPU > 0 {
+		cpus = max(cpus, gpus*s.CPUsPerGPU)
+	}
+	var mem int64
+	whole := false
+	switch {
+	case s.MemPerNodeMB == api.MemWholeNode:
+		whole = true
+	case s.MemPerNodeMB > 0:
+		mem = s.MemPerNodeMB
+	case s.MemPerCPUMB > 0:
+		mem = s.MemPerCPUMB * int64(cpus)
+	case s.MemPerGPUMB > 0:
+		mem = s.MemPerGPUMB * int64(gpus)
+	default:
+		mem = defMemPerCPU * int64(cpus)
+	}
+	slot := Slot{Tasks: tasks, CPUs: cpus, MemMB: mem, GPUs: gpus, WholeMem: whole}
+	if s.GPUMemMB > 0 || s.GPUComputePct > 0 {
+		slot.GPUMemMB, slot.GPUComputePct = s.GPUMemMB, s.GPUComputePct
+	}
+	return slot
+}
+
+// spansNodes reports whether spec's per-node need shrinks as it gets
+// more nodes, so that without -N (or within a -N min-max range) it may
+// span several (Slurm's reading of a total): a GPU total (--gpus) or a
+// task total (-n, with its CPUs and --gpus-per-task GPUs) that no
+// per-node count pins.
+func spansNodes(s *api.JobSpec) bool {
+	if s.Nodes > 0 && s.MaxNodes <= s.Nodes || s.GPUsPerNode > 0 && s.TasksPerNode > 0 {
+		return false
+	}
+	gpuTotal := s.GPUs > 0 && s.GPUsPerNode == 0 && s.GPUsPerTask == 0
+	taskTotal := s.Tasks > 1 && s.TasksPerNode == 0
+	return gpuTotal || taskTotal
+}
+
+// largestSlot is the first (largest) of fillSlots(spec, n)'s slots,
+// computed without building the others.
+func largestSlot(s *api.JobSpec, n int, defMemPerCPU int64) Slot {
+	n = max(n, 1)
+	tasks := s.TasksPerNode
+	if tasks <= 0 {
+		t := s.Tasks
+		if t <= 0 {
+			t = n
+		}
+		tasks = (t + n - 1) / n
+	}
+	var gpus int
+	switch {
+	case s.GPUsPerNode > 0:
+		gpus = s.GPUsPerNode
+	case s.GPUsPerTask > 0:
+		gpus = s.GPUsPerTask * tasks
+	case s.GPUs > 0:
+		gpus = (s.GPUs + n - 1) / n
+	case s.GPUMemMB > 0 || s.GPUComputePct > 0:
+		gpus = 1
+	}
+	return slotOf(s, tasks, gpus, s.ReqCPUsPerTask(), defMemPerCPU)
 }
 
 // effectiveTimeLimit is the job's limit, else the partition's default,

@@ -40,7 +40,7 @@ func Schedule(snap *Snapshot, now time.Time, cfg Config) Plan {
 	plan.Pending = make([]Decision, 0, len(snap.Pending))
 	for e := it.next(); e != nil; e = it.next() {
 		n := len(plan.Pending)
-		start, ok := p.schedule(e, now, &plan, pol)
+		start, ok := p.scheduleJob(e, now, &plan, pol)
 		if ok {
 			start.Backfilled = len(pol.reservations) > 0
 			plan.Starts = append(plan.Starts, start)
@@ -150,10 +150,11 @@ func orderPending(pending []*api.Job) []*api.Job {
 	return out
 }
 
-// schedule decides one job: it returns the Start when the job fits, or
-// appends its Decision to plan. pol applies cfg.Policy to jobs behind
-// one that does not fit.
-func (p *pass) schedule(e *entry, now time.Time, plan *Plan, pol *policy) (Start, bool) {
+// schedule decides one job in partition part: it returns the Start when
+// the job fits, or appends its Decision to plan. pol applies cfg.Policy
+// to jobs behind one that does not fit. Under p.probe a job that does
+// not fit leaves no trace but its Decision (see partlist.go).
+func (p *pass) schedule(e *entry, part string, now time.Time, plan *Plan, pol *policy) (Start, bool) {
 	job := e.job
 	pend := func(reason api.ReasonCode, detail string) (Start, bool) {
 		plan.Pending = append(plan.Pending, Decision{JobID: job.ID, Reason: reason, Detail: detail})
@@ -161,7 +162,7 @@ func (p *pass) schedule(e *entry, now time.Time, plan *Plan, pol *policy) (Start
 	}
 
 	p.borrowing = 0
-	if reason, detail, ok := p.gate(job, now); !ok {
+	if reason, detail, ok := p.gate(job, part, now); !ok {
 		return pend(reason, detail)
 	}
 	r := &p.req
@@ -182,6 +183,9 @@ func (p *pass) schedule(e *entry, now time.Time, plan *Plan, pol *policy) (Start
 		}
 		v := p.sh.admit(e.queue, job.User, need, e.qos)
 		if v.reason != "" {
+			if p.probe {
+				return pend(v.reason, v.detail)
+			}
 			if v.deficit > 0 && !(pol.kind == PolicyFIFO && pol.fifoBlocked) {
 				// Lower jobs of its own queue may give their GPUs back.
 				if reason, detail, ok := p.preempt(r, e, need, v.deficit, plan); ok {
@@ -207,7 +211,7 @@ func (p *pass) schedule(e *entry, now time.Time, plan *Plan, pol *policy) (Start
 
 	p.topoWait = false
 	if reason, detail, ok := pol.knownFailure(p, r, plan); ok {
-		if reason == api.ReasonResources && p.sh != nil {
+		if reason == api.ReasonResources && p.sh != nil && !p.probe {
 			if reason, detail, ok := p.preempt(r, e, need, 0, plan); ok {
 				return pend(reason, detail)
 			}
@@ -219,6 +223,10 @@ func (p *pass) schedule(e *entry, now time.Time, plan *Plan, pol *policy) (Start
 			start.Borrowed = p.sh.over(e.queue, allocGPUs(start.Alloc)) - p.sh.over(e.queue, 0)
 		}
 		return start, true
+	}
+	if p.probe {
+		// Discarded: the job is decided again after its probes.
+		return pend(api.ReasonResources, "")
 	}
 	if p.topoWait {
 		pol.noFit(p, r, api.ReasonTopology)
@@ -248,8 +256,9 @@ func (p *pass) schedule(e *entry, now time.Time, plan *Plan, pol *policy) (Start
 }
 
 // gate runs the checks that need no node scan and fills p.req for the
-// job. ok is false when the job stays pending, with its reason.
-func (p *pass) gate(job *api.Job, now time.Time) (reason api.ReasonCode, detail string, ok bool) {
+// job in partition part. ok is false when the job stays pending, with
+// its reason.
+func (p *pass) gate(job *api.Job, part string, now time.Time) (reason api.ReasonCode, detail string, ok bool) {
 	switch {
 	case job.HoldKind == api.HoldAdmin:
 		return api.ReasonJobHeldAdmin, "", false
@@ -260,9 +269,9 @@ func (p *pass) gate(job *api.Job, now time.Time) (reason api.ReasonCode, detail 
 	if !job.BeginTime.IsZero() && job.BeginTime.After(now) {
 		return api.ReasonBeginTime, "", false
 	}
-	pi, found := p.partIdx[job.Partition]
+	pi, found := p.partIdx[part]
 	if !found {
-		return api.ReasonBadConstraints, fmt.Sprintf("partition %s does not exist", job.Partition), false
+		return api.ReasonBadConstraints, fmt.Sprintf("partition %s does not exist", part), false
 	}
 	ps := &p.parts[pi]
 	if !ps.info.Up {
@@ -378,6 +387,9 @@ func (p *pass) resolve(job *api.Job, pi int) (api.ReasonCode, string, bool) {
 		r.Required = append(r.Required, i)
 	}
 	r.Nodes = max(job.ReqNodes(), len(r.Required))
+	if job.Nodes == 0 || job.MaxNodes > job.Nodes {
+		r.Nodes = max(r.Nodes, p.spanCount(&job.JobSpec, pi, job.GPUType))
+	}
 	r.OnlyRequired = len(r.Required) > 0 && len(r.Required) >= r.Nodes
 	return "", "", true
 }

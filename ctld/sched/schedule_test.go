@@ -205,7 +205,7 @@ func TestScheduleReasons(t *testing.T) {
 		},
 		{
 			name: "bad constraints: more CPUs per node than any node has",
-			snap: fourNodes().Jobs(st.MakeJob().Tasks(65).Obj()).Obj(),
+			snap: fourNodes().Jobs(st.MakeJob().Nodes(1).Tasks(65).Obj()).Obj(),
 			want: sched.Decision{JobID: 1, Reason: api.ReasonBadConstraints,
 				Detail: "65 CPUs per node requested, nodes of partition gpu have at most 64"},
 		},
@@ -229,7 +229,7 @@ func TestScheduleReasons(t *testing.T) {
 		},
 		{
 			name: "bad constraints: required node too small",
-			snap: fourNodes().Jobs(st.MakeJob().NodeList("gpu01").GPUs(9).Obj()).Obj(),
+			snap: fourNodes().Jobs(st.MakeJob().NodeList("gpu01").GPUsPerNode(9).Obj()).Obj(),
 			want: sched.Decision{JobID: 1, Reason: api.ReasonBadConstraints,
 				Detail: "required node gpu01 can never hold 1 CPUs, 9 GPUs: InsufficientGPU"},
 		},
@@ -404,7 +404,9 @@ func TestPriorityBlocking(t *testing.T) {
 			).Obj(),
 			wantStarted: []uint64{1},
 			want: []sched.Decision{
-				{JobID: 2, Reason: api.ReasonResources, Detail: "1/4 nodes available: 3 InsufficientGPU"},
+				// Job 1, started in the same pass, ends at its limit:
+				// the estimate (squeue --start) of the blocked job.
+				{JobID: 2, Reason: api.ReasonResources, Detail: "1/4 nodes available: 3 InsufficientGPU", ExpectedStart: now.Add(24 * time.Hour)},
 				{JobID: 3, Reason: api.ReasonPriority, Detail: "waiting for higher-priority jobs"},
 				{JobID: 4, Reason: api.ReasonJobHeldAdmin},
 			},

@@ -251,7 +251,11 @@ type Preemption struct {
 // Start is one job to start, with its allocation and why it went there.
 type Start struct {
 	JobID uint64
-	Alloc []api.NodeAlloc
+	// Partition is, for a job submitted to a list of partitions (-p
+	// a,b), the one it starts in: the first in its list where it fits
+	// now. Empty for a job of one partition.
+	Partition string
+	Alloc     []api.NodeAlloc
 	// TimeLimit is the effective limit (partition default applied).
 	TimeLimit int64
 	Why       string

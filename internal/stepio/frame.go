@@ -15,7 +15,7 @@ import (
 type Type byte
 
 // Frame types. srun sends Hello, Stdin, StdinEOF, Signal and Winsize; the
-// node sends Ready, Stdout, Stderr, Exit and Error.
+// node sends Ready, Stdout, Stderr, Exit, Error and Notice.
 const (
 	Hello    Type = 1
 	Ready    Type = 2
@@ -27,11 +27,25 @@ const (
 	Exit     Type = 8
 	Error    Type = 9
 	Winsize  Type = 10
+	// Notice is a message of the node daemon's own for srun's standard
+	// error, printed as it is (Slurm's "slurmstepd: ..." lines); its
+	// Task says what it is about (NoticeText, NoticeCancelled).
+	Notice Type = 11
+)
+
+// Notice kinds, in a Notice frame's Task.
+const (
+	// NoticeText is a plain message.
+	NoticeText uint32 = 0
+	// NoticeCancelled says that the step was cancelled (scancel J.S):
+	// its tasks are being killed.
+	NoticeCancelled uint32 = 1
 )
 
 func (t Type) String() string {
 	names := map[Type]string{Hello: "hello", Ready: "ready", Stdout: "stdout", Stderr: "stderr", Stdin: "stdin",
-		StdinEOF: "stdin-eof", Signal: "signal", Exit: "exit", Error: "error", Winsize: "winsize"}
+		StdinEOF: "stdin-eof", Signal: "signal", Exit: "exit", Error: "error", Winsize: "winsize",
+		Notice: "notice"}
 	if n, ok := names[t]; ok {
 		return n
 	}

@@ -92,6 +92,8 @@ type Status struct {
 	// says why. A job whose own files or request failed it before its
 	// script ran has Error alone.
 	LaunchFailed bool `json:"launch_failed,omitempty"`
+	// Usage is what the batch script used (usage.go; issue 22).
+	Usage *api.NodeUsage `json:"usage,omitempty"`
 }
 
 // Markers are the persisted flags of a job.

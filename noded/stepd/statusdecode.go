@@ -3,6 +3,7 @@ package stepd
 import (
 	"fmt"
 
+	"github.com/tide-hpc/tide/ctld/api"
 	"github.com/tide-hpc/tide/internal/jsonfast"
 )
 
@@ -60,6 +61,12 @@ func statusFields(d *jsonfast.Decoder, out *Status) bool {
 			return d.Bool(&out.OOM)
 		case "launch_failed":
 			return d.Bool(&out.LaunchFailed)
+		case "usage":
+			if out.Usage != nil {
+				return false
+			}
+			out.Usage = &api.NodeUsage{}
+			return api.DecodeNodeUsageJSON(d, out.Usage)
 		}
 		return false
 	})

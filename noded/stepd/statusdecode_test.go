@@ -24,6 +24,9 @@ func statusInputs(t testing.TB) []string {
 		{Exit: api.ExitStatus{Code: 1}, EndTime: time.Now(), Error: "execve /x: \"quoted\" <html> & \u2028 \xff"},
 		{Exit: api.ExitStatus{Code: -1, Signal: 1 << 40}},
 		{Exit: api.ExitStatus{Code: 1}, EndTime: time.Unix(1700000006, 0).UTC(), Error: "launch timed out after 1m0s", LaunchFailed: true},
+		{Exit: api.ExitStatus{Code: 0}, EndTime: time.Unix(1700000007, 0).UTC(), Usage: &api.NodeUsage{Final: true,
+			Cgroup: &api.CgroupTotals{UserUsec: 5, SystemUsec: 6, HasIO: true, ReadBytes: 7},
+			Tasks:  []api.TaskUsage{{UserUsec: 1, SystemUsec: 2, RSS: 4096, Pages: 3, ReadBytes: 512, WriteBytes: 1024}}}},
 	} {
 		b, err := json.Marshal(&st)
 		if err != nil {
@@ -38,15 +41,17 @@ func statusInputs(t testing.TB) []string {
 		`{"error":"a\u00e9b\\n"}`, `{"oom":1}`, `{"launch_failed":"yes"}`, `{"unknown":true}`, `{"exit":{"code":1}} x`,
 		`{"exit":{"code":99999999999999999999}}`, `{"start_time":null}`, `{"error":"\ud800"}`,
 		` { "exit" : { "code" : 4 } , "oom" : true } `, `{"exit":{"code":1},}`, `{"exit"`,
+		`{"usage":{"job_id":0,"step_id":0,"tasks":null},"usage":{"job_id":1,"step_id":0,"tasks":[]}}`,
+		`{"usage":null}`, `{"usage":{"tasks":[{"task":1,"rss":"big"}]}}`,
 	)
 }
 
 func TestDecodeStatusMatchesEncodingJSON(t *testing.T) {
 	for i, in := range statusInputs(t) {
 		checkDecodeStatus(t, []byte(in))
-		// What encoding/json writes (the first twelve) is read by hand,
-		// not by the fallback.
-		if st := new(Status); i < 12 && !statusByHand([]byte(in), st) {
+		// What encoding/json writes (the first fourteen) is read by
+		// hand, not by the fallback.
+		if st := new(Status); i < 14 && !statusByHand([]byte(in), st) {
 			t.Errorf("%q went to encoding/json", in)
 		}
 	}

@@ -261,8 +261,23 @@ func waitJob(dir string, pid int, wait func() error, state func() *os.ProcessSta
 	if err := SignalGroup(pid, syscall.SIGKILL); err != nil {
 		log.Error("kill leftover processes", "err", err)
 	}
+	if cg != nil {
+		if at := lingerUntil(ReadMarkers(dir), end); !at.IsZero() {
+			// A cancel, requeue or time limit ended the job. The tasks
+			// of its steps on this node are in its cgroup, in process
+			// groups of their own: like those on the job's other nodes
+			// they get SIGTERM from tided when their srun (just killed
+			// with the batch shell's group) goes away, then the kill
+			// wait, then SIGKILL. Wait for them until the job's kill
+			// wait is over before the cgroup's SIGKILL below.
+			if !waitCgroupEmpty(cg, at) {
+				log.Info("kill wait over: killing what is left of the job's steps")
+			}
+		}
+	}
+	usage := jobUsage(ps, cg) // usage.go: read before the cgroup goes
 	// Processes that left the group are still in the cgroup.
-	st := Status{StartTime: start, EndTime: end, OOM: finishCgroup(cg, log)}
+	st := Status{StartTime: start, EndTime: end, OOM: finishCgroup(cg, log), Usage: usage}
 	if failMsg != "" {
 		st.Exit = api.ExitStatus{Code: 1}
 		st.Error = failMsg
@@ -282,6 +297,43 @@ func waitJob(dir string, pid int, wait func() error, state func() *os.ProcessSta
 		}
 	}
 	return st
+}
+
+// maxLinger bounds how long a killed job's leftovers are waited for,
+// whatever its kill marker says (a marker from a clock far off).
+const maxLinger = 10 * time.Minute
+
+// lingerUntil is when the cgroup of a job that ended at end may be
+// killed: the kill wait's end of the kill or time-limit marker m holds
+// (the later of the two), or zero when the job was not killed.
+func lingerUntil(m Markers, end time.Time) time.Time {
+	var at time.Time
+	for _, k := range []*KillMarker{m.Killed, m.TimedOut} {
+		if k != nil && k.KillAt.After(at) {
+			at = k.KillAt
+		}
+	}
+	if at.IsZero() || !at.After(end) {
+		return time.Time{}
+	}
+	if limit := end.Add(maxLinger); at.After(limit) {
+		return limit
+	}
+	return at
+}
+
+// waitCgroupEmpty polls cg until it has no processes or deadline
+// passes, and reports whether it emptied.
+func waitCgroupEmpty(cg *cgroup.Cgroup, deadline time.Time) bool {
+	for delay := 10 * time.Millisecond; ; delay = min(2*delay, 100*time.Millisecond) {
+		if pids, err := cg.Procs(); err != nil || len(pids) == 0 {
+			return true
+		}
+		if !time.Now().Before(deadline) {
+			return false
+		}
+		time.Sleep(min(delay, time.Until(deadline)))
+	}
 }
 
 // RunExec is "tided stepd-exec": it already runs as the job's user.

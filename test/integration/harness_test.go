@@ -79,7 +79,7 @@ func TestMain(m *testing.M) {
 			os.Exit(1)
 		}
 	}
-	for _, l := range []string{"sbatch", "squeue", "scancel", "sinfo", "scontrol", "sacct", "srun", "salloc", "sprio"} {
+	for _, l := range []string{"sbatch", "squeue", "scancel", "sinfo", "scontrol", "sacct", "srun", "salloc", "sprio", "sstat"} {
 		os.Symlink("tide", filepath.Join(dir, l))
 	}
 	code := m.Run()

@@ -231,13 +231,14 @@ func setOpenMode(st *state, v string, _ bool) error {
 	return nil
 }
 
+// setSignal takes --signal=[{R|B}:]SIG[@TIME]. R: lets the job overlap
+// a reservation with MaxStartDelay; Tide has no such reservations, so
+// nothing keeps a job out and the flag is accepted without a word, as
+// Slurm does on a cluster without them.
 func setSignal(st *state, v string, _ bool) error {
-	sp, resv, err := parseSignal(v)
+	sp, _, err := parseSignal(v)
 	if err != nil {
 		return err
-	}
-	if resv {
-		st.warn("--signal R: (signal at reservation end) has no effect yet in Tide; ignored")
 	}
 	st.spec.Signal = sp
 	return nil

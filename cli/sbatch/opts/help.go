@@ -120,7 +120,7 @@ func Usage(w io.Writer) {
 			emit(fmt.Sprintf("[--%s]", o.Long))
 		}
 	}
-	emit("script [args...]")
+	emit("executable [args...]") // Slurm's word (its test suite matches it)
 	fmt.Fprintln(w, strings.TrimRight(line, " "))
 }
 

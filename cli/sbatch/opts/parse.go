@@ -23,6 +23,14 @@ type Input struct {
 	// whole environment, for --export.
 	Getenv  func(string) string
 	Environ []string
+	// LookupEnv, when set, reads the option variables instead of Getenv,
+	// telling an empty variable from an unset one (an empty flag
+	// variable sets the flag).
+	LookupEnv func(string) (string, bool)
+	// EnvVars, when not nil, are the option variables instead of
+	// sbatch's SBATCH_* (srun's and salloc's own lists); empty reads
+	// none.
+	EnvVars []EnvVar
 	// ReadFile reads the script and node files. Relative paths are
 	// joined to Cwd before it is called.
 	ReadFile func(string) ([]byte, error)
@@ -57,6 +65,10 @@ type Request struct {
 	// Defined lists the options that were set, in table order, for
 	// sbatch -v's "defined options" block.
 	Defined [][2]string
+	// FromEnv holds the options (by id, "nodes") whose value came from
+	// an environment variable, as Slurm's slurm_option_set_by_env tells:
+	// srun treats some of those it inherits from its job differently.
+	FromEnv map[string]bool
 }
 
 // Error is a parse or validation failure worded as sbatch words it.
@@ -151,6 +163,7 @@ type state struct {
 	warned   map[string]bool
 	warnings []string
 	defined  map[string]string
+	fromEnv  map[string]bool
 }
 
 func (st *state) warn(msg string) {
@@ -178,6 +191,12 @@ func (st *state) apply(i int, v string, has bool) error {
 		shown = "set"
 	}
 	st.defined[o.id()] = shown
+	if st.layer == layerEnv || st.fromEnv[o.id()] {
+		if st.fromEnv == nil {
+			st.fromEnv = map[string]bool{}
+		}
+		st.fromEnv[o.id()] = st.layer == layerEnv
+	}
 	return nil
 }
 
@@ -213,8 +232,9 @@ func (st *state) set(o *option, v string, has bool) error {
 }
 
 // Parse turns an sbatch command line, its script's #SBATCH directives
-// and the SBATCH_* environment into a job request. Precedence is Slurm's:
-// command line over environment over directives. Errors are *Error.
+// and the SBATCH_* environment (or Input.EnvVars) into a job request.
+// Precedence is Slurm's: command line over environment over directives
+// (envinput.go has the environment's rules). Errors are *Error.
 func Parse(in Input) (*Request, error) {
 	if in.Getenv == nil {
 		in.Getenv = func(string) string { return "" }
@@ -257,16 +277,8 @@ func Parse(in Input) (*Request, error) {
 		return nil, err
 	}
 	st.layer = layerEnv
-	for i, o := range table() {
-		for _, k := range o.env {
-			v := in.Getenv(k)
-			if v == "" {
-				continue
-			}
-			if err := st.apply(i, v, o.Arg != NoArg); err != nil {
-				return nil, fail(fmt.Sprintf("%s (from %s=%s)", err, k, v))
-			}
-		}
+	if err := st.applyEnv(); err != nil {
+		return nil, err
 	}
 	st.layer = layerCLI
 	for _, m := range cli {
@@ -398,8 +410,11 @@ func (st *state) finish() error {
 	if err := st.finishGPUs(); err != nil {
 		return err
 	}
-	if s.GPUsPerTask > 0 && s.Tasks == 0 && s.TasksPerNode == 0 {
-		return fail("--gpus-per-task requires --ntasks or --ntasks-per-node")
+	if s.GPUsPerTask > 0 && s.Tasks == 0 && s.TasksPerNode == 0 && s.GPUs == 0 && s.Nodes == 0 {
+		// Slurm's rule: the task count may also come from --gpus
+		// (--gpus / --gpus-per-task) or -N (one task per node); the
+		// controller resolves it (api.JobSpec.ResolveGPUs).
+		return fail("--gpus-per-task requires --ntasks, --ntasks-per-node, --gpus or --nodes")
 	}
 	if s.TimeMin > 0 && s.TimeLimit > 0 && s.TimeMin > s.TimeLimit {
 		return fail("Invalid --time-min specification: longer than --time")
@@ -500,6 +515,14 @@ func (st *state) request() *Request {
 	r.Spec = st.spec
 	r.Warnings = st.warnings
 	r.Defined = st.definedInOrder()
+	for id, env := range st.fromEnv {
+		if env {
+			if r.FromEnv == nil {
+				r.FromEnv = map[string]bool{}
+			}
+			r.FromEnv[id] = true
+		}
+	}
 	return &r
 }
 

@@ -3,6 +3,7 @@ package opts
 import (
 	"strings"
 
+	"github.com/tide-hpc/tide/cli/getopt"
 	"github.com/tide-hpc/tide/ctld/api"
 )
 
@@ -117,7 +118,7 @@ var options = [...]option{
 	{Spec: Spec{Long: "queue", Arg: RequiredArg, ID: "account"}, argName: "name", help: "queue to run the job in (Tide; same as --account)", str: func(s *api.JobSpec) *string { return &s.Account }},
 	{Spec: Spec{Long: "acctg-freq", Arg: RequiredArg}, env: []string{"SBATCH_ACCTG_FREQ"}, argName: "<datatype>=<interval>", help: "job accounting and profiling sampling intervals", ignore: checkAcctgFreq},
 	{Spec: Spec{Long: "batch", Arg: RequiredArg}, env: []string{"SBATCH_BATCH"}, argName: "list", help: "features the batch host must have", ignore: checkNonEmpty},
-	{Spec: Spec{Long: "bb", Arg: RequiredArg}, argName: "<spec>", help: "burst buffer specifications", ignore: checkNonEmpty},
+	{Spec: Spec{Long: "bb", Arg: RequiredArg}, env: []string{"SBATCH_BURST_BUFFER"}, argName: "<spec>", help: "burst buffer specifications", ignore: checkNonEmpty},
 	{Spec: Spec{Long: "bbf", Arg: RequiredArg}, argName: "<file_name>", help: "burst buffer specification file", ignore: checkNonEmpty},
 	{Spec: Spec{Long: "begin", Short: 'b', Arg: RequiredArg}, argName: "time", help: "defer job until HH:MM MM/DD/YY", set: setBegin},
 	{Spec: Spec{Long: "comm", Arg: RequiredArg}, env: []string{"SBATCH_COMM"}, argName: "model|data", help: "parallelism (Tide): model keeps each node's GPUs in one NVLink domain", set: setComm},
@@ -129,7 +130,7 @@ var options = [...]option{
 	{Spec: Spec{Long: "deadline", Arg: RequiredArg}, argName: "time", help: "remove the job if no ending possible before this deadline", set: setDeadline},
 	{Spec: Spec{Long: "delay-boot", Arg: RequiredArg}, env: []string{"SBATCH_DELAY_BOOT"}, argName: "mins", help: "delay boot for desired node features", ignore: checkTime},
 	{Spec: Spec{Long: "chdir", Short: 'D', Arg: RequiredArg}, argName: "directory", help: "set working directory for batch script", set: setChdir},
-	{Spec: Spec{Long: "error", Short: 'e', Arg: RequiredArg}, argName: "err", help: "file for batch script's standard error", str: func(s *api.JobSpec) *string { return &s.Stderr }},
+	{Spec: Spec{Long: "error", Short: 'e', Arg: RequiredArg}, env: []string{"SBATCH_ERROR"}, argName: "err", help: "file for batch script's standard error", str: func(s *api.JobSpec) *string { return &s.Stderr }},
 	{Spec: Spec{Long: "export", Arg: RequiredArg}, env: []string{"SBATCH_EXPORT"}, argName: "names", help: "specify environment variables to export (ALL, NONE or a list)", set: setExport},
 	{Spec: Spec{Long: "export-file", Arg: RequiredArg}, argName: "file|fd", help: "specify environment variables file or file descriptor to export", ignore: checkNonEmpty},
 	{Spec: Spec{Long: "get-user-env", Arg: OptionalArg}, env: []string{"SBATCH_GET_USER_ENV"}, argName: "timeout][mode", help: "load environment from local cluster", ignore: checkGetUserEnv},
@@ -138,7 +139,7 @@ var options = [...]option{
 	{Spec: Spec{Long: "gres-flags", Arg: RequiredArg}, env: []string{"SBATCH_GRES_FLAGS"}, argName: "opts", help: "flags related to GRES management", ignore: checkEnum, words: []string{"disable-binding", "enforce-binding"}},
 	{Spec: Spec{Long: "hold", Short: 'H', Arg: NoArg}, help: "submit job in held state", set: func(st *state, _ string, _ bool) error { st.spec.Hold = true; return nil }},
 	{Spec: Spec{Long: "ignore-pbs", Arg: NoArg}, env: []string{"SBATCH_IGNORE_PBS"}, help: "ignore #PBS and #BSUB options in the batch script", set: func(*state, string, bool) error { return nil }},
-	{Spec: Spec{Long: "input", Short: 'i', Arg: RequiredArg}, argName: "in", help: "file for batch script's standard input", str: func(s *api.JobSpec) *string { return &s.Stdin }},
+	{Spec: Spec{Long: "input", Short: 'i', Arg: RequiredArg}, env: []string{"SBATCH_INPUT"}, argName: "in", help: "file for batch script's standard input", str: func(s *api.JobSpec) *string { return &s.Stdin }},
 	{Spec: Spec{Long: "job-name", Short: 'J', Arg: RequiredArg}, env: []string{"SBATCH_JOB_NAME"}, argName: "jobname", help: "name of job", str: func(s *api.JobSpec) *string { return &s.Name }},
 	{Spec: Spec{Long: "no-kill", Short: 'k', Arg: OptionalArg}, env: []string{"SBATCH_NO_KILL"}, argName: "off", help: "do not kill job on node failure", set: setNoKill},
 	{Spec: Spec{Long: "licenses", Short: 'L', Arg: RequiredArg}, argName: "names", help: "required license, comma separated", ignore: checkLicenses},
@@ -152,8 +153,10 @@ var options = [...]option{
 	{Spec: Spec{Long: "nice", Arg: OptionalArg}, argName: "value", help: "decrease scheduling priority by value", set: setNice},
 	{Spec: Spec{Long: "no-requeue", Arg: NoArg}, env: []string{"SBATCH_NO_REQUEUE"}, help: "if set, do not permit the job to be requeued", set: setNoRequeue},
 	{Spec: Spec{Long: "ntasks-per-node", Arg: RequiredArg}, argName: "n", help: "number of tasks to invoke on each node", num: func(s *api.JobSpec) *int { return &s.TasksPerNode }},
+	// Slurm's deprecated spelling of --ntasks-per-node, still accepted.
+	{Spec: Spec{Long: "tasks-per-node", Arg: RequiredArg, ID: "ntasks-per-node"}, hidden: true, num: func(s *api.JobSpec) *int { return &s.TasksPerNode }},
 	{Spec: Spec{Long: "nodes", Short: 'N', Arg: RequiredArg}, argName: "N", help: "number of nodes on which to run (N = min[-max])", set: setNodes},
-	{Spec: Spec{Long: "output", Short: 'o', Arg: RequiredArg}, argName: "out", help: "file for batch script's standard output", str: func(s *api.JobSpec) *string { return &s.Stdout }},
+	{Spec: Spec{Long: "output", Short: 'o', Arg: RequiredArg}, env: []string{"SBATCH_OUTPUT"}, argName: "out", help: "file for batch script's standard output", str: func(s *api.JobSpec) *string { return &s.Stdout }},
 	{Spec: Spec{Long: "overcommit", Short: 'O', Arg: NoArg}, env: []string{"SBATCH_OVERCOMMIT"}, help: "overcommit resources", ignore: noCheck},
 	{Spec: Spec{Long: "partition", Short: 'p', Arg: RequiredArg}, env: []string{"SBATCH_PARTITION"}, argName: "partition", help: "partition requested", str: func(s *api.JobSpec) *string { return &s.Partition }},
 	{Spec: Spec{Long: "parsable", Arg: NoArg}, help: "outputs only the jobid on successful submission", set: func(st *state, _ string, _ bool) error { st.req.Parsable = true; return nil }},
@@ -205,7 +208,7 @@ var options = [...]option{
 	{Spec: Spec{Long: "extra-node-info", Short: 'B', Arg: RequiredArg}, group: grpAffinity, argName: "S[:C[:T]]", help: "combine request of sockets per node, cores per socket and threads per core", ignore: checkExtraNodeInfo},
 	{Spec: Spec{Long: "ntasks-per-core", Arg: RequiredArg}, group: grpAffinity, argName: "n", help: "number of tasks to invoke on each core", ignore: checkInt, positive: true},
 	{Spec: Spec{Long: "ntasks-per-socket", Arg: RequiredArg}, group: grpAffinity, argName: "n", help: "number of tasks to invoke on each socket", ignore: checkInt, positive: true},
-	{Spec: Spec{Long: "hint", Arg: RequiredArg}, env: []string{"SBATCH_HINT", "SLURM_HINT"}, group: grpAffinity, argName: "hint", help: "bind tasks according to application hints", ignore: checkList, words: []string{"compute_bound", "memory_bound", "multithread", "nomultithread"}},
+	{Spec: Spec{Long: "hint", Arg: RequiredArg}, env: []string{"SLURM_HINT", "SBATCH_HINT"}, group: grpAffinity, argName: "hint", help: "bind tasks according to application hints", ignore: checkList, words: []string{"compute_bound", "memory_bound", "multithread", "nomultithread"}},
 	{Spec: Spec{Long: "mem-bind", Arg: RequiredArg}, env: []string{"SBATCH_MEM_BIND"}, group: grpAffinity, argName: "type", help: "bind memory to locality domains (ldom)", ignore: checkMemBind},
 
 	// GPU scheduling options.
@@ -216,7 +219,7 @@ var options = [...]option{
 	{Spec: Spec{Long: "gpu-mem", Arg: RequiredArg}, env: []string{"SBATCH_GPU_MEM"}, group: grpGPU, argName: "size", help: "GPU slice (Tide): GPU memory per slice ([K|M|G|T])", set: setGPUMem},
 	{Spec: Spec{Long: "gpu-freq", Arg: RequiredArg}, env: []string{"SBATCH_GPU_FREQ"}, group: grpGPU, argName: "...", help: "frequency and voltage of GPUs", ignore: checkGPUFreq},
 	{Spec: Spec{Long: "gpus-per-node", Arg: RequiredArg}, env: []string{"SBATCH_GPUS_PER_NODE"}, group: grpGPU, argName: "n", help: "number of GPUs required per allocated node ([type:]n)", set: setGPUsPerNode},
-	{Spec: Spec{Long: "gpus-per-socket", Arg: RequiredArg}, group: grpGPU, argName: "n", help: "number of GPUs required per allocated socket", ignore: func(_ *option, v string, _ bool) error { _, err := parseGPUCount("gpus-per-socket", v); return err }},
+	{Spec: Spec{Long: "gpus-per-socket", Arg: RequiredArg}, env: []string{"SBATCH_GPUS_PER_SOCKET"}, group: grpGPU, argName: "n", help: "number of GPUs required per allocated socket", ignore: func(_ *option, v string, _ bool) error { _, err := parseGPUCount("gpus-per-socket", v); return err }},
 	{Spec: Spec{Long: "gpus-per-task", Arg: RequiredArg}, env: []string{"SBATCH_GPUS_PER_TASK"}, group: grpGPU, argName: "n", help: "number of GPUs required per spawned task ([type:]n)", set: setGPUsPerTask},
 	{Spec: Spec{Long: "mem-per-gpu", Arg: RequiredArg}, env: []string{"SBATCH_MEM_PER_GPU"}, group: grpGPU, argName: "n", help: "real memory required per allocated GPU", set: setMemGPU},
 	{Spec: Spec{Long: "ntasks-per-gpu", Arg: RequiredArg}, group: grpGPU, argName: "n", help: "number of tasks to invoke for each GPU", ignore: checkInt, positive: true},
@@ -243,7 +246,9 @@ var options = [...]option{
 // a prefix in name order when it finds them.
 func newTableGetopt() *Getopt {
 	t := table()
-	return &Getopt{n: len(t), spec: func(i int) *Spec { return &t[i].Spec }, nameOrder: true}
+	g := getopt.NewFunc(len(t), func(i int) *Spec { return &t[i].Spec })
+	g.NameOrder = true
+	return g
 }
 
 // parseArgs runs g over args; match indices are table indices.

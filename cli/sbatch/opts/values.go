@@ -337,8 +337,10 @@ func SignalNumber(s string) (int, bool) {
 	return n, ok
 }
 
-// parseSignal reads --signal=[{R|B}:]SIG[@TIME]. resv reports the R
-// flag (signal at reservation end), which Tide does not have.
+// parseSignal reads --signal=[{R|B}:]SIG[@TIME]: B: sends the signal to
+// the batch shell alone instead of the job's steps; resv reports the R
+// flag (the job may overlap a reservation), which changes nothing in
+// Tide. TIME is 0 to 65535 seconds, 60 when not given.
 func parseSignal(v string) (spec *api.SignalSpec, resv bool, err error) {
 	bad := errorf("Invalid --signal specification")
 	s := v

@@ -243,18 +243,22 @@ func AuditLog() []api.AuditRecord {
 func Config() map[string]string {
 	return map[string]string{
 		"ClusterName":           "tide",
-		"SlurmctldHost":         "ctl1(10.0.0.100)",
-		"SLURM_VERSION":         "22.05 (tide 0.1.0)",
-		"BOOT_TIME":             at(-2 * time.Hour).Format("2006-01-02T15:04:05"),
+		"SlurmctldHost[0]":      "ctl1(10.0.0.100)",
+		"SlurmctldPort":         "6817",
+		"SLURM_VERSION":         "22.05.8",
+		"TideVersion":           "0.1.0",
 		"GresTypes":             "gpu",
 		"JobRequeue":            "1",
 		"KillWait":              "30 sec",
 		"MinJobAge":             "300 sec",
-		"SchedulerType":         "tide/gpu-aware",
-		"SelectType":            "tide/gpu",
+		"MaxArraySize":          "10001",
+		"MaxTasksPerNode":       "64",
+		"SchedulerType":         "sched/builtin",
+		"SelectType":            "select/cons_tres",
+		"SelectTypeParameters":  "CR_CPU_MEMORY",
 		"AccountingStorageType": "accounting_storage/tide_sqlite",
 		"DefMemPerNode":         "UNLIMITED",
-		"MaxJobCount":           "50000",
+		"TideSocket":            "/run/tide/tidectld.sock",
 	}
 }
 

@@ -1,0 +1,80 @@
+package opts
+
+import (
+	"syscall"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestWithSubmitterEnv(t *testing.T) {
+	tests := []struct {
+		name string
+		env  []string
+		s    Submitter
+		want []string
+	}{
+		{name: "umask and nice", env: []string{"HOME=/h"}, s: Submitter{Umask: 0o027, Nice: 10},
+			want: []string{"HOME=/h", "SLURM_UMASK=0027", "SLURM_PRIO_PROCESS=10"}},
+		{name: "the caller's SLURM_UMASK stays", env: []string{"SLURM_UMASK=0077", "SLURM_PRIO_PROCESS=3"}, s: Submitter{Umask: 0o022},
+			want: []string{"SLURM_UMASK=0077", "SLURM_PRIO_PROCESS=0"}},
+		{name: "unknown umask", env: nil, s: Submitter{Umask: -1, Nice: -5}, want: []string{"SLURM_PRIO_PROCESS=-5"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if diff := cmp.Diff(tt.want, WithSubmitterEnv(tt.env, tt.s)); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestSetSubmitEnv checks what sbatch adds to the job's environment.
+func TestSetSubmitEnv(t *testing.T) {
+	tests := []struct {
+		name    string
+		args    []string
+		environ []string
+		sub     *Submitter
+		want    []string
+	}{
+		{name: "nothing to add", args: []string{"job.sh"}, environ: []string{"HOME=/h"}, want: []string{"HOME=/h"}},
+		{name: "dependency as given", args: []string{"-d", "afterok:7:8", "job.sh"}, environ: []string{"HOME=/h"},
+			want: []string{"HOME=/h", "SLURM_JOB_DEPENDENCY=afterok:7:8"}},
+		{name: "export NONE", args: []string{"--export=NONE", "job.sh"}, environ: []string{"HOME=/h", "SLURM_CONF=/c"},
+			want: []string{"SLURM_CONF=/c", "SLURM_EXPORT_ENV=NONE"}},
+		{name: "export ALL is not passed on", args: []string{"--export=all", "job.sh"}, environ: []string{"HOME=/h"},
+			want: []string{"HOME=/h"}},
+		{name: "the caller's SLURM_EXPORT_ENV stays", args: []string{"--export=HOME", "job.sh"},
+			environ: []string{"HOME=/h", "SLURM_EXPORT_ENV=ALL"}, want: []string{"HOME=/h", "SLURM_EXPORT_ENV=ALL"}},
+		{name: "the submitter", args: []string{"job.sh"}, environ: []string{"HOME=/h"}, sub: &Submitter{Umask: 0o002, Nice: 1},
+			want: []string{"HOME=/h", "SLURM_UMASK=0002", "SLURM_PRIO_PROCESS=1"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in := testInput(tt.args, nil, nil, nil)
+			in.Environ = tt.environ
+			r, err := Parse(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, r.SetSubmitEnv(tt.sub).Spec.Environment); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestCurrentSubmitter checks the umask read from /proc against the
+// process's own.
+func TestCurrentSubmitter(t *testing.T) {
+	old := syscall.Umask(0o027)
+	defer syscall.Umask(old)
+	s := CurrentSubmitter()
+	if s.Umask != 0o027 {
+		t.Errorf("umask %04o, want 0027", s.Umask)
+	}
+	if p, err := syscall.Getpriority(syscall.PRIO_PROCESS, 0); err == nil && s.Nice != 20-p {
+		t.Errorf("nice %d, want %d", s.Nice, 20-p)
+	}
+}
