@@ -94,7 +94,7 @@ mkdir -p "$RUN/bin"
 for b in tide tidectld tided tide-stepd; do
   [ -x "$BIN/$b" ] && install -m 0755 "$BIN/$b" "$RUN/bin/$b"
 done
-for c in sbatch squeue scancel sinfo scontrol sacct srun salloc sprio; do
+for c in sbatch squeue scancel sinfo scontrol sacct srun salloc sprio sstat; do
   ln -sfn tide "$RUN/bin/$c"
 done
 BIN=$RUN/bin
@@ -122,7 +122,7 @@ scripts/up.sh | sed 's/^/conformance: /'
 # commands under Slurm's names (and nothing of Slurm's).
 PREFIX=$RUN/prefix
 mkdir -p "$PREFIX/bin" "$PREFIX/etc"
-for c in tide sbatch squeue scancel sinfo scontrol sacct srun salloc sprio; do
+for c in tide sbatch squeue scancel sinfo scontrol sacct srun salloc sprio sstat; do
   [ -e "$BIN/$c" ] && ln -sfn "$BIN/$c" "$PREFIX/bin/$c"
 done
 # Tide has no slurmctld, slurmd or slurmdbd; the suite asks their
