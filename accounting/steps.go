@@ -72,6 +72,13 @@ func (s *Store) Step(ctx context.Context, jobID uint64, stepID uint32) (api.Step
 
 // Steps returns the steps of the given jobs, by job and step id.
 func (s *Store) Steps(ctx context.Context, jobIDs []uint64) ([]api.StepRecord, error) {
+	return jobRecords[api.StepRecord](ctx, s, "steps", "job_id, step_id", "step", jobIDs)
+}
+
+// jobRecords reads the JSON records that table holds for jobIDs, in
+// order, decoded as T; what names one record in errors. SQLite allows
+// 32766 parameters; callers ask for far fewer jobs, but it chunks anyway.
+func jobRecords[T any](ctx context.Context, s *Store, table, order, what string, jobIDs []uint64) ([]T, error) {
 	if len(jobIDs) == 0 {
 		return nil, nil
 	}
@@ -83,35 +90,33 @@ func (s *Store) Steps(ctx context.Context, jobIDs []uint64) ([]api.StepRecord, e
 		}
 		args = append(args, id)
 	}
-	var out []api.StepRecord
-	// SQLite allows 32766 parameters; sacct asks for far fewer jobs per
-	// call, but chunk anyway.
+	var out []T
 	for len(args) > 0 {
 		n := min(len(args), 500)
 		chunk := args[:n]
 		args = args[n:]
-		q := `SELECT record FROM steps WHERE job_id IN (?` + strings.Repeat(",?", len(chunk)-1) + `) ORDER BY job_id, step_id`
+		q := `SELECT record FROM ` + table + ` WHERE job_id IN (?` + strings.Repeat(",?", len(chunk)-1) + `) ORDER BY ` + order
 		rows, err := s.r.QueryContext(ctx, q, chunk...)
 		if err != nil {
-			return nil, fmt.Errorf("query steps: %w", err)
+			return nil, fmt.Errorf("query %s: %w", table, err)
 		}
 		for rows.Next() {
 			var rec []byte
 			if err := rows.Scan(&rec); err != nil {
 				rows.Close()
-				return nil, fmt.Errorf("query steps: %w", err)
+				return nil, fmt.Errorf("query %s: %w", table, err)
 			}
-			var st api.StepRecord
-			if err := json.Unmarshal(rec, &st); err != nil {
+			var v T
+			if err := json.Unmarshal(rec, &v); err != nil {
 				rows.Close()
-				return nil, fmt.Errorf("decode step: %w", err)
+				return nil, fmt.Errorf("decode %s: %w", what, err)
 			}
-			out = append(out, st)
+			out = append(out, v)
 		}
 		err = rows.Err()
 		rows.Close()
 		if err != nil {
-			return nil, fmt.Errorf("query steps: %w", err)
+			return nil, fmt.Errorf("query %s: %w", table, err)
 		}
 	}
 	return out, nil

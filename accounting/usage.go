@@ -2,9 +2,7 @@ package accounting
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"strings"
 
 	"github.com/tide-hpc/tide/ctld/api"
 )
@@ -43,42 +41,5 @@ func (d *driverStmts) writeUsage(us []api.NodeUsage) error {
 // Usage returns the stored node reports of the given jobs' steps, by
 // job, step and node.
 func (s *Store) Usage(ctx context.Context, jobIDs []uint64) ([]api.NodeUsage, error) {
-	args := make([]any, 0, len(jobIDs))
-	for _, j := range jobIDs {
-		id, err := sqlID(j)
-		if err != nil {
-			return nil, err
-		}
-		args = append(args, id)
-	}
-	var out []api.NodeUsage
-	for len(args) > 0 {
-		n := min(len(args), 500)
-		chunk := args[:n]
-		args = args[n:]
-		q := `SELECT record FROM usage WHERE job_id IN (?` + strings.Repeat(",?", len(chunk)-1) + `) ORDER BY job_id, step_id, node`
-		rows, err := s.r.QueryContext(ctx, q, chunk...)
-		if err != nil {
-			return nil, fmt.Errorf("query usage: %w", err)
-		}
-		for rows.Next() {
-			var rec []byte
-			if err := rows.Scan(&rec); err != nil {
-				rows.Close()
-				return nil, fmt.Errorf("query usage: %w", err)
-			}
-			var u api.NodeUsage
-			if err := json.Unmarshal(rec, &u); err != nil {
-				rows.Close()
-				return nil, fmt.Errorf("decode usage: %w", err)
-			}
-			out = append(out, u)
-		}
-		err = rows.Err()
-		rows.Close()
-		if err != nil {
-			return nil, fmt.Errorf("query usage: %w", err)
-		}
-	}
-	return out, nil
+	return jobRecords[api.NodeUsage](ctx, s, "usage", "job_id, step_id, node", "usage", jobIDs)
 }
