@@ -97,7 +97,7 @@ func fullJob(id uint64) *api.Job {
 			MemPerNodeMB: 1 << 20, MemPerCPUMB: 4096, MemPerGPUMB: 81920, CPUsPerGPU: 12,
 			GPUs: 16, GPUsPerNode: 8, GPUsPerTask: 1, GPUType: "h100", Exclusive: true,
 			GPUMemMB: 8192, GPUComputePct: 25, GPUShards: 2,
-			NodeList: []string{"gpu01", "gpu02"}, Exclude: []string{"gpu03"}, Constraint: "nvlink",
+			NodeList: []string{"gpu01", "gpu02"}, Exclude: []string{"gpu03"}, Constraint: "nvlink", MinCPUs: 16, TmpDiskMB: 4096, Overcommit: true,
 			TimeLimit: 3600, TimeMin: 600, BeginTime: at(-60), Hold: true, Nice: -5, Priority: 77,
 			Stdout: "out-%j.txt", Stderr: "err-%j.txt", Stdin: "/dev/null", OpenMode: "append",
 			Requeue:    ptr(false),

@@ -52,7 +52,8 @@ func NewCommand() *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("invalid config:\n%w", err)
 			}
-			log := newLogger(cfg.LogLevel).With("component", "tidectld")
+			logger, level := newLogger(cfg.LogLevel)
+			log := logger.With("component", "tidectld")
 			slog.SetDefault(log)
 			s, err := New(cl, log)
 			if err != nil {
@@ -62,6 +63,10 @@ func NewCommand() *cobra.Command {
 			if err := s.CheckStepKey(); err != nil {
 				return err
 			}
+			// scontrol reconfigure and SIGHUP re-read what load reads
+			// (reconfigure.go).
+			s.EnableReconfigure(cfgPath, load, level)
+			defer s.ReloadOnHangup(cmd.Context())()
 			return s.Run(cmd.Context())
 		},
 	}
@@ -137,17 +142,23 @@ func printJSON(cmd *cobra.Command, v any) error {
 	return enc.Encode(v)
 }
 
-func newLogger(level string) *slog.Logger {
-	var l slog.Level
+// newLogger returns the daemon's logger and its level, which a reload
+// of log_level changes.
+func newLogger(level string) (*slog.Logger, *slog.LevelVar) {
+	lv := new(slog.LevelVar)
+	lv.Set(logLevel(level))
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lv})), lv
+}
+
+// logLevel reads log_level (validated: debug, info, warn or error).
+func logLevel(level string) slog.Level {
 	switch strings.ToLower(level) {
 	case "debug":
-		l = slog.LevelDebug
+		return slog.LevelDebug
 	case "warn":
-		l = slog.LevelWarn
+		return slog.LevelWarn
 	case "error":
-		l = slog.LevelError
-	default:
-		l = slog.LevelInfo
+		return slog.LevelError
 	}
-	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: l}))
+	return slog.LevelInfo
 }

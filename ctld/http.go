@@ -36,6 +36,8 @@ func (s *Server) localHandler() http.Handler {
 	mux.HandleFunc("GET /api/v1/nodes", s.handleNodes)
 	post("/api/v1/nodes/update", smallBody, "Node update failed", s.handleNodeUpdate)
 	mux.HandleFunc("GET /api/v1/cluster", s.handleCluster)
+	// scontrol reconfigure, operators only (reconfigure.go).
+	post(api.PathReconfigure, smallBody, "Reconfigure failed", s.handleReconfigure)
 	mux.HandleFunc("GET "+api.PathQueues, s.handleQueues)
 	// JWTs for api_addr (apiauth.go).
 	post(api.PathTokens, smallBody, "Token creation failed", s.handleToken)
@@ -455,11 +457,14 @@ func (s *Server) configSummary() map[string]string {
 	if err != nil || name == "" {
 		name = "localhost"
 	}
-	// Tide never places more tasks on a node than it has CPUs (there is
-	// no --overcommit), so the largest node bounds tasks per node.
-	maxTasks := 0
+	// A job runs one task per CPU of a node, or with --overcommit up to
+	// Slurm's default MaxTasksPerNode of 512 on smaller nodes
+	// (api.MaxTasksPerNode): the largest declared node or 512 bounds
+	// them. A node that reports more CPUs than it declares runs one
+	// task per CPU there too.
+	maxTasks := api.MaxTasksPerNode(0)
 	for _, d := range c.NodeDecl {
-		maxTasks = max(maxTasks, d.CPUs)
+		maxTasks = max(maxTasks, api.MaxTasksPerNode(d.CPUs))
 	}
 	out := map[string]string{
 		"ClusterName":      c.ClusterName,
@@ -506,10 +511,6 @@ func (s *Server) configSummary() map[string]string {
 		"PrivateData":           c.Private.String(),
 		"SchedulerParameters": fmt.Sprintf("max_script_size=%d,max_env_size=%d,max_env_vars=%d",
 			c.Submit.MaxScriptSize, c.Submit.MaxEnvSize, c.Submit.MaxEnvVars),
-	}
-	if maxTasks == 0 {
-		// Nodes report their CPUs themselves: no bound is known here.
-		delete(out, "MaxTasksPerNode")
 	}
 	return out
 }

@@ -479,8 +479,14 @@ func (s *Server) capacity(n *nodeRec) sched.NodeInfo {
 	if !n.registered && gpus > 0 {
 		gpuMem = sched.GPUMemUnknown
 	}
+	tmp := n.TmpDiskMB
+	if !n.registered {
+		// Only the node measures it: a --tmp job waits for the node
+		// rather than be refused before it has said.
+		tmp = sched.TmpDiskUnknown
+	}
 	return sched.NodeInfo{Name: n.Name, Usable: true, CPUs: cpus, FreeCPUs: cpus, MemoryMB: mem, FreeMemMB: mem,
-		GPUModel: model, GPUs: gpus, FreeGPUs: free, Idle: true, Switch: n.Switch, GPUMemMB: gpuMem,
+		TmpDiskMB: tmp, GPUModel: model, GPUs: gpus, FreeGPUs: free, Idle: true, Switch: n.Switch, GPUMemMB: gpuMem,
 		Features: sched.SortedFeatures(n.Features)}
 }
 

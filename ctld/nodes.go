@@ -198,6 +198,9 @@ func (s *Server) register(r api.NodeRegistration) (api.NodeSyncResponse, error) 
 	if n == nil {
 		return api.NodeSyncResponse{}, api.Errorf(api.ErrNotFound, "node %q is not declared in the controller's config", r.Name)
 	}
+	if r.TmpDiskMB < 0 || r.TmpDiskMB > api.MaxMemMB {
+		return api.NodeSyncResponse{}, api.Invalid("node %s: temporary disk of %d MB is not between 0 and %d MB", r.Name, r.TmpDiskMB, int64(api.MaxMemMB))
+	}
 	now := s.now()
 	n.registered = true
 	n.Responding = true
@@ -207,6 +210,7 @@ func (s *Server) register(r api.NodeRegistration) (api.NodeSyncResponse, error) 
 	n.Hostname, n.Addr, n.Version, n.OS, n.Arch, n.BootTime = r.Hostname, r.Addr, r.Version, r.OS, r.Arch, r.BootTime
 	n.StepAddr = r.StepAddr // issue 7 steps: where srun reaches the node
 	n.CPUs, n.MemoryMB, n.GPUs = r.CPUs, r.MemoryMB, r.GPUs
+	n.TmpDiskMB = r.TmpDiskMB
 	n.matrix = linkMatrix(r.GPUs)
 	s.capVersion++ // the node's capacity may have changed
 	// What the operator declared stays; the node adds what it found
@@ -219,7 +223,7 @@ func (s *Server) register(r api.NodeRegistration) (api.NodeSyncResponse, error) 
 		s.log.Warn("node drained at registration", "node", n.Name, "reason", why)
 	}
 	n.updateState()
-	s.log.Info("node registered", "node", n.Name, "cpus", n.CPUs, "memory_mb", n.MemoryMB, "gpus", len(n.GPUs), "jobs", len(r.Jobs))
+	s.log.Info("node registered", "node", n.Name, "cpus", n.CPUs, "memory_mb", n.MemoryMB, "tmp_disk_mb", n.TmpDiskMB, "gpus", len(n.GPUs), "jobs", len(r.Jobs))
 	resp := s.reconcile(n, r.Jobs)
 	s.registeredSteps(n, &resp) // issue 21: step key and hosted jobs
 	s.flush()

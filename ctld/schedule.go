@@ -41,7 +41,7 @@ func (s *Server) snapshot() *sched.Snapshot {
 		info := sched.NodeInfo{
 			Name: name, Usable: ok, Unusable: why,
 			CPUs: n.CPUs, FreeCPUs: n.CPUs - n.AllocCPUs, MemoryMB: n.MemoryMB, FreeMemMB: n.MemoryMB - n.AllocMemMB,
-			GPUModel: n.GPUModel(), GPUs: len(n.GPUs), FreeGPUs: free,
+			TmpDiskMB: n.TmpDiskMB, GPUModel: n.GPUModel(), GPUs: len(n.GPUs), FreeGPUs: free,
 			Idle: n.AllocCPUs == 0 && len(n.AllocGPUs) == 0 && n.AllocMemMB == 0, Switch: n.Switch,
 			Matrix: n.matrix, Shared: shared[name], GPUMemMB: gpuMemMB(n.GPUs),
 			Features: sched.SortedFeatures(n.Features), Releases: releases[name],
@@ -54,6 +54,7 @@ func (s *Server) snapshot() *sched.Snapshot {
 			// was after a controller restart until the nodes registered.
 			c := s.capacity(n)
 			info.CPUs, info.MemoryMB, info.GPUs, info.GPUModel, info.GPUMemMB = c.CPUs, c.MemoryMB, c.GPUs, c.GPUModel, c.GPUMemMB
+			info.TmpDiskMB = c.TmpDiskMB
 			info.Features = c.Features
 		}
 		snap.Nodes = append(snap.Nodes, info)

@@ -101,6 +101,8 @@ type Server struct {
 	liveSteps map[uint64]map[uint32]*liveStep
 	// acct holds the steps' usage reports (stepacct.go); guarded by mu.
 	acct usageAcct
+	// reconf reloads the configuration (reconfigure.go).
+	reconf reconfState
 }
 
 // refusalLogEvery is how often refused connections and keyless node
@@ -411,7 +413,7 @@ func (s *Server) connLimits() (sock, node, metrics connLimits) {
 func (s *Server) httpServer(h http.Handler, l *limitListener) *http.Server {
 	lim := s.cl.Limits
 	return &http.Server{
-		Handler:           s.requestLimits(h),
+		Handler:           s.requestLimits(s.gated(h)),
 		ConnContext:       connContext,
 		ConnState:         l.connState,
 		ReadHeaderTimeout: lim.HeaderTimeout,
@@ -480,7 +482,10 @@ func (s *Server) Kick() {
 
 // loop runs scheduling passes on kicks and on a timer, and housekeeping.
 func (s *Server) loop(ctx context.Context) {
-	tick := time.NewTicker(s.cl.Scheduler.Interval)
+	s.mu.Lock()
+	interval, spoolKeep := s.loopSettings()
+	s.mu.Unlock()
+	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	house := time.NewTicker(time.Second)
 	defer house.Stop()
@@ -503,11 +508,15 @@ func (s *Server) loop(ctx context.Context) {
 			}
 			s.forgetOldJobs(now)
 			s.flushAll()
+			iv := interval
+			if interval, spoolKeep = s.loopSettings(); iv != interval {
+				tick.Reset(interval) // a reload changed it
+			}
 			s.mu.Unlock()
 			returnIdleMemory()
 			if now.Sub(lastPurge) > time.Hour {
 				lastPurge = now
-				if n, err := s.store.PurgeSpool(ctx, now.Add(-s.cl.Timeouts.SpoolKeep)); err != nil {
+				if n, err := s.store.PurgeSpool(ctx, now.Add(-spoolKeep)); err != nil {
 					s.log.Warn("purge spool", "err", err)
 				} else if n > 0 {
 					s.log.Info("purged spool", "jobs", n)

@@ -23,7 +23,8 @@ nodes:
   - {names: "gpu01", cpus: 8, memory: 64G, gpus: 8}
   - {names: "gpu02", cpus: 32, memory: 64G, gpus: 8}
 `, want: map[string]string{
-			"SlurmctldPort": "16817", "SLURM_VERSION": "22.05.8", "MaxTasksPerNode": "32",
+			// Nodes of fewer CPUs: --overcommit's 512 tasks per node.
+			"SlurmctldPort": "16817", "SLURM_VERSION": "22.05.8", "MaxTasksPerNode": "512",
 			"MinJobAge": "300 sec", "KillWait": "5 sec", "SchedulerType": "sched/builtin",
 			"SelectType": "select/cons_tres", "ClusterName": "t",
 			"AccountingStorageTRES": "cpu,mem,node,billing,gres/gpu", "EnforcePartLimits": "NO",
@@ -36,9 +37,16 @@ nodes:
   - {names: "gpu01", memory: 64G}
 `, want: map[string]string{
 			"SlurmctldPort": "6817", "SchedulerType": "sched/backfill",
-			// Nodes that report their own CPUs set no bound here.
-			"MaxTasksPerNode": "",
+			// Nodes that report their own CPUs: the --overcommit bound.
+			"MaxTasksPerNode": "512",
 		}},
+		{name: "a node of more CPUs than 512 raises MaxTasksPerNode", config: testConfigHeader + `
+partitions:
+  - {name: gpu, nodes: "gpu[01-02]", default: true}
+nodes:
+  - {names: "gpu01", cpus: 8, memory: 64G}
+  - {names: "gpu02", cpus: 1024, memory: 64G}
+`, want: map[string]string{"MaxTasksPerNode": "1024"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			h := newHarnessWith(t, tt.config)

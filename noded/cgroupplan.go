@@ -403,11 +403,20 @@ const cgroupWait = 10 * time.Second
 // the task exits 126 without running its command, and admit fails.
 func (f *stepFence) admit(pid int, gate *os.File) error {
 	defer gate.Close()
-	if err := f.join.AddProc(pid); err != nil && f.required {
-		return fmt.Errorf("step cgroup (cgroups: required): %w", err)
+	if err := f.enter(pid); err != nil {
+		return err
 	}
 	_, err := gate.Write([]byte("\n"))
 	return err
+}
+
+// enter moves pid into the step's cgroup; failing to is an error only
+// where cgroups are required.
+func (f *stepFence) enter(pid int) error {
+	if err := f.join.AddProc(pid); err != nil && f.required {
+		return fmt.Errorf("step cgroup (cgroups: required): %w", err)
+	}
+	return nil
 }
 
 // gateScript holds a task until tided opens the gate on fd 3, then execs

@@ -18,7 +18,9 @@ import (
 
 	"github.com/spf13/pflag"
 	"github.com/spf13/viper"
+	"golang.org/x/sys/unix"
 
+	"github.com/tide-hpc/tide/ctld/api"
 	"github.com/tide-hpc/tide/gres"
 	"github.com/tide-hpc/tide/noded/cdi"
 	"github.com/tide-hpc/tide/noded/ctr"
@@ -66,8 +68,12 @@ type Config struct {
 	CPUs       int    `mapstructure:"cpus"`
 	// Memory is the node's memory for jobs, e.g. 512G or 4096M (a bare
 	// number is MiB, as Slurm's RealMemory).
-	Memory string    `mapstructure:"memory"`
-	GPUs   GPUConfig `mapstructure:"gpus"`
+	Memory string `mapstructure:"memory"`
+	// TmpDiskMB is the node's temporary disk in MB, what sbatch --tmp
+	// asks for (Slurm's TmpDisk). The default is the size of the file
+	// system holding /tmp (Slurm's TmpFS), measured when tided starts.
+	TmpDiskMB int64     `mapstructure:"tmp_disk_mb"`
+	GPUs      GPUConfig `mapstructure:"gpus"`
 	// Features are the node's constraint tags (sbatch -C).
 	Features []string `mapstructure:"features"`
 	// Heartbeat is how long the controller may hold a sync request, and
@@ -157,6 +163,26 @@ type ContainerdConfig struct {
 	CDISpecDirs []string `mapstructure:"cdi_spec_dirs"`
 }
 
+// DefaultTmpFS is the file system whose size is tmp_disk_mb's default:
+// /tmp, Slurm's default TmpFS (tided gives jobs no temporary directory
+// of its own).
+const DefaultTmpFS = "/tmp"
+
+// fsSizeMB is the total size in MB of the file system holding path, as
+// slurmd measures TmpDisk (statvfs: blocks × fragment size); 0 when it
+// cannot be read.
+func fsSizeMB(path string) int64 {
+	var st unix.Statfs_t
+	if err := unix.Statfs(path, &st); err != nil {
+		return 0
+	}
+	unit := uint64(st.Frsize)
+	if unit == 0 {
+		unit = uint64(st.Bsize)
+	}
+	return int64(st.Blocks * unit >> 20)
+}
+
 // DefaultLaunchTimeout is launch_timeout's default: far above what a
 // launch takes (milliseconds), and above the 30 s the shared
 // supervisor's answer and each containerd call may take on their own.
@@ -205,6 +231,7 @@ func DefaultConfig() Config {
 		Supervisor:    SupervisorShared,
 		CPUs:          runtime.NumCPU(),
 		Memory:        mem,
+		TmpDiskMB:     fsSizeMB(DefaultTmpFS),
 		GPUs:          GPUConfig{Source: GPUSourceNone},
 		Features:      []string{},
 		Heartbeat:     10 * time.Second,
@@ -240,6 +267,7 @@ func configKeys(c Config) []struct {
 		{"supervisor", c.Supervisor},
 		{"cpus", c.CPUs},
 		{"memory", c.Memory},
+		{"tmp_disk_mb", c.TmpDiskMB},
 		{"gpus.source", c.GPUs.Source},
 		{"gpus.fake.count", c.GPUs.Fake.Count},
 		{"gpus.fake.model", c.GPUs.Fake.Model},
@@ -450,6 +478,9 @@ func (c *Config) Validate() error {
 	}
 	if _, err := ParseMemory(c.Memory); err != nil {
 		errs = append(errs, fmt.Errorf("memory: %w", err))
+	}
+	if c.TmpDiskMB < 0 || c.TmpDiskMB > api.MaxMemMB {
+		bad("tmp_disk_mb: %d must be between 0 and %d", c.TmpDiskMB, int64(api.MaxMemMB))
 	}
 	switch c.GPUs.Source {
 	case GPUSourceNone, "":

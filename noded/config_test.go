@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/spf13/pflag"
+	"golang.org/x/sys/unix"
 
 	"github.com/tide-hpc/tide/gres"
 )
@@ -47,7 +48,7 @@ func TestParseExampleConfig(t *testing.T) {
 	}
 	want := Config{
 		Version: 1, Name: "gpu01", Controller: "127.0.0.1:6817", KeyFile: "/etc/tide/cluster.key",
-		TLSDir: DefaultTLSDir, StateDir: "/run/tided", Supervisor: "shared", CPUs: 64, Memory: "512G",
+		TLSDir: DefaultTLSDir, StateDir: "/run/tided", Supervisor: "shared", CPUs: 64, Memory: "512G", TmpDiskMB: 1800000,
 		GPUs:     GPUConfig{Source: "none", Fake: gres.FakeConfig{Count: 0, Model: "h100", MemoryMB: 81920, Topology: "dgx"}},
 		Features: []string{"nvlink", "ib"}, Heartbeat: 10 * time.Second, KillWait: 30 * time.Second,
 		LaunchTimeout: time.Minute, OutputGrace: 5 * time.Second, Cgroups: CgroupsAuto, CgroupParent: "tide",
@@ -102,6 +103,11 @@ func TestValidate(t *testing.T) {
 		{name: "fake gpus", edit: func(_ *testing.T, c *Config) {
 			c.GPUs = GPUConfig{Source: GPUSourceFake, Fake: gres.FakeConfig{Count: 8}}
 		}},
+		{name: "no temporary disk", edit: func(_ *testing.T, c *Config) { c.TmpDiskMB = 0 }},
+		{name: "negative temporary disk", edit: func(_ *testing.T, c *Config) { c.TmpDiskMB = -1 },
+			want: []string{"tmp_disk_mb: -1 must be between 0 and"}},
+		{name: "huge temporary disk", edit: func(_ *testing.T, c *Config) { c.TmpDiskMB = 1 << 41 },
+			want: []string{"tmp_disk_mb: 2199023255552 must be between 0 and"}},
 		{name: "key file missing", edit: func(_ *testing.T, c *Config) { c.KeyFile = "/nonexistent/key" },
 			want: []string{"key_file:", "no such file"}},
 		{name: "key file world-readable", edit: func(t *testing.T, c *Config) {
@@ -278,7 +284,7 @@ func TestParseMemory(t *testing.T) {
 func TestWriteYAML(t *testing.T) {
 	c := Config{
 		Version: 1, Name: "gpu07", Controller: "ctl.example:6817", KeyFile: "/etc/tide/cluster.key",
-		TLSDir: "/var/lib/tide/tided", StateDir: "/var/spool/tided", Supervisor: "per-job", CPUs: 96, Memory: "1T",
+		TLSDir: "/var/lib/tide/tided", StateDir: "/var/spool/tided", Supervisor: "per-job", CPUs: 96, Memory: "1T", TmpDiskMB: 3500000,
 		GPUs:     GPUConfig{Source: GPUSourceFake, Fake: gres.FakeConfig{Count: 8, Model: "h200", MemoryMB: 144384}},
 		Features: []string{"nvlink", "yes"}, Heartbeat: 15 * time.Second, KillWait: time.Minute,
 		LaunchTimeout: 90 * time.Second, OutputGrace: 2 * time.Second, AllowRootJobs: true, LogLevel: "debug", Cgroups: CgroupsOff, CgroupParent: "tide/jobs",
@@ -406,5 +412,30 @@ gpus:
 				t.Fatal("no GPU status")
 			}
 		})
+	}
+}
+
+// TestTmpDiskDefault: tmp_disk_mb defaults to the size of /tmp's file
+// system, as slurmd measures its TmpFS, and a file or TIDED_TMP_DISK_MB
+// replaces it.
+func TestTmpDiskDefault(t *testing.T) {
+	var st unix.Statfs_t
+	if err := unix.Statfs(DefaultTmpFS, &st); err != nil {
+		t.Skipf("statfs %s: %v", DefaultTmpFS, err)
+	}
+	want := int64(st.Blocks * uint64(st.Frsize) >> 20)
+	if got := DefaultConfig().TmpDiskMB; got != want || got <= 0 {
+		t.Errorf("default tmp_disk_mb = %d, want %d (the size of %s)", got, want, DefaultTmpFS)
+	}
+	if got := fsSizeMB("/nonexistent/dir"); got != 0 {
+		t.Errorf("fsSizeMB of a missing path = %d, want 0", got)
+	}
+	c, err := Parse(strings.NewReader("tmp_disk_mb: 4096\n"))
+	if err != nil || c.TmpDiskMB != 4096 {
+		t.Errorf("tmp_disk_mb: 4096 in the file: %d, %v", c.TmpDiskMB, err)
+	}
+	t.Setenv("TIDED_TMP_DISK_MB", "123")
+	if c, err := Parse(strings.NewReader("")); err != nil || c.TmpDiskMB != 123 {
+		t.Errorf("TIDED_TMP_DISK_MB=123: %d, %v", c.TmpDiskMB, err)
 	}
 }

@@ -386,14 +386,16 @@ func (d *Daemon) register(ctx context.Context) (api.NodeSyncResponse, error) {
 		Hostname: d.hostname,
 		CPUs:     d.cfg.CPUs,
 		MemoryMB: d.memMB,
-		GPUs:     d.gpus,
-		Features: d.features,
-		StepAddr: d.stepAddr(),
-		Version:  Version,
-		OS:       runtime.GOOS,
-		Arch:     runtime.GOARCH,
-		BootTime: bootTime(),
-		Jobs:     d.withJobUsage(jobs), // usage.go
+		// Slurm's TmpDisk: what --tmp asks of the node.
+		TmpDiskMB: d.cfg.TmpDiskMB,
+		GPUs:      d.gpus,
+		Features:  d.features,
+		StepAddr:  d.stepAddr(),
+		Version:   Version,
+		OS:        runtime.GOOS,
+		Arch:      runtime.GOARCH,
+		BootTime:  bootTime(),
+		Jobs:      d.withJobUsage(jobs), // usage.go
 	}
 	rctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()

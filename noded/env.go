@@ -41,14 +41,14 @@ func nodeAlloc(spec *api.LaunchSpec, node string) api.NodeAlloc {
 // and SLURM_CPUS_PER_TASK only when the launch carries them, the
 // request's variables (SLURM_GPUS, SLURM_MEM_PER_NODE, ...) only for
 // the options given (setRequestEnv), and the GPU variables only when
-// this node gives the job GPUs. SLURM_UMASK is applied by the launcher
-// and removed, as slurmstepd does. BuildEnv is pure.
+// this node gives the job GPUs. SLURM_UMASK and SLURM_RLIMIT_* are
+// applied by the launcher and removed, as slurmstepd does. BuildEnv is pure.
 func BuildEnv(spec *api.LaunchSpec, node string) []string {
-	// slurmstepd applies SLURM_UMASK (umaskFromEnv) and takes it out of
-	// the batch script's environment.
+	// slurmstepd applies SLURM_UMASK (umaskFromEnv) and SLURM_RLIMIT_*
+	// (planRlimits) and takes them out of the batch script's environment.
 	e := envlist.New(len(spec.Env) + 64)
 	for _, kv := range spec.Env {
-		if k, _, ok := strings.Cut(kv, "="); ok && k != "" && k != "SLURM_UMASK" {
+		if k, _, ok := strings.Cut(kv, "="); ok && k != "" && k != "SLURM_UMASK" && !strings.HasPrefix(k, "SLURM_RLIMIT_") {
 			e.SetEntry(k, kv)
 		}
 	}
@@ -159,9 +159,10 @@ func BuildEnv(spec *api.LaunchSpec, node string) []string {
 
 // setRequestEnv sets what the job asked for, as Slurm reports it in
 // the batch script's environment: the GPU options (only those given,
-// as sbatch sets them), --cpus-per-gpu, --ntasks-per-node and the
-// memory request. A whole-node --mem=0 reports the memory this node
-// gives the job. r is nil from a controller that does not send it.
+// as sbatch sets them), --cpus-per-gpu, --ntasks-per-node, the
+// memory request and --overcommit. A whole-node --mem=0 reports the
+// memory this node gives the job. r is nil from a controller that does
+// not send it.
 func setRequestEnv(set func(k, v string), r *api.EnvRequest, mine api.NodeAlloc) {
 	if r == nil {
 		return
@@ -197,6 +198,9 @@ func setRequestEnv(set func(k, v string), r *api.EnvRequest, mine api.NodeAlloc)
 	}
 	if r.MemPerGPUMB > 0 {
 		set("SLURM_MEM_PER_GPU", strconv.FormatInt(r.MemPerGPUMB, 10))
+	}
+	if r.Overcommit {
+		set("SLURM_OVERCOMMIT", "1")
 	}
 }
 

@@ -100,6 +100,7 @@ func (d *Daemon) writeJobDir(j *job) error {
 		Stderr:  files.Stderr,
 		Append:  j.spec.OpenMode == "append",
 		Umask:   umaskFromEnv(j.spec.Env),
+		Rlimits: planRlimits(j.spec.Env),
 		SetUser: d.asRoot,
 		UID:     j.spec.UserID,
 		GID:     j.spec.GroupID,

@@ -102,18 +102,37 @@ func (s *stepServer) signalJobSteps(ref api.JobRef, ids []uint32, sig syscall.Si
 func (r *stepRun) cancel(now time.Time) {
 	r.cancelOnce.Do(func() {
 		r.log.Info("step cancelled, killing its tasks")
-		msg := fmt.Sprintf("slurmstepd: error: *** STEP %s ON %s CANCELLED AT %s ***\n", r.g.ID(), r.s.d.cfg.Name, now.Format("2006-01-02T15:04:05"))
-		f := stepio.Frame{Type: stepio.Notice, Task: stepio.NoticeCancelled, Payload: []byte(msg)}
-		r.mu.Lock()
-		r.killed = true
-		ready := r.readySent
-		if !ready {
-			r.notice = &f // srun hears of it after the Ready frame
-		}
-		r.mu.Unlock()
-		if ready {
-			_ = r.w.Write(f)
-		}
+		r.sendCancelNotice(now, "")
 		r.signalAll(syscall.SIGKILL)
 	})
+}
+
+// expire ends the step at its job's end time (the job's time limit):
+// srun gets slurmstepd's "DUE TO TIME LIMIT" notice, the tasks SIGTERM
+// and, after the kill wait, SIGKILL (kill). It is idempotent.
+func (r *stepRun) expire(now time.Time) {
+	r.cancelOnce.Do(func() {
+		r.log.Info("step reached its job's end, killing its tasks")
+		r.sendCancelNotice(now, " DUE TO TIME LIMIT")
+		r.kill()
+	})
+}
+
+// sendCancelNotice tells srun, in slurmstepd's words, that the step was
+// cancelled (why: "" or " DUE TO ..."), and marks it killed so that
+// start() starts no more tasks. Before the Ready frame the notice waits
+// for it.
+func (r *stepRun) sendCancelNotice(now time.Time, why string) {
+	msg := fmt.Sprintf("slurmstepd: error: *** STEP %s ON %s CANCELLED AT %s%s ***\n", r.g.ID(), r.s.d.cfg.Name, now.Format("2006-01-02T15:04:05"), why)
+	f := stepio.Frame{Type: stepio.Notice, Task: stepio.NoticeCancelled, Payload: []byte(msg)}
+	r.mu.Lock()
+	r.killed = true
+	ready := r.readySent
+	if !ready {
+		r.notice = &f // srun hears of it after the Ready frame
+	}
+	r.mu.Unlock()
+	if ready {
+		_ = r.w.Write(f)
+	}
 }

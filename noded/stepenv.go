@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/tide-hpc/tide/ctld/api"
 	"github.com/tide-hpc/tide/gres"
@@ -32,7 +33,7 @@ func resolveExe(name, cwd, path string) (string, error) {
 	if strings.HasPrefix(name, ".") || strings.Contains(name, "/") {
 		p := abs(name)
 		if err := executable(p); err != nil {
-			return "", fmt.Errorf("%s: %w", name, err)
+			return "", &execError{name: name, errno: errnoOf(err)}
 		}
 		return p, nil
 	}
@@ -51,7 +52,56 @@ func resolveExe(name, cwd, path string) (string, error) {
 	if p := filepath.Join(cwd, name); executable(p) == nil {
 		return p, nil
 	}
-	return "", fmt.Errorf("%s: command not found", name)
+	return "", &execError{name: name, errno: syscall.ENOENT}
+}
+
+// execError is why a task's program cannot be run, in execve(2)'s
+// terms. Slurm's tasks fail at their own execve: the message goes to
+// the task's standard error and the task exits with the errno
+// (execFailCmd), so srun reports "task N: Exited with exit code 2" and
+// a per-task error file gets the reason.
+type execError struct {
+	name  string
+	errno syscall.Errno
+}
+
+func (e *execError) Error() string { return "execve(): " + e.name + ": " + strerror(e.errno) }
+
+// strerror is errno's text as C's strerror writes it (capitalised).
+func strerror(e syscall.Errno) string {
+	s := e.Error()
+	if s != "" && s[0] >= 'a' && s[0] <= 'z' {
+		s = string(s[0]-'a'+'A') + s[1:]
+	}
+	return s
+}
+
+// errnoOf is the errno execve would fail with for a stat or permission
+// error of executable: ENOENT for a missing file, else EACCES (a
+// directory or a file without execute permission).
+func errnoOf(err error) syscall.Errno {
+	var en syscall.Errno
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return syscall.ENOENT
+	case errors.As(err, &en):
+		return en
+	}
+	return syscall.EACCES
+}
+
+// execFailScript writes its first argument to standard error and exits
+// with its second.
+const execFailScript = `printf '%s\n' "$1" >&2; exit "$2"`
+
+// execFailCmd is a task that fails as a task whose execve failed with
+// e does under slurmstepd: "slurmstepd: error: execve(): NAME: REASON"
+// on its standard error, exit status the errno. It starts like any
+// task (same environment, directory, streams and fences), so its
+// output files and srun's report are those of a real failed task.
+func execFailCmd(e *execError, env []string, dir string) *exec.Cmd {
+	return &exec.Cmd{Path: "/bin/sh", Args: []string{"sh", "-c", execFailScript, "sh",
+		"slurmstepd: error: " + e.Error(), strconv.Itoa(int(e.errno))}, Env: env, Dir: dir}
 }
 
 func executable(p string) error {
@@ -60,9 +110,9 @@ func executable(p string) error {
 	case err != nil:
 		return err
 	case fi.IsDir():
-		return errors.New("is a directory")
+		return syscall.EACCES
 	case fi.Mode().Perm()&0o111 == 0:
-		return os.ErrPermission
+		return syscall.EACCES
 	}
 	return nil
 }
@@ -246,11 +296,24 @@ const taskPIDScript = `export SLURM_TASK_PID=$$ TIDE_TASK_PID=$$; exec "$0" "$@"
 // viaTaskPIDShell rewrites cmd to start through /bin/sh, which sets
 // SLURM_TASK_PID (and its twin) to the task's pid and execs the command
 // in its place, so that the pid is the task's own. The command runs
-// with its resolved path as argv[0], as Slurm's tasks do. It returns cmd.
+// with its resolved path as argv[0], as Slurm's tasks do. The shell
+// also applies the umask srun sent (SLURM_UMASK, read with
+// umaskFromEnv, which only lets a valid octal mask through), as
+// slurmstepd does before it execs a task; without one the task keeps
+// tided's. It returns cmd.
 func viaTaskPIDShell(cmd *exec.Cmd) *exec.Cmd {
-	cmd.Args = append([]string{"sh", "-c", taskPIDScript, cmd.Path}, cmd.Args[1:]...)
+	script := taskPIDScript
+	if m := umaskFromEnv(cmd.Env); m >= 0 {
+		script = "umask " + formatOctal(m) + "; " + script
+	}
+	cmd.Args = append([]string{"sh", "-c", script, cmd.Path}, cmd.Args[1:]...)
 	cmd.Path = "/bin/sh"
 	return cmd
+}
+
+// formatOctal writes a umask as four octal digits.
+func formatOctal(m int) string {
+	return fmt.Sprintf("%04o", m&0o777)
 }
 
 // hostOf is addr's host, or fallback when addr has none.

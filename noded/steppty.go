@@ -70,19 +70,27 @@ func (r *stepRun) startPty(hello *stepio.HelloMsg, cred *syscall.Credential) err
 			return fmt.Errorf("chown %s: %w", slavePath, err)
 		}
 	}
-	env := r.taskEnv(0)
+	env, lims := takeRlimits(r.taskEnv(0))
+	base := &exec.Cmd{Args: g.Argv, Env: env, Dir: g.Cwd}
 	exe, err := resolveExe(g.Argv[0], g.Cwd, envValue(env, "PATH"))
-	if err != nil {
+	var execErr *execError
+	switch {
+	case errors.As(err, &execErr):
+		base = execFailCmd(execErr, env, g.Cwd)
+	case err != nil:
 		master.Close()
 		return err
+	default:
+		base.Path = exe
 	}
-	cmd := viaTaskPIDShell(&exec.Cmd{Path: exe, Args: g.Argv, Env: env, Dir: g.Cwd, Stdin: slave, Stdout: slave, Stderr: slave})
+	base.Stdin, base.Stdout, base.Stderr = slave, slave, slave
+	cmd := viaTaskPIDShell(base)
 	// Setsid makes the task a session (and process group) leader, so
 	// signals to its group reach its job; fd 0 becomes its terminal.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0, Credential: cred}
 	// The gate holds the task until it is in its cgroup (cgroupplan.go).
 	var gate *os.File
-	if r.fence != nil {
+	if r.fence != nil || len(lims) > 0 {
 		gr, gw, err := os.Pipe()
 		if err != nil {
 			master.Close()
@@ -93,11 +101,20 @@ func (r *stepRun) startPty(hello *stepio.HelloMsg, cred *syscall.Credential) err
 		gate = gw
 	}
 	err = cmd.Start()
-	if err == nil && gate != nil {
+	if err == nil {
+		if lerr := applyRlimits(cmd.Process.Pid, lims); lerr != nil {
+			r.log.Warn("resource limits not propagated", "task", sn.Ranks[0], "err", lerr)
+		}
+	}
+	switch {
+	case err == nil && gate != nil && r.fence != nil:
 		if err = r.fence.admit(cmd.Process.Pid, gate); err != nil {
 			go func() { _ = cmd.Wait() }() // it exits 126 at the closed gate
 		}
-	} else if gate != nil {
+	case err == nil && gate != nil:
+		_, err = gate.Write([]byte("\n"))
+		gate.Close()
+	case gate != nil:
 		gate.Close()
 	}
 	if err != nil {

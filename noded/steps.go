@@ -225,6 +225,9 @@ type stepRun struct {
 	mps map[int]mpsDirs
 	// cred is what the tasks run as (nil: tided's own user).
 	cred *syscall.Credential
+	// held are the gates of tasks started held (--debugger-test): they
+	// stay shut until the step ends.
+	held []*os.File
 	// notes are frames for srun that start() made before the Ready
 	// frame could go out (binding reports); serve sends them after it.
 	notes []stepio.Frame
@@ -336,10 +339,7 @@ func (s *stepServer) serve(c net.Conn) {
 	for _, p := range r.pumps {
 		go p()
 	}
-	expiry := time.AfterFunc(time.Until(g.JobEnd), func() {
-		log.Info("step reached its job's end, killing its tasks")
-		r.kill()
-	})
+	expiry := time.AfterFunc(time.Until(g.JobEnd), func() { r.expire(time.Now()) })
 	defer expiry.Stop()
 	for _, t := range r.tasks {
 		go r.wait(t)
@@ -394,16 +394,29 @@ func (r *stepRun) start(hello *stepio.HelloMsg) error {
 		cpt = max(sn.StepCPUs/len(sn.Ranks), 1)
 	}
 	gpuVerbose := strings.HasPrefix(strings.ToLower(g.GPUBind), "verbose")
+	dbg := newStepDebug(hello.Debug, sn.Ranks[0])
+	dbg.verbose(r, "debug levels are stderr='%s', logfile='%s', syslog='quiet'", hello.Debug, strings.ToLower(r.s.d.cfg.LogLevel))
+	dbg.verbose(r, "starting %d tasks", len(sn.Ranks))
+	if r.fence != nil {
+		dbg.debug(r, "step %d.%d confined to its cgroup on %s", g.JobID, g.StepID, sn.Name)
+	}
 	for k, rank := range sn.Ranks {
 		t := &stepTask{rank: rank, local: k}
-		env := r.taskEnv(k)
+		env, lims := takeRlimits(r.taskEnv(k))
 		t.env = env
 		argv := taskArgv(g, rank)
+		var base *exec.Cmd
 		exe, err := resolveExe(argv[0], g.Cwd, envValue(env, "PATH"))
-		if err != nil {
+		var execErr *execError
+		switch {
+		case errors.As(err, &execErr):
+			// The task fails as its own execve would have (stepenv.go).
+			base = execFailCmd(execErr, env, g.Cwd)
+		case err != nil:
 			return err
+		default:
+			base = &exec.Cmd{Path: exe, Args: argv, Env: env, Dir: g.Cwd}
 		}
-		base := &exec.Cmd{Path: exe, Args: argv, Env: env, Dir: g.Cwd}
 		if g.TaskProlog != "" {
 			withTaskProlog(base, g.TaskProlog)
 		}
@@ -415,10 +428,10 @@ func (r *stepRun) start(hello *stepio.HelloMsg) error {
 		}
 		reads := hello.StdinMode == stepio.StdinAll || hello.StdinMode == stepio.StdinTask && hello.StdinTask == rank
 		var closeAfter []*os.File
-		// gate holds the task until it is in its cgroup (cgroupplan.go)
-		// and bound to its CPUs.
+		// gate holds the task until it is in its cgroup (cgroupplan.go),
+		// bound to its CPUs and under srun's limits.
 		var gate *os.File
-		if r.fence != nil || cpus != nil {
+		if r.fence != nil || cpus != nil || len(lims) > 0 || hello.Hold {
 			gr, gw, err := os.Pipe()
 			if err != nil {
 				return err
@@ -463,6 +476,14 @@ func (r *stepRun) start(hello *stepio.HelloMsg) error {
 		}
 		if err == nil {
 			pid := cmd.Process.Pid
+			if lerr := applyRlimits(pid, lims); lerr != nil {
+				r.log.Warn("resource limits not propagated", "task", rank, "err", lerr)
+				dbg.verbose(r, "task %d: %v", rank, lerr)
+			}
+			dbg.debug(r, "task %d (local %d) started as pid %d: %s", rank, k, pid, argv[0])
+			for _, l := range lims {
+				dbg.debug2(r, "task %d: RLIMIT_%s from srun: %d", rank, l.name, l.cur)
+			}
 			if bind.Verbose {
 				shown, failed := cpus, false
 				if cpus != nil {
@@ -484,6 +505,16 @@ func (r *stepRun) start(hello *stepio.HelloMsg) error {
 			}
 		}
 		switch {
+		case err == nil && gate != nil && hello.Hold:
+			if r.fence != nil {
+				err = r.fence.enter(cmd.Process.Pid)
+			}
+			if err != nil {
+				gate.Close()
+				go func() { _ = cmd.Wait() }() // it exits 126 at the closed gate
+			} else {
+				r.held = append(r.held, gate)
+			}
 		case err == nil && gate != nil && r.fence != nil:
 			if err = r.fence.admit(cmd.Process.Pid, gate); err != nil {
 				go func() { _ = cmd.Wait() }() // it exits 126 at the closed gate
@@ -556,6 +587,10 @@ func (r *stepRun) taskEnv(k int) []string {
 // release undoes prepareFences once the tasks are gone: the step's
 // cgroups go, and its hold on MPS daemons. It is idempotent.
 func (r *stepRun) release() {
+	for _, g := range r.held {
+		g.Close()
+	}
+	r.held = nil
 	r.s.closeStepFence(r.fence)
 	r.fence = nil
 	if r.mpsHolder != "" {

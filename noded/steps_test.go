@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -227,10 +228,16 @@ func TestStepServerRefuses(t *testing.T) {
 			t.Fatalf("marks %q, want the two tasks of the first use only", b)
 		}
 	})
-	t.Run("missing command", func(t *testing.T) {
-		_, f := dialStep(t, s, stepGrant(t, s.advertised, func(g *api.StepGrant) { g.StepID = 4 }, "no-such-command-xyz"), stepio.StdinNone)
-		if f.Type != stepio.Error || !strings.Contains(string(f.Payload), "command not found") {
+	t.Run("missing command: the tasks fail as their execve would", func(t *testing.T) {
+		c, f := dialStep(t, s, stepGrant(t, s.advertised, func(g *api.StepGrant) { g.StepID = 4 }, "no-such-command-xyz"), stepio.StdinNone)
+		if f.Type != stepio.Ready {
 			t.Fatalf("answer %s %q", f.Type, f.Payload)
+		}
+		stderr, _, exits := stepFrames(t, c)
+		for _, task := range []uint32{0, 1} {
+			if exits[task].Code != 2 || stderr[task] != "slurmstepd: error: execve(): no-such-command-xyz: No such file or directory\n" {
+				t.Errorf("task %d: exit %v, stderr %q", task, exits[task], stderr[task])
+			}
 		}
 	})
 }
@@ -379,5 +386,68 @@ func TestAdvertiseAddr(t *testing.T) {
 				t.Fatalf("got %q, want %q", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestExecFailure: a program that cannot be run makes a task that fails
+// as its execve would under slurmstepd: the reason on its stderr, the
+// errno as its exit code.
+func TestExecFailure(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "noexec"), []byte("x"), 0o644)
+	tests := []struct {
+		exe, msg string
+		code     int
+	}{
+		{exe: "/bad/bad/bad", msg: "slurmstepd: error: execve(): /bad/bad/bad: No such file or directory\n", code: 2},
+		{exe: "no-such-command", msg: "slurmstepd: error: execve(): no-such-command: No such file or directory\n", code: 2},
+		{exe: "./noexec", msg: "slurmstepd: error: execve(): ./noexec: Permission denied\n", code: 13},
+		{exe: dir, msg: "slurmstepd: error: execve(): " + dir + ": Permission denied\n", code: 13},
+	}
+	for _, tt := range tests {
+		t.Run(tt.exe, func(t *testing.T) {
+			_, err := resolveExe(tt.exe, dir, "/usr/bin")
+			var ee *execError
+			if !errors.As(err, &ee) {
+				t.Fatalf("resolveExe error %v is not an execError", err)
+			}
+			cmd := execFailCmd(ee, nil, dir)
+			var stderr strings.Builder
+			cmd.Stderr = &stderr
+			err = cmd.Run()
+			var xe *exec.ExitError
+			if !errors.As(err, &xe) || xe.ExitCode() != tt.code {
+				t.Fatalf("exit %v, want code %d", err, tt.code)
+			}
+			if stderr.String() != tt.msg {
+				t.Fatalf("stderr %q, want %q", stderr.String(), tt.msg)
+			}
+		})
+	}
+}
+
+// TestViaTaskPIDShellUmask: the task runs with the umask srun sent, and
+// an invalid one is ignored.
+func TestViaTaskPIDShellUmask(t *testing.T) {
+	for _, tt := range []struct{ env, want string }{
+		{env: "SLURM_UMASK=0023", want: "0023"},
+		{env: "SLURM_UMASK=0077", want: "0077"},
+		{env: "SLURM_UMASK=; rm -rf /", want: ""},
+	} {
+		cmd := viaTaskPIDShell(&exec.Cmd{Path: "/bin/sh", Args: []string{"sh", "-c", "umask"}, Env: []string{tt.env}})
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := strings.TrimSpace(string(out))
+		if tt.want == "" {
+			if got == "" {
+				t.Errorf("%s: no umask printed", tt.env)
+			}
+			continue
+		}
+		if got != tt.want {
+			t.Errorf("%s: umask %s, want %s", tt.env, got, tt.want)
+		}
 	}
 }

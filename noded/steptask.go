@@ -20,6 +20,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -401,10 +402,18 @@ func withTaskProlog(cmd *exec.Cmd, prolog string) *exec.Cmd {
 // epilogTimeout bounds a task epilog, which holds up the task's exit.
 const epilogTimeout = 5 * time.Minute
 
+// epilogOutputGrace is how long a task epilog's output is still read
+// after the epilog and its process group are gone.
+const epilogOutputGrace = 2 * time.Second
+
 // runTaskEpilog runs a step's task epilog after one of its tasks ended,
 // as the task's user, in its directory and environment, its output
 // going to out and errw (the task's streams). Failures are reported on
 // errw, as Slurm's slurmstepd reports them; the task's exit stands.
+// Once the epilog itself exits, whatever it left running in its process
+// group is killed (slurmstepd does the same), and its output is read to
+// the end only after that: a child left in the background holding the
+// output open must not hold up the task's end.
 func runTaskEpilog(epilog, cwd string, env []string, cred *syscall.Credential, out, errw io.Writer) {
 	path := epilog
 	if !filepath.IsAbs(path) {
@@ -412,13 +421,47 @@ func runTaskEpilog(epilog, cwd string, env []string, cred *syscall.Credential, o
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), epilogTimeout)
 	defer cancel()
+	or, ow, err := os.Pipe()
+	if err != nil {
+		fmt.Fprintf(errw, "slurmstepd: error: TaskEpilog %s failed: %v\n", epilog, err)
+		return
+	}
+	er, ew, err := os.Pipe()
+	if err != nil {
+		or.Close()
+		ow.Close()
+		fmt.Fprintf(errw, "slurmstepd: error: TaskEpilog %s failed: %v\n", epilog, err)
+		return
+	}
 	cmd := exec.CommandContext(ctx, path)
 	cmd.Dir, cmd.Env = cwd, env
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: cred}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.Stdout, cmd.Stderr = ow, ew
 	var stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = out, &stderr
-	err := cmd.Run()
+	var copied sync.WaitGroup
+	copied.Add(2)
+	go func() { defer copied.Done(); _, _ = io.Copy(out, or) }()
+	go func() { defer copied.Done(); _, _ = io.Copy(&stderr, er) }()
+	err = cmd.Start()
+	ow.Close()
+	ew.Close()
+	if err == nil {
+		pgid := cmd.Process.Pid
+		err = cmd.Wait()
+		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	}
+	// A child that left the group (setsid) may still hold the pipes:
+	// its output is cut after a short grace, not waited for.
+	done := make(chan struct{})
+	go func() { copied.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(epilogOutputGrace):
+	}
+	or.Close()
+	er.Close()
+	<-done
 	_, _ = errw.Write(stderr.Bytes())
 	if err != nil {
 		fmt.Fprintf(errw, "slurmstepd: error: TaskEpilog %s failed: %v\n", epilog, err)

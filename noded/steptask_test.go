@@ -5,8 +5,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -210,5 +213,50 @@ func TestRunTaskEpilog(t *testing.T) {
 	runTaskEpilog(filepath.Join(dir, "missing"), dir, nil, nil, &out, &errb)
 	if !strings.Contains(errb.String(), "slurmstepd: error: TaskEpilog") {
 		t.Fatalf("missing epilog: stderr %q", errb.String())
+	}
+}
+
+// TestRunTaskEpilogBackgroundChild: an epilog that leaves a child in
+// the background (which keeps its output open) returns once the epilog
+// itself exits, and the child is killed with it, as slurmstepd does.
+func TestRunTaskEpilogBackgroundChild(t *testing.T) {
+	dir := t.TempDir()
+	pidFile := filepath.Join(dir, "child.pid")
+	epilog := filepath.Join(dir, "epilog")
+	os.WriteFile(epilog, []byte("#!/bin/sh\necho before\nsleep 60 &\necho $! >"+pidFile+"\nexit 0\n"), 0o755)
+	var out, errb bytes.Buffer
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		runTaskEpilog(epilog, dir, nil, nil, &out, &errb)
+	}()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("runTaskEpilog waited for the epilog's background child")
+	}
+	if out.String() != "before\n" || errb.String() != "" {
+		t.Fatalf("stdout %q stderr %q", out.String(), errb.String())
+	}
+	b, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Killed: gone, or a zombie until init reaps it.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		st, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+		if err != nil || strings.Contains(string(st), ") Z ") {
+			break
+		}
+		if time.Now().After(deadline) {
+			syscall.Kill(pid, syscall.SIGKILL)
+			t.Fatalf("the epilog's child %d still runs", pid)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }

@@ -25,6 +25,8 @@ const helpText = `scontrol [<OPTION>] [<COMMAND>]
      release <job_list>       release held jobs
      requeue <job_list>       put jobs back into the queue
      ping                     ask whether the controller answers
+     reconfigure              re-read the controller's configuration file
+                              and apply it without a restart (operators)
      show <ENTITY> [<ID>]     display the state of the entity with ID, or
                               of all of them
      update <SPECIFICATIONS>  change a job (JobId=) or node (NodeName=)
@@ -44,8 +46,8 @@ const helpText = `scontrol [<OPTION>] [<COMMAND>]
 
   Slurm commands Tide does not have (each answers "not supported by
   Tide"): abort, cancel_reboot, create, delete, listpids, notify, power,
-  reboot, reconfigure, requeuehold, resume, setdebug, shutdown, suspend,
-  takeover, token (see tide token), top, wait_job, write.
+  reboot, requeuehold, resume, setdebug, shutdown, suspend, takeover,
+  token (see tide token), top, wait_job, write.
 
   Commands and entities are case-insensitive and may be abbreviated.
 `

@@ -3,7 +3,6 @@ package scontrol
 import (
 	"context"
 	"fmt"
-	"net"
 	"os/user"
 	"slices"
 	"strconv"
@@ -255,7 +254,7 @@ func jobJSON(j *api.Job) jsonJob {
 		TasksPerNode: slurmjson.Num(j.TasksPerNode), TasksPerSocket: slurmjson.Unset(), TasksPerBoard: slurmjson.Num(0),
 		CPUs: slurmjson.Num(numCPUs(j)), Tasks: slurmjson.Num(j.ReqTasks()),
 		Partition: j.Partition, MemoryPerCPU: slurmjson.Unset(), MemoryPerNode: slurmjson.Unset(),
-		MinimumCPUsPerNode: slurmjson.Num(minCPUsNode(j)), MinimumTmpDiskPerNode: slurmjson.Num(0),
+		MinimumCPUsPerNode: slurmjson.Num(minCPUsNode(j)), MinimumTmpDiskPerNode: slurmjson.Num(j.TmpDiskMB),
 		PreemptTime: slurmjson.Num(0), PreemptableTime: slurmjson.Num(0), PreSusTime: slurmjson.Num(0),
 		Priority: slurmjson.Num(priority(j)), Profile: []string{"NOT_SET"}, QOS: j.QOS,
 		RequiredNodes: hostlist.Compress(j.NodeList), Requeue: requeue,
@@ -478,7 +477,7 @@ type jsonNode struct {
 	SlurmdStartTime  slurmjson.Number `json:"slurmd_start_time"`
 	Sockets          int              `json:"sockets"`
 	Threads          int              `json:"threads"`
-	TemporaryDisk    int              `json:"temporary_disk"`
+	TemporaryDisk    int64            `json:"temporary_disk"`
 	Weight           int              `json:"weight"`
 	TRES             string           `json:"tres"`
 	Version          string           `json:"version"`
@@ -487,10 +486,7 @@ type jsonNode struct {
 // nodeJSON is one node in the data_parser layout. As in show node, each
 // CPU is a single-core socket: Tide models no cores.
 func nodeJSON(n *api.Node, cluster string) jsonNode {
-	addr := n.Addr
-	if h, _, err := net.SplitHostPort(addr); err == nil {
-		addr = h
-	}
+	addr := nodeAddr(n)
 	model := n.GPUModel()
 	out := jsonNode{
 		Architecture: n.Arch, Boards: 1, BootTime: slurmjson.Time(n.BootTime), ClusterName: cluster,
@@ -502,7 +498,7 @@ func nodeJSON(n *api.Node, cluster string) jsonNode {
 		Reason: n.Reason, ReasonChangedAt: slurmjson.Time(n.ReasonTime), ReasonSetByUser: n.ReasonUser,
 		ResumeAfter: slurmjson.Unset(), AllocMemory: n.AllocMemMB, AllocCPUs: n.AllocCPUs,
 		AllocIdleCPUs: n.CPUs - n.AllocCPUs, SlurmdStartTime: slurmjson.Time(n.Registered),
-		Sockets: n.CPUs, Threads: 1, Weight: 1,
+		Sockets: n.CPUs, Threads: 1, TemporaryDisk: n.TmpDiskMB, Weight: 1,
 		TRES:     tres{cpu: n.CPUs, memMB: n.MemoryMB, billing: n.CPUs, gpus: len(n.GPUs)}.String(),
 		TRESUsed: tres{cpu: n.AllocCPUs, memMB: n.AllocMemMB, gpus: n.GPUsInUse()}.String(),
 		Version:  n.Version,

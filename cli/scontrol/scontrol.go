@@ -65,13 +65,14 @@ func newCmd(f *cmdutil.Factory, loc *time.Location) *cobra.Command {
 
 // commands are the supported top-level keywords, matched by unambiguous
 // prefix.
-var commands = []string{"show", "hold", "uhold", "release", "requeue", "update", "ping", "version", "help"}
+var commands = []string{"show", "hold", "uhold", "release", "requeue", "update", "ping", "version", "help",
+	"reconfigure"}
 
 // slurmOnly are Slurm commands Tide does not implement; naming one gets a
 // clearer error than "invalid keyword".
 var slurmOnly = []string{"abort", "cancel_reboot", "cluster", "completing", "create", "delete",
 	"errnumstr", "fsdampeningfactor", "getaddrs", "listpids", "notify", "pidinfo",
-	"power", "reboot", "reboot_nodes", "reconfigure", "requeuehold", "resume", "schedloglevel",
+	"power", "reboot", "reboot_nodes", "requeuehold", "resume", "schedloglevel",
 	"setdebug", "setdebugflags", "shutdown", "suspend", "takeover", "token", "top", "wait_job", "write"}
 
 // commandLine is the command line as run; tests replace it.
@@ -97,6 +98,8 @@ func (o *Options) Run(ctx context.Context, args []string) error {
 		return o.jobAction(ctx, cmd, rest)
 	case "update":
 		return o.update(ctx, rest)
+	case "reconfigure":
+		return o.reconfigure(ctx, rest)
 	case "ping":
 		if o.JSON {
 			c, err := o.API()

@@ -178,7 +178,7 @@ func TestErrors(t *testing.T) {
 		{name: "unknown command", args: []string{"frobnicate"}, wantCode: 1,
 			wantErr: "scontrol: error: invalid keyword: frobnicate\n"},
 		{name: "ambiguous command", args: []string{"re", "5"}, wantCode: 1,
-			wantErr: "scontrol: error: ambiguous keyword: re (could be release, requeue)\n"},
+			wantErr: "scontrol: error: ambiguous keyword: re (could be reconfigure, release, requeue)\n"},
 		{name: "slurm command tide lacks", args: []string{"suspend", "101"}, wantCode: 1,
 			wantErr: "scontrol: error: suspend is not supported by Tide\n"},
 		{name: "unknown entity", args: []string{"show", "foo"}, wantCode: 1,

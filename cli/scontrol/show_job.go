@@ -143,7 +143,7 @@ func (o *Options) jobRecord(j *api.Job, now time.Time, models map[string]string)
 	if j.MemPerCPUMB > 0 {
 		minMem = fmt.Sprintf("MinMemoryCPU=%s", jobfmt.Mem(j.MemPerCPUMB))
 	}
-	r.add("MinCPUsNode=%d %s MinTmpDiskNode=0", minCPUsNode(j), minMem)
+	r.add("MinCPUsNode=%d %s MinTmpDiskNode=%s", minCPUsNode(j), minMem, jobfmt.Mem(j.TmpDiskMB))
 	r.add("Features=%s DelayBoot=00:00:00", orNull(j.Constraint))
 	over := "OK"
 	if j.Exclusive {
@@ -305,13 +305,7 @@ func sliceSuffix(j *api.Job) string {
 	return b.String()
 }
 
-func minCPUsNode(j *api.Job) int {
-	n := j.ReqCPUsPerTask()
-	if j.TasksPerNode > 0 {
-		n *= j.TasksPerNode
-	}
-	return n
-}
+func minCPUsNode(j *api.Job) int { return j.MinCPUsPerNode() }
 
 // detailLines adds -d's JOB_GRES line and one line per node. Tide does
 // not bind CPUs to cores, so CPU_IDs counts the node's CPUs from 0.

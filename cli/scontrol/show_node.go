@@ -102,11 +102,7 @@ func (o *Options) nodeRecord(n *api.Node, now time.Time) *record {
 			r.add("SharedGPUs=%s", jobfmt.SharedGPUs(n))
 		}
 	}
-	addr := n.Addr
-	if h, _, err := net.SplitHostPort(addr); err == nil {
-		addr = h
-	}
-	line := fmt.Sprintf("NodeAddr=%s NodeHostName=%s", orNull(addr), orNull(n.Hostname))
+	line := fmt.Sprintf("NodeAddr=%s NodeHostName=%s", orNull(nodeAddr(n)), orNull(n.Hostname))
 	if n.Version != "" {
 		line += " Version=" + n.Version
 	}
@@ -119,7 +115,7 @@ func (o *Options) nodeRecord(n *api.Node, now time.Time) *record {
 		free = fmt.Sprint(n.FreeMemMB)
 	}
 	r.add("RealMemory=%d AllocMem=%d FreeMem=%s Sockets=%d Boards=1", n.MemoryMB, n.AllocMemMB, free, n.CPUs)
-	r.add("State=%s ThreadsPerCore=1 TmpDisk=0 Weight=1 Owner=N/A MCS_label=N/A", n.LongState())
+	r.add("State=%s ThreadsPerCore=1 TmpDisk=%d Weight=1 Owner=N/A MCS_label=N/A", n.LongState(), n.TmpDiskMB)
 	if len(n.Partitions) > 0 {
 		r.add("Partitions=%s ", strings.Join(n.Partitions, ","))
 	}
@@ -299,4 +295,24 @@ func (o *Options) showHostlist(args []string) error {
 	}
 	_, err = fmt.Fprintln(o.IO.Out, hostlist.Compress(hosts))
 	return err
+}
+
+// nodeAddr is Slurm's NodeAddr for n: where the node is reached. Tide's
+// nodes call the controller, so that is the address a node declares,
+// else the host of its step listener (where srun connects), else, as
+// Slurm's default, its hostname.
+func nodeAddr(n *api.Node) string {
+	for _, a := range []string{n.Addr, n.StepAddr} {
+		if a == "" {
+			continue
+		}
+		h, _, err := net.SplitHostPort(a)
+		if err != nil {
+			h = a
+		}
+		if ip := net.ParseIP(h); h != "" && (ip == nil || !ip.IsUnspecified()) {
+			return h
+		}
+	}
+	return n.Hostname
 }

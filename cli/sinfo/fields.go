@@ -90,6 +90,9 @@ func itoaKey(f func(n *api.Node) int64) func(*env, *api.Node) string {
 func cpus(n *api.Node) int64   { return int64(n.CPUs) }
 func memory(n *api.Node) int64 { return n.MemoryMB }
 
+// tmpDisk is the node's TmpDisk in MB.
+func tmpDisk(n *api.Node) int64 { return n.TmpDiskMB }
+
 // unavailable reports whether a node's idle resources cannot be used:
 // drained, down or not responding.
 func unavailable(n *api.Node) bool {
@@ -352,7 +355,7 @@ func nodeFieldList() []nodeField {
 		{letter: 'B', names: []string{"MaxCPUsPerNode"}, header: "MAX_CPUS_PER_NODE", part: true, value: constant("UNLIMITED")},
 		{letter: 'c', names: []string{"CPUs"}, header: "CPUS", key: itoaKey(cpus), exactOnly: true, value: minMax(cpus, false)},
 		{letter: 'C', names: []string{"CPUsState"}, header: "CPUS(A/I/O/T)", value: cpuStates},
-		{letter: 'd', names: []string{"Disk"}, header: "TMP_DISK", value: constant("0")},
+		{letter: 'd', names: []string{"Disk"}, header: "TMP_DISK", key: itoaKey(tmpDisk), exactOnly: true, value: minMax(tmpDisk, false)},
 		{letter: 'D', names: []string{"Nodes"}, header: "NODES", value: func(_ *env, dst []byte, r *record) []byte {
 			return strconv.AppendInt(dst, int64(len(r.nodes)), 10)
 		}},

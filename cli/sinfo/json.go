@@ -64,7 +64,7 @@ type jsonNode struct {
 	SlurmdStartTime           int64     `json:"slurmd_start_time"`
 	Sockets                   int       `json:"sockets"`
 	Threads                   int       `json:"threads"`
-	TemporaryDisk             int       `json:"temporary_disk"`
+	TemporaryDisk             int64     `json:"temporary_disk"`
 	Weight                    int       `json:"weight"`
 	TRES                      string    `json:"tres"`
 	SlurmdVersion             string    `json:"slurmd_version"`
@@ -175,7 +175,7 @@ func toJSONNode(n *api.Node, e *env) jsonNode {
 		State: stateWord(n), StateFlags: flags, NextStateAfterRebootFlags: []string{},
 		OperatingSystem: n.OS, Partitions: parts, RealMemory: n.MemoryMB,
 		Reason: n.Reason, ReasonChangedAt: slurmjson.Unix(n.ReasonTime), ReasonSetByUser: n.ReasonUser,
-		SlurmdStartTime: slurmjson.Unix(n.Registered), Sockets: n.CPUs, Threads: 1, Weight: 1,
+		SlurmdStartTime: slurmjson.Unix(n.Registered), Sockets: n.CPUs, Threads: 1, TemporaryDisk: n.TmpDiskMB, Weight: 1,
 		TRES:          tresString(n.CPUs, n.MemoryMB, len(n.GPUs), true),
 		SlurmdVersion: n.Version, AllocMemory: n.AllocMemMB, AllocCPUs: n.AllocCPUs, IdleCPUs: idle,
 		TRESUsed:  tresString(n.AllocCPUs, n.AllocMemMB, n.GPUsInUse(), false),

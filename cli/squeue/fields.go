@@ -90,7 +90,7 @@ func jobFieldList() []jobField {
 		{letter: 'B', names: []string{"BatchHost"}, header: "EXEC_HOST", value: str(batchHost)},
 		{letter: 'c', names: []string{"MinCPUs"}, header: "MIN_CPUS", value: num(minCPUsPerNode)},
 		{letter: 'C', names: []string{"NumCPUs"}, header: "CPUS", value: num(func(j *api.Job) int64 { return int64(numCPUs(j)) })},
-		{letter: 'd', names: []string{"MinTmpDisk"}, header: "MIN_TMP_DISK", value: constant("0")},
+		{letter: 'd', names: []string{"MinTmpDisk"}, header: "MIN_TMP_DISK", value: minTmpDisk},
 		{letter: 'D', names: []string{"NumNodes"}, header: "NODES", value: num(func(j *api.Job) int64 { return int64(numNodes(j)) })},
 		{letter: 'e', names: []string{"EndTime"}, header: "END_TIME", value: endTime},
 		{letter: 'E', names: []string{"Dependency"}, header: "DEPENDENCY", value: str(func(j *api.Job) string { return slurmfmt.OrNull(j.Dependency) })},
@@ -369,13 +369,7 @@ func priorityFloat(_ *env, dst []byte, j *api.Job) []byte {
 }
 
 // reqCPUs is the CPU count a job asks for.
-func reqCPUs(j *api.Job) int {
-	c := j.ReqTasks() * j.ReqCPUsPerTask()
-	if g := j.CPUsPerGPU * j.ReqGPUs(); g > c {
-		c = g
-	}
-	return c
-}
+func reqCPUs(j *api.Job) int { return j.ReqCPUs() }
 
 func numCPUs(j *api.Job) int {
 	if len(j.Alloc) > 0 {
@@ -404,12 +398,15 @@ func numTasks(j *api.Job) int {
 	return j.ReqTasks()
 }
 
-func minCPUsPerNode(j *api.Job) int64 {
-	c := j.ReqCPUsPerTask()
-	if j.TasksPerNode > 0 {
-		c *= j.TasksPerNode
+func minCPUsPerNode(j *api.Job) int64 { return int64(j.MinCPUsPerNode()) }
+
+// minTmpDisk is %d: --tmp as Slurm's convert_num_unit writes MB ("0",
+// "500M", "10G").
+func minTmpDisk(_ *env, dst []byte, j *api.Job) []byte {
+	if j.TmpDiskMB <= 0 {
+		return append(dst, '0')
 	}
-	return int64(c)
+	return slurmfmt.AppendMB(dst, j.TmpDiskMB)
 }
 
 func minMemory(_ *env, dst []byte, j *api.Job) []byte {

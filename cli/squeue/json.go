@@ -95,7 +95,7 @@ type jsonJob struct {
 	MemoryPerNode            *int64            `json:"memory_per_node"`
 	MemoryPerCPU             *int64            `json:"memory_per_cpu"`
 	MinimumCPUsPerNode       int64             `json:"minimum_cpus_per_node"`
-	MinimumTmpDiskPerNode    int               `json:"minimum_tmp_disk_per_node"`
+	MinimumTmpDiskPerNode    int64             `json:"minimum_tmp_disk_per_node"`
 	PreemptTime              int64             `json:"preempt_time"`
 	PreSusTime               int64             `json:"pre_sus_time"`
 	Priority                 uint32            `json:"priority"`
@@ -268,6 +268,7 @@ func toJSON(j *api.Job, e *env) jsonJob {
 		MemoryPerNode:           positive(j.MemPerNodeMB),
 		MemoryPerCPU:            positive(j.MemPerCPUMB),
 		MinimumCPUsPerNode:      minCPUsPerNode(j),
+		MinimumTmpDiskPerNode:   j.TmpDiskMB,
 		Priority:                j.EffPriority,
 		QOS:                     j.QOS,
 		Requeue:                 requeue(j),

@@ -31,6 +31,9 @@ type AllocOptions struct {
 	Immediate time.Duration
 	// Quiet leaves out the informational messages (-Q).
 	Quiet bool
+	// Verbose (-v) names the job while it waits even under -I, which
+	// otherwise waits silently: tools read the job id from it.
+	Verbose bool
 }
 
 // Allocate submits spec as an allocation-only job and waits until it
@@ -75,7 +78,7 @@ func Allocate(ctx context.Context, c StepAPI, spec api.JobSpec, o AllocOptions) 
 			_, _ = c.Cancel(context.Background(), api.CancelRequest{Filter: api.JobFilter{IDs: []uint64{id}}})
 			fmt.Fprintf(errOut, "%s: error: Unable to allocate resources: %s\n", prog, api.StepBusy)
 			return nil, ErrImmediate
-		case err == nil && !waited && o.Immediate == 0:
+		case err == nil && !waited && (o.Immediate == 0 || o.Verbose):
 			waited = true
 			if !o.Quiet {
 				if prog == "salloc" {

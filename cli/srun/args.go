@@ -3,6 +3,7 @@ package srun
 import (
 	"errors"
 	"fmt"
+	"github.com/tide-hpc/tide/internal/stepio"
 	"io"
 	"slices"
 	"strconv"
@@ -36,13 +37,22 @@ type Args struct {
 	// JobID is --jobid (0 when not given).
 	JobID uint64
 	// Exact, Overlap and Whole say how the step shares its allocation
-	// (see api.StepRequest); Overcommit is -O.
+	// (see api.StepRequest); Overcommit is -O, for the step (Spec's
+	// Overcommit carries it to an allocation srun obtains itself).
 	Exact, Overlap, Whole, Overcommit bool
 	// CPUBind, GPUBind and MPI are --cpu-bind, --gpu-bind and --mpi as
 	// given (validated).
 	CPUBind, GPUBind, MPI string
 	// MultiProg: Argv[0] is a --multi-prog configuration file.
 	MultiProg bool
+	// SlurmdDebug is --slurmd-debug as a level name (quiet ... debug5;
+	// "" when not given): what the nodes tell the step's task 0 about
+	// its launch on its standard error.
+	SlurmdDebug string
+	// DebuggerTest (--debugger-test): the tasks start held before they
+	// exec, srun prints the process table a parallel debugger reads
+	// (MPIR) and waits, as under a debugger that never releases them.
+	DebuggerTest bool
 	// TaskProlog and TaskEpilog run around each task on its node;
 	// Prolog and Epilog around the step, here.
 	TaskProlog, TaskEpilog, Prolog, Epilog string
@@ -212,7 +222,7 @@ var ownOptions = []ownOption{
 	{long: "context", arg: 1, cmds: forBoth, arg0: "context", help: "SELinux context of the job", set: noEffect("context")},
 	{long: "cpu-bind", arg: 1, cmds: forSrun, id: "cpu-bind", group: grpAffinity, arg0: "type", help: "bind tasks to CPUs (see --cpu-bind=help)", set: setCPUBind},
 	{long: "cpu_bind", arg: 1, cmds: forSrun, id: "cpu-bind", hidden: true, set: setCPUBind},
-	{long: "debugger-test", cmds: forSrun, hidden: true, set: flag(func(*Args) {})},
+	{long: "debugger-test", cmds: forSrun, hidden: true, set: flag(func(a *Args) { a.DebuggerTest = true })},
 	{long: "disable-status", short: 'X', cmds: forSrun, help: "Ctrl-C goes to the tasks instead of showing their status", set: flag(func(a *Args) { a.DisableStatus = true })},
 	{long: "epilog", arg: 1, cmds: forSrun, arg0: "program", help: "run program here after the step ends (none: no epilog)", set: func(a *Args, v string) error {
 		a.Epilog = v
@@ -330,15 +340,13 @@ var ownOptions = []ownOption{
 		}
 		return errorf("Invalid --send-libs specification")
 	}},
-	{long: "slurmd-debug", arg: 1, cmds: forSrun, arg0: "level", help: "the node daemon's debug level for the step (accepted, no effect in Tide)", set: func(a *Args, v string) error {
-		switch strings.ToLower(v) {
-		case "quiet", "fatal", "error", "info", "verbose", "debug", "debug2", "debug3", "debug4", "debug5":
-			return nil
+	{long: "slurmd-debug", arg: 1, cmds: forSrun, arg0: "level", help: "slurmd debug level: the nodes report the step's launch on task 0's stderr", set: func(a *Args, v string) error {
+		l, ok := stepio.DebugLevelName(v)
+		if !ok {
+			return errorf("Invalid --slurmd-debug specification: %s", v)
 		}
-		if _, err := strconv.Atoi(v); err == nil {
-			return nil
-		}
-		return errorf("Invalid --slurmd-debug specification: %s", v)
+		a.SlurmdDebug = l
+		return nil
 	}},
 	{long: "task-epilog", arg: 1, cmds: forSrun, arg0: "program", help: "run program after each task, on its node", set: func(a *Args, v string) error {
 		if strings.TrimSpace(v) == "" {

@@ -171,6 +171,10 @@ func TestStepEnvironment(t *testing.T) {
 	if got := StepEnvironment(a, nil); !slices.Equal(got, []string{"HOME=/h"}) {
 		t.Errorf("without a submitter: %v", got)
 	}
+	a = &Args{Spec: api.JobSpec{Environment: []string{"HOME=/h"}}, Overcommit: true}
+	if got := StepEnvironment(a, nil); !slices.Equal(got, []string{"HOME=/h", "SLURM_OVERCOMMIT=1"}) {
+		t.Errorf("-O: %v", got)
+	}
 }
 
 // TestWithJobEnv checks the variables srun sets for an allocation of its
@@ -193,6 +197,13 @@ func TestWithJobEnv(t *testing.T) {
 		if m[k] != v {
 			t.Errorf("%s = %q, want %q", k, m[k], v)
 		}
+	}
+	if v, ok := m["SLURM_OVERCOMMIT"]; ok {
+		t.Errorf("SLURM_OVERCOMMIT = %q without --overcommit", v)
+	}
+	j.Overcommit = true
+	if env := WithJobEnv(nil, j); !slices.Contains(env, "SLURM_OVERCOMMIT=1") || !slices.Contains(env, "TIDE_OVERCOMMIT=1") {
+		t.Errorf("--overcommit: %v lacks SLURM_OVERCOMMIT=1 and its twin", env)
 	}
 }
 

@@ -15,7 +15,7 @@ import (
 // set_env_from_opts' request variables), in the order they are set:
 // the job, its nodes, CPUs and tasks, its account and QOS, and what it
 // asked for (SLURM_GPUS, SLURM_MEM_PER_NODE, ... only for the options
-// given). It is pure.
+// given, SLURM_OVERCOMMIT with --overcommit). It is pure.
 func JobEnv(j *api.Job) [][2]string {
 	nodes := j.NodeNames()
 	list := hostlist.Compress(nodes)
@@ -78,6 +78,9 @@ func JobEnv(j *api.Job) [][2]string {
 	if j.MemPerGPUMB > 0 {
 		add("SLURM_MEM_PER_GPU", strconv.FormatInt(j.MemPerGPUMB, 10))
 	}
+	if j.Overcommit {
+		add("SLURM_OVERCOMMIT", "1")
+	}
 	return vars
 }
 
@@ -131,12 +134,18 @@ func counts(ns []int) string {
 // StepEnvironment is the environment srun sends with a step: the
 // --export environment with what srun itself sets (Slurm's srun,
 // setup_env): SLURM_UMASK and SLURM_PRIO_PROCESS (when s is not nil),
-// SLURM_CPUS_PER_TASK with -c and SLURM_NTASKS_PER_NODE with
-// --ntasks-per-node. It is pure.
+// SLURM_CPUS_PER_TASK with -c, SLURM_NTASKS_PER_NODE with
+// --ntasks-per-node and SLURM_OVERCOMMIT with -O. It is pure.
 func StepEnvironment(a *Args, s *opts.Submitter) []string {
 	env := a.Spec.Environment
 	if s != nil {
-		env = opts.WithSubmitterEnv(env, *s)
+		sub := *s
+		for _, d := range a.Defined {
+			if d[0] == "propagate" {
+				sub = sub.Propagating(d[1], true)
+			}
+		}
+		env = opts.WithSubmitterEnv(env, sub)
 	}
 	e := envlist.FromEntries(env)
 	if a.Spec.CPUsPerTask > 0 {
@@ -144,6 +153,9 @@ func StepEnvironment(a *Args, s *opts.Submitter) []string {
 	}
 	if a.Spec.TasksPerNode > 0 {
 		e.Set("SLURM_NTASKS_PER_NODE", strconv.Itoa(a.Spec.TasksPerNode))
+	}
+	if a.Overcommit {
+		e.Set("SLURM_OVERCOMMIT", "1")
 	}
 	return e.Entries()
 }

@@ -100,6 +100,13 @@ func TestParseSrunOptions(t *testing.T) {
 		{name: "--overlap after --exact wins", args: []string{"--exact", "--overlap", "x"}, check: func(a *Args) bool { return a.Overlap && !a.Exact }},
 		{name: "--whole", args: []string{"-c2", "--whole", "x"}, check: func(a *Args) bool { return a.Whole && !a.Exact }},
 		{name: "-O", args: []string{"-O", "-n8", "x"}, check: func(a *Args) bool { return a.Overcommit && len(a.Warnings) == 0 }},
+		{name: "-O also overcommits the allocation", args: []string{"--overcommit", "-n65", "x"},
+			check: func(a *Args) bool { return a.Spec.Overcommit && a.Spec.Tasks == 65 }},
+		{name: "--mincpus and --tmp are the allocation's", args: []string{"--mincpus=4", "--tmp=1G", "x"},
+			check: func(a *Args) bool { return a.Spec.MinCPUs == 4 && a.Spec.TmpDiskMB == 1024 && len(a.Warnings) == 0 }},
+		{name: "--tmp=0 is any node", args: []string{"--tmp=0", "x"}, check: func(a *Args) bool { return a.Spec.TmpDiskMB == 0 && len(a.Warnings) == 0 }},
+		{name: "bad --tmp", args: []string{"--tmp=big", "x"}, wantErr: "Invalid --tmp specification"},
+		{name: "--mincpus=0", args: []string{"--mincpus=0", "x"}, wantErr: `Invalid numeric value "0" for --mincpus.`},
 		{name: "-m cyclic", args: []string{"-m", "cyclic", "x"}, check: func(a *Args) bool { return a.Distribution == "cyclic" && len(a.Warnings) == 0 }},
 		{name: "bad -m", args: []string{"-m", "zigzag", "x"}, wantErr: "distribution"},
 		{name: "--cpu-bind=q", args: []string{"--cpu-bind=q", "x"}, check: func(a *Args) bool { return a.CPUBind == "q" }},
@@ -147,7 +154,9 @@ func TestParseSrunOptions(t *testing.T) {
 		{name: "bad -T", args: []string{"-T", "0", "x"}, wantErr: `Invalid numeric value "0" for --threads.`},
 		{name: "--msg-timeout", args: []string{"--msg-timeout=30", "x"}, check: func(a *Args) bool { return true }},
 		{name: "bad --msg-timeout", args: []string{"--msg-timeout=0", "x"}, wantErr: `Invalid numeric value "0" for --msg-timeout.`},
-		{name: "--slurmd-debug", args: []string{"--slurmd-debug=verbose", "x"}, check: func(a *Args) bool { return true }},
+		{name: "--slurmd-debug", args: []string{"--slurmd-debug=verbose", "x"}, check: func(a *Args) bool { return a.SlurmdDebug == "verbose" }},
+		{name: "--slurmd-debug number", args: []string{"--slurmd-debug=5", "x"}, check: func(a *Args) bool { return a.SlurmdDebug == "debug" }},
+		{name: "--debugger-test", args: []string{"--debugger-test", "x"}, check: func(a *Args) bool { return a.DebuggerTest }},
 		{name: "bad --slurmd-debug", args: []string{"--slurmd-debug=loud", "x"}, wantErr: "Invalid --slurmd-debug specification: loud"},
 		{name: "--accel-bind", args: []string{"--accel-bind=g", "x"}, check: func(a *Args) bool { return len(a.Warnings) == 1 }},
 		{name: "bad --accel-bind", args: []string{"--accel-bind=z", "x"}, wantErr: "Invalid --accel-bind specification"},
@@ -528,6 +537,25 @@ func TestPerTaskPattern(t *testing.T) {
 		"in-%%t": false, "plain": false, "%%%t": true} {
 		if got := perTask(p); got != want {
 			t.Errorf("perTask(%q) = %v, want %v", p, got, want)
+		}
+	}
+}
+
+// TestOvercommitFromEnvironment: SLURM_OVERCOMMIT (set in an
+// overcommitted job's environment) overcommits srun's step and
+// allocation alike, and "0" reads as off.
+func TestOvercommitFromEnvironment(t *testing.T) {
+	for _, tt := range []struct {
+		v    string
+		want bool
+	}{{"1", true}, {"", true}, {"0", false}} {
+		env := []string{"SLURM_OVERCOMMIT=" + tt.v}
+		a, err := ParseArgs([]string{"-n9", "true"}, ParseInput{Environ: env, Cwd: "/w", EnvVars: SrunEnvVars(env)})
+		if err != nil {
+			t.Fatalf("SLURM_OVERCOMMIT=%s: %v", tt.v, err)
+		}
+		if a.Overcommit != tt.want || a.Spec.Overcommit != tt.want {
+			t.Errorf("SLURM_OVERCOMMIT=%s: step %v, allocation %v, want %v", tt.v, a.Overcommit, a.Spec.Overcommit, tt.want)
 		}
 	}
 }

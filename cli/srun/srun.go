@@ -182,7 +182,7 @@ func Run(ctx context.Context, o *Options) error {
 	if own {
 		stop := make(chan struct{})
 		alloc, err := Allocate(ctx, c, a.Spec, AllocOptions{Prog: prog, ErrOut: errOut, Every: o.PollInterval,
-			Sigs: revoking(sigs, stop), Immediate: time.Duration(a.Immediate) * time.Second, Quiet: a.Quiet})
+			Sigs: revoking(sigs, stop), Immediate: time.Duration(a.Immediate) * time.Second, Quiet: a.Quiet, Verbose: a.Verbose > 0})
 		close(stop)
 		if errors.Is(err, ErrRevoked) || errors.Is(err, ErrImmediate) {
 			return &cmdutil.SilentError{Code: cmdutil.ExitError}
@@ -277,7 +277,16 @@ func step(ctx context.Context, c StepAPI, id uint64, a *Args, o *Options, sigs <
 		}
 	}
 	so := stepOptions{label: a.Label, unbuffered: a.Unbuffered, killBadExit: a.KillBadEx,
-		stdout: spec.Stdout, stderr: spec.Stderr, stdin: spec.Stdin, cwd: spec.WorkDir, appendOut: spec.OpenMode == "append",
+		stdout: spec.Stdout, stderr: spec.Stderr, stdin: spec.Stdin, cwd: spec.WorkDir, appendOut: spec.OpenMode == "append", slurmdDebug: a.SlurmdDebug,
+		debuggerTest: a.DebuggerTest, exeOf: func(t int) string {
+			if t < len(taskArgv) && len(taskArgv[t]) > 0 {
+				return taskArgv[t][0]
+			}
+			if len(a.Argv) > 0 {
+				return a.Argv[0]
+			}
+			return ""
+		},
 		in: o.IO.In, out: o.IO.Out, errOut: o.IO.ErrOut, signals: sigs, wait: a.Wait, verbose: v,
 		policy:    signalPolicy{quitOnInterrupt: a.QuitOnInterrupt, disableStatus: a.DisableStatus},
 		jobEnding: func() bool { return jobEnding(c, id) }}

@@ -59,6 +59,12 @@ type stepOptions struct {
 	wait int
 	// verbose prints -v's lines (nil: none).
 	verbose *verbose
+	// slurmdDebug is --slurmd-debug's level name ("": not given).
+	slurmdDebug string
+	// debuggerTest holds the tasks before exec and prints the process
+	// table; exeOf names task t's program in it.
+	debuggerTest bool
+	exeOf        func(task int) string
 }
 
 // stepResult is how a step ended.
@@ -74,6 +80,8 @@ type nodeConn struct {
 	node api.StepNode
 	conn net.Conn
 	w    *stepio.Writer
+	// pids are the node's task pids, in the order of node.Ranks.
+	pids []int
 }
 
 // runStep runs a granted step to its end: it connects to every node,
@@ -88,7 +96,7 @@ func runStep(ctx context.Context, sg api.SignedGrant, o stepOptions) (stepResult
 	if g.Pty {
 		mode = stepio.StdinAll
 	}
-	hello := stepio.HelloMsg{Grant: sg, StdinMode: mode, StdinTask: stdinTask}
+	hello := stepio.HelloMsg{Grant: sg, StdinMode: mode, StdinTask: stdinTask, Debug: o.slurmdDebug, Hold: o.debuggerTest}
 	if o.term != nil {
 		hello.Rows, hello.Cols = termSize(o.term)
 	}
@@ -99,6 +107,9 @@ func runStep(ctx context.Context, sg api.SignedGrant, o stepOptions) (stepResult
 	}
 	for _, n := range g.Nodes {
 		o.verbose.say(1, fmt.Sprintf("launch/slurm: _task_start: Node %s, %d tasks started", n.Name, len(n.Ranks)))
+	}
+	if o.debuggerTest {
+		writeProcTable(o.errOut, conns, g.NTasks, o.exeOf)
 	}
 	defer func() {
 		for _, c := range conns {
@@ -353,8 +364,13 @@ func runStep(ctx context.Context, sg api.SignedGrant, o stepOptions) (stepResult
 					if o.verbose.on(1) {
 						o.verbose.say(1, fmt.Sprintf("launch/slurm: _task_finish: Received task exit notification for 1 task of StepId=%s (status=0x%04x).",
 							g.ID(), waitStatus(e)))
-						if e.Code == 0 && e.Signal == 0 {
+						switch {
+						case e.Code == 0 && e.Signal == 0:
 							o.verbose.say(1, fmt.Sprintf("%s: task %d: Completed", c.node.Name, f.Task))
+						case e.Signal != 0 && down:
+							// Slurm reports a task of a cancelled step
+							// killed by a signal only under -v.
+							o.verbose.say(1, fmt.Sprintf("%s: task %d: %s", c.node.Name, f.Task, signalWord(e.Signal)))
 						}
 					}
 					if startWait {
@@ -486,6 +502,7 @@ func connectAll(ctx context.Context, g *api.StepGrant, hello stepio.HelloMsg, ca
 			default:
 				var r stepio.ReadyMsg
 				_ = json.Unmarshal(f.Payload, &r)
+				nc.pids = r.Pids
 			}
 		}()
 	}
@@ -584,4 +601,29 @@ func intList(xs []int) string {
 		i = j + 1
 	}
 	return strings.Join(parts, ",")
+}
+
+// writeProcTable prints the step's process table as Slurm's srun does
+// for --debugger-test (the MPIR_proctable a parallel debugger reads):
+// one line per task, in task order, with its node, pid and program.
+func writeProcTable(w io.Writer, conns []*nodeConn, ntasks int, exeOf func(int) string) {
+	type entry struct {
+		host string
+		pid  int
+	}
+	table := make([]entry, ntasks)
+	for _, c := range conns {
+		for k, rank := range c.node.Ranks {
+			if rank >= 0 && rank < ntasks && k < len(c.pids) {
+				table[rank] = entry{host: c.node.Name, pid: c.pids[k]}
+			}
+		}
+	}
+	for t, e := range table {
+		exe := ""
+		if exeOf != nil {
+			exe = exeOf(t)
+		}
+		fmt.Fprintf(w, "%s: task:%d, host:%s, pid:%d, executable:%s\n", prog, t, e.host, e.pid, exe)
+	}
 }

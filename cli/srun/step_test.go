@@ -260,3 +260,19 @@ func TestRunStepClosesEachNodeAtItsEnd(t *testing.T) {
 		t.Fatalf("code %d, stdout %q, stderr %q", res.code, stdout.String(), stderr.String())
 	}
 }
+
+func TestWriteProcTable(t *testing.T) {
+	conns := []*nodeConn{
+		{node: api.StepNode{Name: "gpu02", Ranks: []int{1, 3}}, pids: []int{201, 203}},
+		{node: api.StepNode{Name: "gpu01", Ranks: []int{0, 2}}, pids: []int{100, 102}},
+	}
+	var b strings.Builder
+	writeProcTable(&b, conns, 4, func(t int) string { return []string{"a", "b", "c", "d"}[t] })
+	want := "srun: task:0, host:gpu01, pid:100, executable:a\n" +
+		"srun: task:1, host:gpu02, pid:201, executable:b\n" +
+		"srun: task:2, host:gpu01, pid:102, executable:c\n" +
+		"srun: task:3, host:gpu02, pid:203, executable:d\n"
+	if b.String() != want {
+		t.Fatalf("got\n%s\nwant\n%s", b.String(), want)
+	}
+}

@@ -186,6 +186,20 @@ type JobSpec struct {
 	NodeList   []string `json:"node_list,omitempty"`
 	Exclude    []string `json:"exclude,omitempty"`
 	Constraint string   `json:"constraint,omitempty"`
+	// MinCPUs is --mincpus: every node of the job gives it at least this
+	// many CPUs (Slurm's pn_min_cpus), so only nodes that have as many
+	// can take it. 0 = not given.
+	MinCPUs int `json:"min_cpus,omitempty"`
+	// TmpDiskMB is --tmp: the temporary disk in MB each node of the job
+	// must have (the node's TmpDisk, Node.TmpDiskMB). As in Slurm it is a
+	// property the node must have, not an amount jobs take from it. 0 =
+	// any node.
+	TmpDiskMB int64 `json:"tmp_disk_mb,omitempty"`
+	// Overcommit is -O/--overcommit: each node gives the job -c CPUs (at
+	// least MinCPUs) whatever its task count there, as if it ran one
+	// task per node, so a node may run more tasks than it has CPUs, up
+	// to MaxTasksPerNode. Tasks then share those CPUs.
+	Overcommit bool `json:"overcommit,omitempty"`
 
 	// TimeLimit and TimeMin are seconds (Infinite = UNLIMITED, 0 = unset).
 	TimeLimit int64 `json:"time_limit,omitempty"`
@@ -242,6 +256,17 @@ type JobSpec struct {
 
 // MemWholeNode is MemPerNodeMB for --mem=0: all memory of each node.
 const MemWholeNode int64 = -1
+
+// OvercommitTasksPerNode is Slurm's default MaxTasksPerNode (512): the
+// tasks an overcommitted job (--overcommit) may run on one node when
+// the node has fewer CPUs. Without --overcommit every task has a CPU of
+// its own, so a node's CPUs bound its tasks anyway.
+const OvercommitTasksPerNode = 512
+
+// MaxTasksPerNode is the most tasks of one job a node of cpus CPUs
+// runs: one per CPU, or OvercommitTasksPerNode when that is more (only
+// an overcommitted job gets there).
+func MaxTasksPerNode(cpus int) int { return max(cpus, OvercommitTasksPerNode) }
 
 // NodeAlloc is what one node gives a running job.
 type NodeAlloc struct {
@@ -417,6 +442,33 @@ func (s *JobSpec) ReqCPUsPerTask() int {
 		return s.CPUsPerTask
 	}
 	return 1
+}
+
+// MinCPUsPerNode is the fewest CPUs each node of the job gives it
+// (Slurm's pn_min_cpus, scontrol's MinCPUsNode): -c, times
+// --ntasks-per-node unless --overcommit, and at least --mincpus.
+func (s *JobSpec) MinCPUsPerNode() int {
+	n := s.ReqCPUsPerTask()
+	if s.TasksPerNode > 0 && !s.Overcommit {
+		n *= s.TasksPerNode
+	}
+	return max(n, s.MinCPUs)
+}
+
+// ReqCPUs is the CPU count the job asks for over all its nodes, as
+// squeue and scontrol show it before the job runs: tasks × -c (with
+// --overcommit -c per node, its tasks sharing them), at least
+// --mincpus per node and --cpus-per-gpu per GPU.
+func (s *JobSpec) ReqCPUs() int {
+	n := s.ReqTasks() * s.ReqCPUsPerTask()
+	if s.Overcommit {
+		n = s.ReqNodes() * s.ReqCPUsPerTask()
+	}
+	n = max(n, s.ReqNodes()*s.MinCPUs)
+	if g := s.ReqGPUs() * s.CPUsPerGPU; g > n {
+		n = g
+	}
+	return n
 }
 
 // ReqGPUs is the total GPU count the job asks for over all its nodes:

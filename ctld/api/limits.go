@@ -201,6 +201,10 @@ func checkCounts(s *JobSpec) error {
 		{"gres shard", int64(s.GPUShards), MaxPerCount},
 		{"mem-per-cpu", s.MemPerCPUMB, MaxMemPerUnitMB}, {"mem-per-gpu", s.MemPerGPUMB, MaxMemPerUnitMB},
 		{"gpu-mem", s.GPUMemMB, MaxMemPerUnitMB},
+		// Per node, but bounded like a job-wide count: Slurm reads
+		// --mincpus=999999 as a node nobody has, and so does Tide (the
+		// request is then refused as impossible, not as malformed).
+		{"mincpus", int64(s.MinCPUs), MaxCount},
 	} {
 		if v.n < 0 || v.n > v.max {
 			return Invalid("--%s=%d is not between 0 and %d", v.name, v.n, v.max)
@@ -208,6 +212,9 @@ func checkCounts(s *JobSpec) error {
 	}
 	if m := s.MemPerNodeMB; m != MemWholeNode && (m < 0 || m > MaxMemMB) {
 		return Invalid("--mem=%dM is not between 0 and %dM", m, int64(MaxMemMB))
+	}
+	if m := s.TmpDiskMB; m < 0 || m > MaxMemMB {
+		return Invalid("--tmp=%dM is not between 0 and %dM", m, int64(MaxMemMB))
 	}
 	// The CPUs and GPUs a job may multiply up to, on one node or all.
 	tasks := max(int64(s.Tasks), int64(s.TasksPerNode), 1)

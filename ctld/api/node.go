@@ -26,13 +26,17 @@ type Node struct {
 	Addr string `json:"addr,omitempty"`
 	// StepAddr is where the node daemon accepts srun's step connections
 	// (host:port; empty when it has no step listener). Issue 7 steps.
-	StepAddr   string        `json:"step_addr,omitempty"`
-	Hostname   string        `json:"hostname,omitempty"`
-	State      NodeState     `json:"state"`
-	Drain      bool          `json:"drain,omitempty"`
-	Responding bool          `json:"responding"`
-	CPUs       int           `json:"cpus"`
-	MemoryMB   int64         `json:"memory_mb"`
+	StepAddr   string    `json:"step_addr,omitempty"`
+	Hostname   string    `json:"hostname,omitempty"`
+	State      NodeState `json:"state"`
+	Drain      bool      `json:"drain,omitempty"`
+	Responding bool      `json:"responding"`
+	CPUs       int       `json:"cpus"`
+	MemoryMB   int64     `json:"memory_mb"`
+	// TmpDiskMB is the node's temporary disk in MB, as its daemon
+	// reported it (tided's tmp_disk_mb, by default the size of /tmp):
+	// Slurm's TmpDisk, which --tmp asks for.
+	TmpDiskMB  int64         `json:"tmp_disk_mb"`
 	GPUs       []gres.Device `json:"gpus,omitempty"`
 	Features   []string      `json:"features,omitempty"`
 	Partitions []string      `json:"partitions,omitempty"`
@@ -321,16 +325,19 @@ type NodeRegistration struct {
 	Addr     string `json:"addr,omitempty"`
 	// StepAddr is the bound step listener (issue 7 steps); a host of
 	// 0.0.0.0 or :: means "the node's own address".
-	StepAddr string          `json:"step_addr,omitempty"`
-	CPUs     int             `json:"cpus"`
-	MemoryMB int64           `json:"memory_mb"`
-	GPUs     []gres.Device   `json:"gpus,omitempty"`
-	Features []string        `json:"features,omitempty"`
-	Version  string          `json:"version"`
-	OS       string          `json:"os,omitempty"`
-	Arch     string          `json:"arch,omitempty"`
-	BootTime time.Time       `json:"boot_time,omitzero"`
-	Jobs     []NodeJobReport `json:"jobs,omitempty"`
+	StepAddr string `json:"step_addr,omitempty"`
+	CPUs     int    `json:"cpus"`
+	MemoryMB int64  `json:"memory_mb"`
+	// TmpDiskMB is the node's temporary disk in MB (Slurm's TmpDisk;
+	// tided's tmp_disk_mb); 0 from a daemon that does not report it.
+	TmpDiskMB int64           `json:"tmp_disk_mb,omitempty"`
+	GPUs      []gres.Device   `json:"gpus,omitempty"`
+	Features  []string        `json:"features,omitempty"`
+	Version   string          `json:"version"`
+	OS        string          `json:"os,omitempty"`
+	Arch      string          `json:"arch,omitempty"`
+	BootTime  time.Time       `json:"boot_time,omitzero"`
+	Jobs      []NodeJobReport `json:"jobs,omitempty"`
 	// Seq numbers Jobs in the node's sequence of reports (see
 	// NodeSyncRequest.Seq); a registration starts the controller's
 	// count for the node afresh.
@@ -523,6 +530,8 @@ type EnvRequest struct {
 	MemPerNodeMB int64 `json:"mem_per_node_mb,omitempty"`
 	MemPerCPUMB  int64 `json:"mem_per_cpu_mb,omitempty"`
 	MemPerGPUMB  int64 `json:"mem_per_gpu_mb,omitempty"`
+	// Overcommit is --overcommit (SLURM_OVERCOMMIT=1).
+	Overcommit bool `json:"overcommit,omitempty"`
 }
 
 // EnvRequestOf is s's EnvRequest; defMemPerCPU is the cluster's default
@@ -530,7 +539,8 @@ type EnvRequest struct {
 func EnvRequestOf(s *JobSpec, defMemPerCPU int64) *EnvRequest {
 	r := &EnvRequest{GPUs: s.GPUs, GPUsPerNode: s.GPUsPerNode, GPUsPerTask: s.GPUsPerTask, GPUType: s.GPUType,
 		GPUShards: s.GPUShards, CPUsPerGPU: s.CPUsPerGPU, TasksPerNode: s.TasksPerNode,
-		MemPerNodeMB: s.MemPerNodeMB, MemPerCPUMB: s.MemPerCPUMB, MemPerGPUMB: s.MemPerGPUMB}
+		MemPerNodeMB: s.MemPerNodeMB, MemPerCPUMB: s.MemPerCPUMB, MemPerGPUMB: s.MemPerGPUMB,
+		Overcommit: s.Overcommit}
 	if r.MemPerNodeMB == 0 && r.MemPerCPUMB == 0 && r.MemPerGPUMB == 0 && defMemPerCPU > 0 {
 		r.MemPerCPUMB = defMemPerCPU
 	}

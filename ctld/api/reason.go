@@ -85,4 +85,10 @@ const (
 	// DetailNodeFeatures: the node lacks the features the job's
 	// --constraint asks for.
 	DetailNodeFeatures = "NodeFeatures"
+	// DetailInsufficientTmpDisk: the node's TmpDisk is below the job's
+	// --tmp.
+	DetailInsufficientTmpDisk = "InsufficientTmpDisk"
+	// DetailTooManyTasks: an overcommitted job asks for more tasks per
+	// node than MaxTasksPerNode allows there.
+	DetailTooManyTasks = "TooManyTasks"
 )

@@ -117,6 +117,12 @@ func (d submitDecoder) jobSpec(s *JobSpec) bool {
 			return d.Strings(&s.Exclude)
 		case "constraint":
 			return d.String(&s.Constraint)
+		case "min_cpus":
+			return d.Int(&s.MinCPUs)
+		case "tmp_disk_mb":
+			return d.Int64(&s.TmpDiskMB)
+		case "overcommit":
+			return d.Bool(&s.Overcommit)
 		case "time_limit":
 			return d.Int64(&s.TimeLimit)
 		case "time_min":

@@ -100,6 +100,9 @@ func appendJobSpecJSON(b []byte, s *JobSpec) ([]byte, error) {
 	b = appendStringsField(b, `,"node_list":`, s.NodeList)
 	b = appendStringsField(b, `,"exclude":`, s.Exclude)
 	b = appendStringField(b, `,"constraint":`, s.Constraint)
+	b = appendIntField(b, `,"min_cpus":`, int64(s.MinCPUs))
+	b = appendIntField(b, `,"tmp_disk_mb":`, s.TmpDiskMB)
+	b = appendBoolField(b, `,"overcommit":true`, s.Overcommit)
 
 	b = appendIntField(b, `,"time_limit":`, s.TimeLimit)
 	b = appendIntField(b, `,"time_min":`, s.TimeMin)

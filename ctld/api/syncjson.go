@@ -805,6 +805,7 @@ func appendEnvRequestJSON(b []byte, r *EnvRequest) []byte {
 	b = appendIntField(b, `,"mem_per_node_mb":`, r.MemPerNodeMB)
 	b = appendIntField(b, `,"mem_per_cpu_mb":`, r.MemPerCPUMB)
 	b = appendIntField(b, `,"mem_per_gpu_mb":`, r.MemPerGPUMB)
+	b = appendBoolField(b, `,"overcommit":true`, r.Overcommit)
 	if len(b) > n0+1 {
 		b = slices.Delete(b, n0+1, n0+2) // the first field's comma
 	}

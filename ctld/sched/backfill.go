@@ -445,6 +445,11 @@ type shapeKey struct {
 	slot                              Slot
 	gpuType                           string
 	exclusive, nvlink, anyReserved, s bool
+	// tmp is --tmp and features the parsed --constraint (one per
+	// constraint string in a pass), which turn nodes away by their
+	// fixed properties.
+	tmp      int64
+	features *Constraint
 }
 
 // stateGen changes whenever the pass starts a job, holds a node or
@@ -461,11 +466,12 @@ type failedShape struct {
 // shapeOf returns r's key, or false when r's outcome depends on more
 // than its shape.
 func shapeOf(r *Request) (shapeKey, bool) {
-	if len(r.Slots) == 0 || len(r.Required) > 0 || r.Excludes || r.MaxLeaves > 0 || r.Slots[0] != r.Slots[len(r.Slots)-1] {
+	if len(r.Slots) == 0 || len(r.Required) > 0 || r.Excludes || r.MaxLeaves > 0 || r.Slots[0] != r.Slots[len(r.Slots)-1] ||
+		r.FeatureErr != "" {
 		return shapeKey{}, false
 	}
 	return shapeKey{part: r.Part, nodes: r.Nodes, slot: r.Slots[0], gpuType: strings.ToLower(r.GPUType),
-		exclusive: r.Exclusive, nvlink: r.NVLinkOnly, anyReserved: r.AnyReserved, s: r.Sliced}, true
+		exclusive: r.Exclusive, nvlink: r.NVLinkOnly, anyReserved: r.AnyReserved, s: r.Sliced, tmp: r.TmpDiskMB, features: r.Features}, true
 }
 
 func (pol *policy) gen(p *pass, plan *Plan) stateGen {

@@ -149,8 +149,15 @@ func (p *pass) explainImpossible(r *Request) string {
 	ps := &p.parts[r.Part]
 	part := ps.info.Name
 	for k, i := range r.Required {
-		if code := p.chain.check(r, &r.Slots[k], p.emptyView(i)); code != "" {
-			return fmt.Sprintf("required node %s can never hold %s: %s", p.nodes[i].Info.Name, slotText(&r.Slots[k]), code)
+		info := p.nodes[i].Info
+		switch code := p.chain.check(r, &r.Slots[k], p.emptyView(i)); code {
+		case "":
+		case api.DetailInsufficientTmpDisk:
+			return fmt.Sprintf("required node %s has %d MB of temporary disk, --tmp asks for %d MB", info.Name, info.TmpDiskMB, r.TmpDiskMB)
+		case api.DetailTooManyTasks:
+			return fmt.Sprintf("required node %s can never run %d tasks: at most %d per node (MaxTasksPerNode)", info.Name, r.Slots[k].Tasks, api.MaxTasksPerNode(info.CPUs))
+		default:
+			return fmt.Sprintf("required node %s can never hold %s: %s", info.Name, slotText(&r.Slots[k]), code)
 		}
 	}
 	base := len(r.Required)
@@ -166,6 +173,9 @@ func (p *pass) explainImpossible(r *Request) string {
 	var maxMem, maxGPUMem int64
 	modelSeen := r.GPUType == ""
 	featureless := true // no node of the right model matches -C
+	// tmpFits: some node of the right model and features has the --tmp
+	// asked; else maxTmp is the most they have.
+	tmpFits, maxTmp := false, int64(0)
 	for _, i := range ps.members {
 		if p.nodes[i].required == r.stamp {
 			continue
@@ -177,6 +187,11 @@ func (p *pass) explainImpossible(r *Request) string {
 		modelSeen = true
 		if (featureFilter{}).Check(r, smallest, v) == "" {
 			featureless = false
+			if (tmpDiskFilter{}).Check(r, smallest, v) == "" {
+				tmpFits = true
+			} else {
+				maxTmp = max(maxTmp, v.Info.TmpDiskMB)
+			}
 		}
 		if p.chain.checkStatic(r, smallest, v) != "" {
 			continue
@@ -197,6 +212,8 @@ func (p *pass) explainImpossible(r *Request) string {
 	case eligible == 0 && r.Features != nil && featureless:
 		// Some node matches -C, but not one of the requested GPU model.
 		return fmt.Sprintf("no node of partition %s with GPU model %s has features matching --constraint=%s", part, r.GPUType, r.Features)
+	case eligible == 0 && !featureless && !tmpFits:
+		return fmt.Sprintf("%d MB of temporary disk per node requested (--tmp), nodes of partition %s have at most %d MB", r.TmpDiskMB, part, maxTmp)
 	case eligible == 0:
 		return fmt.Sprintf("no node of partition %s is left after -w/-x", part)
 	case largest.GPUs > maxGPUs:
@@ -205,6 +222,8 @@ func (p *pass) explainImpossible(r *Request) string {
 		return explainSlice(largest, part, maxGPUMem, maxPct)
 	case largest.CPUs > maxCPUs:
 		return fmt.Sprintf("%d CPUs per node requested, nodes of partition %s have at most %d", largest.CPUs, part, maxCPUs)
+	case largest.Tasks > largest.CPUs && largest.Tasks > api.MaxTasksPerNode(maxCPUs):
+		return fmt.Sprintf("%d tasks per node requested (--overcommit), nodes of partition %s run at most %d (MaxTasksPerNode)", largest.Tasks, part, api.MaxTasksPerNode(maxCPUs))
 	case largest.MemMB > maxMem:
 		return fmt.Sprintf("%d MB memory per node requested, nodes of partition %s have at most %d MB", largest.MemMB, part, maxMem)
 	}

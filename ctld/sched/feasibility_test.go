@@ -95,3 +95,68 @@ func TestFeasibilityReused(t *testing.T) {
 		t.Errorf("no partition: %v, %q", ok, why)
 	}
 }
+
+// TestFeasibilityOvercommitMinCPUsTmp: --overcommit asks for -c CPUs
+// per node whatever the tasks (up to MaxTasksPerNode), --mincpus for at
+// least that many CPUs on each node, and --tmp for nodes with that much
+// temporary disk; what no node can give is refused with why.
+func TestFeasibilityOvercommitMinCPUsTmp(t *testing.T) {
+	nodes := []sched.NodeInfo{
+		st.MakeNode("gpu01").TmpDisk(2048).Obj(),
+		st.MakeNode("gpu02").CPUs(32).TmpDisk(100000).Obj(),
+		st.MakeNode("gpu03").TmpDisk(sched.TmpDiskUnknown).Down().Obj(),
+	}
+	part := st.MakePartition("gpu", "gpu01", "gpu02").Obj()
+	all := st.MakePartition("all", "gpu01", "gpu02", "gpu03").Obj()
+	tests := []struct {
+		name string
+		spec api.JobSpec
+		part *sched.PartitionInfo
+		why  string // "" = feasible
+	}{
+		{name: "more tasks than the node's cpus without --overcommit",
+			spec: api.JobSpec{Nodes: 1, NodeList: []string{"gpu01"}, Tasks: 65},
+			why:  "required node gpu01 can never hold 65 CPUs: InsufficientCPU"},
+		{name: "more tasks than the node's cpus with --overcommit",
+			spec: api.JobSpec{Nodes: 1, NodeList: []string{"gpu01"}, Tasks: 65, Overcommit: true}},
+		{name: "--overcommit without -N takes one node",
+			spec: api.JobSpec{Tasks: 500, Overcommit: true}},
+		{name: "--overcommit -N1 past MaxTasksPerNode",
+			spec: api.JobSpec{Nodes: 1, Tasks: api.OvercommitTasksPerNode + 1, Overcommit: true},
+			why:  "513 tasks per node requested (--overcommit), nodes of partition gpu run at most 512 (MaxTasksPerNode)"},
+		{name: "--overcommit -w past MaxTasksPerNode",
+			spec: api.JobSpec{Nodes: 1, NodeList: []string{"gpu02"}, Tasks: 600, Overcommit: true},
+			why:  "required node gpu02 can never run 600 tasks: at most 512 per node (MaxTasksPerNode)"},
+		{name: "--overcommit past MaxTasksPerNode spans two nodes when -N allows",
+			spec: api.JobSpec{Tasks: 1000, Overcommit: true}},
+		{name: "--overcommit still needs -c per node",
+			spec: api.JobSpec{Tasks: 2, CPUsPerTask: 65, Overcommit: true},
+			why:  "65 CPUs per node requested, nodes of partition gpu have at most 64"},
+		{name: "--mincpus a node has", spec: api.JobSpec{MinCPUs: 64}},
+		{name: "--mincpus no node has", spec: api.JobSpec{MinCPUs: 999999},
+			why: "999999 CPUs per node requested, nodes of partition gpu have at most 64"},
+		{name: "--mincpus on a smaller required node", spec: api.JobSpec{MinCPUs: 33, NodeList: []string{"gpu02"}},
+			why: "required node gpu02 can never hold 33 CPUs: InsufficientCPU"},
+		{name: "--tmp=0", spec: api.JobSpec{TmpDiskMB: 0}},
+		{name: "--tmp one node has", spec: api.JobSpec{TmpDiskMB: 100000}},
+		{name: "--tmp no node has", spec: api.JobSpec{TmpDiskMB: 999999},
+			why: "999999 MB of temporary disk per node requested (--tmp), nodes of partition gpu have at most 100000 MB"},
+		{name: "--tmp on two nodes when one has it", spec: api.JobSpec{Nodes: 2, TmpDiskMB: 4096},
+			why: "2 nodes with 1 CPUs requested, partition gpu has 1 that can hold it"},
+		{name: "--tmp on a required node without it", spec: api.JobSpec{TmpDiskMB: 4096, NodeList: []string{"gpu01"}},
+			why: "required node gpu01 has 2048 MB of temporary disk, --tmp asks for 4096 MB"},
+		{name: "a node not registered yet may have any --tmp", spec: api.JobSpec{TmpDiskMB: 999999}, part: all},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := part
+			if tt.part != nil {
+				p = tt.part
+			}
+			ok, why := sched.CheckFeasible(&tt.spec, p, nodes, sched.Config{})
+			if ok != (tt.why == "") || why != tt.why {
+				t.Errorf("CheckFeasible = %v, %q; want %q", ok, why, tt.why)
+			}
+		})
+	}
+}

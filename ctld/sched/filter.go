@@ -65,6 +65,7 @@ var (
 	_ Filter = requestedFilter{}
 	_ Filter = gpuModelFilter{}
 	_ Filter = featureFilter{}
+	_ Filter = tmpDiskFilter{}
 	_ Filter = reservedFilter{}
 	_ Filter = idleFilter{}
 	_ Filter = cpuFilter{}
@@ -101,6 +102,7 @@ func newChain() chain {
 		requestedFilter{}, // -w names the whole allocation
 		gpuModelFilter{},  // --gpus=TYPE:N
 		featureFilter{},   // -C/--constraint
+		tmpDiskFilter{},   // --tmp
 		// --- static filters end here ---
 		reservedFilter{}, // held for a higher-priority pending job
 		idleFilter{},     // --exclusive
@@ -109,7 +111,7 @@ func newChain() chain {
 		gpuFilter{},
 		nvlinkFilter{}, // --comm=model
 	}
-	return chain{filters: filters, static: 5, active: make([]Filter, 0, len(filters))}
+	return chain{filters: filters, static: 6, active: make([]Filter, 0, len(filters))}
 }
 
 // prepare selects the filters relevant to r; call it once per job after
@@ -216,6 +218,26 @@ func (gpuModelFilter) Check(r *Request, _ *Slot, n *NodeState) string {
 	return ""
 }
 
+// TmpDiskUnknown is NodeInfo.TmpDiskMB for a node whose temporary disk
+// is not known (not registered since the controller started): any
+// --tmp fits it, so that a job is not refused for a node that has not
+// said yet.
+const TmpDiskUnknown int64 = -1
+
+// tmpDiskFilter keeps only nodes with the job's --tmp of temporary disk.
+// It reads a fixed property of the node, not a free amount, so it is
+// static.
+type tmpDiskFilter struct{}
+
+func (tmpDiskFilter) Name() string             { return "tmp-disk" }
+func (tmpDiskFilter) Relevant(r *Request) bool { return r.TmpDiskMB > 0 }
+func (tmpDiskFilter) Check(r *Request, _ *Slot, n *NodeState) string {
+	if t := n.Info.TmpDiskMB; t != TmpDiskUnknown && t < r.TmpDiskMB {
+		return api.DetailInsufficientTmpDisk
+	}
+	return ""
+}
+
 // reservedFilter implements priority blocking at node level: a node that
 // a higher-priority job waits for is not given to a lower-priority one.
 type reservedFilter struct{}
@@ -249,6 +271,10 @@ func (cpuFilter) Relevant(r *Request) bool { return len(r.Slots) > 0 && r.Slots[
 func (cpuFilter) Check(_ *Request, s *Slot, n *NodeState) string {
 	if n.FreeCPUs < s.CPUs {
 		return api.DetailInsufficientCPU
+	}
+	// Only an overcommitted slot has more tasks than CPUs.
+	if s.Tasks > s.CPUs && s.Tasks > api.MaxTasksPerNode(n.Info.CPUs) {
+		return api.DetailTooManyTasks
 	}
 	return ""
 }

@@ -101,12 +101,53 @@ func TestFillSlots(t *testing.T) {
 			nodes: 2,
 			want:  []Slot{{Tasks: 1, CPUs: 1, MemMB: 2000, GPUs: 2}, {Tasks: 1, CPUs: 1, MemMB: 1000, GPUs: 1}},
 		},
+		{
+			name:  "overcommit: one task's cpus per node, whatever the tasks",
+			spec:  api.JobSpec{Tasks: 65, Overcommit: true},
+			nodes: 1,
+			want:  []Slot{{Tasks: 65, CPUs: 1}},
+		},
+		{
+			name:   "overcommit: cpus per task are given per node, memory per cpu follows them",
+			spec:   api.JobSpec{Tasks: 9, CPUsPerTask: 4, Overcommit: true, MemPerCPUMB: 100},
+			nodes:  2,
+			defMem: 7,
+			want:   []Slot{{Tasks: 5, CPUs: 4, MemMB: 400}, {Tasks: 4, CPUs: 4, MemMB: 400}},
+		},
+		{
+			name:  "overcommit keeps gpus per task and cpus per gpu",
+			spec:  api.JobSpec{Tasks: 4, GPUsPerTask: 1, CPUsPerGPU: 2, Overcommit: true},
+			nodes: 1,
+			want:  []Slot{{Tasks: 4, CPUs: 8, GPUs: 4}},
+		},
+		{
+			name:  "mincpus raises every node's cpus",
+			spec:  api.JobSpec{Tasks: 3, MinCPUs: 4},
+			nodes: 2,
+			want:  []Slot{{Tasks: 2, CPUs: 4}, {Tasks: 1, CPUs: 4}},
+		},
+		{
+			name:  "mincpus below the tasks' cpus changes nothing",
+			spec:  api.JobSpec{Tasks: 4, CPUsPerTask: 2, MinCPUs: 3},
+			nodes: 1,
+			want:  []Slot{{Tasks: 4, CPUs: 8}},
+		},
+		{
+			name:   "mincpus with overcommit, memory per cpu from the default",
+			spec:   api.JobSpec{Tasks: 100, Overcommit: true, MinCPUs: 16},
+			nodes:  1,
+			defMem: 10,
+			want:   []Slot{{Tasks: 100, CPUs: 16, MemMB: 160}},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got := fillSlots(nil, &tt.spec, tt.nodes, tt.defMem)
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("fillSlots (-want +got):\n%s", diff)
+			}
+			if k := largestSlot(&tt.spec, tt.nodes, tt.defMem); k != got[0] {
+				t.Errorf("largestSlot = %+v, fillSlots' first %+v", k, got[0])
 			}
 			for k := 1; k < len(got); k++ {
 				a, b := got[k-1], got[k]
@@ -190,28 +231,29 @@ func TestHistogramString(t *testing.T) {
 
 func TestChainOrder(t *testing.T) {
 	// The chain must run cheap, static checks before the ones on free
-	// amounts, and exactly the first five are static.
+	// amounts, and exactly the first six are static.
 	c := newChain()
 	var names []string
 	for _, f := range c.filters {
 		names = append(names, f.Name())
 	}
-	want := []string{"usable", "exclude", "requested", "gpu-model", "features", "reserved", "idle", "cpu", "memory", "gpu", "nvlink"}
+	want := []string{"usable", "exclude", "requested", "gpu-model", "features", "tmp-disk", "reserved", "idle", "cpu", "memory", "gpu", "nvlink"}
 	if diff := cmp.Diff(want, names); diff != "" {
 		t.Errorf("chain (-want +got):\n%s", diff)
 	}
-	if c.static != 5 {
-		t.Errorf("static = %d, want 5", c.static)
+	if c.static != 6 {
+		t.Errorf("static = %d, want 6", c.static)
 	}
 }
 
 func TestFilters(t *testing.T) {
-	info := &NodeInfo{Name: "n1", GPUModel: "h100", Unusable: api.DetailNodeDrained}
+	info := &NodeInfo{Name: "n1", CPUs: 8, GPUModel: "h100", Unusable: api.DetailNodeDrained, TmpDiskMB: 4096}
 	base := NodeState{Info: info, Usable: true, FreeCPUs: 8, FreeMemMB: 1000, FreeGPUs: []int{0, 1}, Idle: true}
 	slot := Slot{Tasks: 1, CPUs: 8, MemMB: 1000, GPUs: 2}
 	tests := []struct {
 		name string
 		req  Request
+		info func(i *NodeInfo)
 		node func(n *NodeState)
 		slot func(s *Slot)
 		want string
@@ -229,11 +271,28 @@ func TestFilters(t *testing.T) {
 		{name: "memory", slot: func(s *Slot) { s.MemMB = 1001 }, want: api.DetailInsufficientMemory},
 		{name: "gpu", slot: func(s *Slot) { s.GPUs = 3 }, want: api.DetailInsufficientGPU},
 		{name: "cheap first: drained beats cpu", node: func(n *NodeState) { n.Usable = false; n.FreeCPUs = 0 }, want: api.DetailNodeDrained},
+		{name: "tmp disk equal to --tmp fits", req: Request{TmpDiskMB: 4096}, want: ""},
+		{name: "tmp disk below --tmp", req: Request{TmpDiskMB: 4097}, want: api.DetailInsufficientTmpDisk},
+		{name: "tmp disk of a node not heard from fits any --tmp", req: Request{TmpDiskMB: 1 << 30},
+			info: func(i *NodeInfo) { i.TmpDiskMB = TmpDiskUnknown }, want: ""},
+		{name: "no --tmp fits a node without tmp disk", info: func(i *NodeInfo) { i.TmpDiskMB = 0 }, want: ""},
+		{name: "static tmp disk beats cpu", req: Request{TmpDiskMB: 5000}, slot: func(s *Slot) { s.CPUs = 9 }, want: api.DetailInsufficientTmpDisk},
+		{name: "overcommit: more tasks than cpus fit up to MaxTasksPerNode",
+			slot: func(s *Slot) { s.Tasks, s.CPUs = api.OvercommitTasksPerNode, 1 }, want: ""},
+		{name: "overcommit: past MaxTasksPerNode",
+			slot: func(s *Slot) { s.Tasks, s.CPUs = api.OvercommitTasksPerNode+1, 1 }, want: api.DetailTooManyTasks},
+		{name: "overcommit on a node of more cpus than MaxTasksPerNode: one task per cpu",
+			info: func(i *NodeInfo) { i.CPUs = 1000 }, slot: func(s *Slot) { s.Tasks, s.CPUs = 1000, 1 }, want: ""},
 	}
 	c := newChain()
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			n, s, r := base, slot, tt.req
+			ni := *info
+			n.Info = &ni
+			if tt.info != nil {
+				tt.info(&ni)
+			}
 			r.stamp, r.Excludes, r.AnyReserved = 1, true, true
 			if tt.node != nil {
 				tt.node(&n)
@@ -264,8 +323,8 @@ func TestChainPrepare(t *testing.T) {
 		{
 			name: "everything relevant",
 			req: Request{Slots: []Slot{{CPUs: 1, MemMB: 1, GPUs: 1}}, Excludes: true, OnlyRequired: true,
-				GPUType: "a100", AnyReserved: true, Exclusive: true, Job: &api.Job{JobSpec: api.JobSpec{Constraint: "nvlink"}}},
-			want: []string{"usable", "exclude", "requested", "gpu-model", "features", "reserved", "idle", "cpu", "memory", "gpu"},
+				GPUType: "a100", AnyReserved: true, Exclusive: true, TmpDiskMB: 1, Job: &api.Job{JobSpec: api.JobSpec{Constraint: "nvlink"}}},
+			want: []string{"usable", "exclude", "requested", "gpu-model", "features", "tmp-disk", "reserved", "idle", "cpu", "memory", "gpu"},
 		},
 		{
 			name: "largest slot decides",

@@ -44,6 +44,9 @@ type Request struct {
 	GPUType string
 	// Exclusive needs idle nodes and takes all of them.
 	Exclusive bool
+	// TmpDiskMB is --tmp: only nodes with at least that much temporary
+	// disk (NodeInfo.TmpDiskMB) may take the job.
+	TmpDiskMB int64
 	// Required lists the node indices of -w in the order given, without
 	// duplicates. They take the first slots.
 	Required []int
@@ -94,8 +97,9 @@ type Request struct {
 
 // fillSlots appends the n per-node needs of spec to dst[:0], largest
 // first. Tasks are TasksPerNode, else the total spread evenly (earlier
-// nodes take the remainder); CPUs are tasks × cpus-per-task, at least 1
-// and at least GPUs × CPUsPerGPU; GPUs are GPUsPerNode, else
+// nodes take the remainder); CPUs are tasks × cpus-per-task (with
+// --overcommit cpus-per-task alone), at least 1, MinCPUs and GPUs ×
+// CPUsPerGPU; GPUs are GPUsPerNode, else
 // GPUsPerTask × tasks (so that each task has its own), else the total
 // split the same way as tasks; memory is
 // MemPerNodeMB, else MemPerCPUMB × CPUs, else MemPerGPUMB × GPUs, else
@@ -157,6 +161,12 @@ func fillSlots(dst []Slot, s *api.JobSpec, n int, defMemPerCPU int64) []Slot {
 // GPUs (slices for a sliced spec): CPUs and memory follow from them.
 func slotOf(s *api.JobSpec, tasks, gpus, cpt int, defMemPerCPU int64) Slot {
 	cpus := max(tasks*cpt, 1)
+	if s.Overcommit {
+		// Slurm's --overcommit: CPUs as if the node ran one task, which
+		// all of its tasks share.
+		cpus = cpt
+	}
+	cpus = max(cpus, s.MinCPUs)
 	if s.CPUsPerGPU > 0 {
 		cpus = max(cpus, gpus*s.CPUsPerGPU)
 	}

@@ -361,6 +361,7 @@ func (p *pass) resolve(job *api.Job, pi int) (api.ReasonCode, string, bool) {
 		Part:      pi,
 		GPUType:   job.GPUType,
 		Exclusive: job.Exclusive,
+		TmpDiskMB: job.TmpDiskMB,
 		Slots:     r.Slots[:0],
 		Required:  r.Required[:0],
 		stamp:     p.nextStamp(),

@@ -558,3 +558,58 @@ func TestDeterministicAndPure(t *testing.T) {
 		t.Fatal("nothing started in any pass: the test proves little")
 	}
 }
+
+// TestScheduleOvercommitMinCPUsTmp: a pass places an overcommitted job
+// with -c CPUs on one node for all its tasks, gives --mincpus CPUs per
+// node, and leaves a job whose --tmp no node has pending as impossible
+// while one that fits goes to the node with the disk.
+func TestScheduleOvercommitMinCPUsTmp(t *testing.T) {
+	snap := st.MakeSnapshot().
+		Nodes(st.MakeNode("n1").CPUs(4).TmpDisk(1000).Obj(), st.MakeNode("n2").CPUs(8).TmpDisk(50000).Obj()).
+		Partitions(st.MakePartition("p", "n1", "n2").Obj()).
+		Jobs(
+			st.MakeJob().ID(1).Partition("p").NodeList("n1").Tasks(10).CPUsPerTask(2).Overcommit().Obj(),
+			st.MakeJob().ID(2).Partition("p").Nodes(2).MinCPUs(2).Obj(),
+			st.MakeJob().ID(3).Partition("p").Tmp(60000).Obj(),
+			st.MakeJob().ID(4).Partition("p").Tmp(20000).Obj(),
+		).Obj()
+	plan := sched.Schedule(snap, now, sched.Config{})
+	s1, ok := start(plan, 1)
+	if !ok || len(s1.Alloc) != 1 || s1.Alloc[0].Node != "n1" || s1.Alloc[0].CPUs != 2 || s1.Alloc[0].Tasks != 10 {
+		t.Errorf("job 1 (-n10 -c2 -O on 4 CPUs): %+v, started %v", s1.Alloc, ok)
+	}
+	s2, ok := start(plan, 2)
+	if !ok || len(s2.Alloc) != 2 || s2.Alloc[0].CPUs != 2 || s2.Alloc[1].CPUs != 2 {
+		t.Errorf("job 2 (-N2 --mincpus=2): %+v, started %v", s2.Alloc, ok)
+	}
+	d3, ok := decision(t, plan, 3)
+	if !ok || d3.Reason != api.ReasonBadConstraints ||
+		d3.Detail != "60000 MB of temporary disk per node requested (--tmp), nodes of partition p have at most 50000 MB" {
+		t.Errorf("job 3 (--tmp=60000): %+v, pending %v", d3, ok)
+	}
+	s4, ok := start(plan, 4)
+	if !ok || len(s4.Alloc) != 1 || s4.Alloc[0].Node != "n2" {
+		t.Errorf("job 4 (--tmp=20000): %+v, started %v", s4.Alloc, ok)
+	}
+}
+
+// TestScheduleKnownFailureKeepsNodeProperties: a pass answers a job of
+// the same shape as one that did not fit with that job's decision, but
+// only when the node properties it asks for (--constraint, --tmp) are
+// the same: a job whose constraint or --tmp a node has starts.
+func TestScheduleKnownFailureKeepsNodeProperties(t *testing.T) {
+	n1 := st.MakeNode("n1").TmpDisk(1000).Obj()
+	n1.Features = []string{"b"}
+	withConstraint := func(id uint64, c string) *api.Job {
+		j := st.MakeJob().ID(id).Partition("p").Obj()
+		j.Constraint = c
+		return j
+	}
+	snap := st.MakeSnapshot().Nodes(n1).Partitions(st.MakePartition("p", "n1").Obj()).
+		Jobs(withConstraint(1, "a"), withConstraint(2, "b"),
+			st.MakeJob().ID(3).Partition("p").Tmp(2000).Obj(), st.MakeJob().ID(4).Partition("p").Tmp(1000).Obj()).Obj()
+	plan := sched.Schedule(snap, now, sched.Config{})
+	if got := startedIDs(plan); !slices.Equal(got, []uint64{2, 4}) {
+		t.Errorf("started %v, want [2 4]; pending %+v", got, plan.Pending)
+	}
+}

@@ -84,5 +84,8 @@ func slotFitsShape(slot *Slot, sh *nodeShape, gpuType string) bool {
 	if slot.CPUs > sh.cpus || slot.GPUs > sh.gpus || !slot.WholeMem && slot.MemMB > sh.mem {
 		return false
 	}
+	if slot.Tasks > slot.CPUs && slot.Tasks > api.MaxTasksPerNode(sh.cpus) {
+		return false // --overcommit past MaxTasksPerNode: more nodes
+	}
 	return slot.GPUs == 0 || gpuType == "" || strings.EqualFold(gpuType, sh.model)
 }

@@ -21,6 +21,11 @@ type NodeInfo struct {
 	FreeCPUs  int
 	MemoryMB  int64
 	FreeMemMB int64
+	// TmpDiskMB is the node's temporary disk (Slurm's TmpDisk), which a
+	// job's --tmp must not exceed; jobs do not use it up.
+	// TmpDiskUnknown (a node that has not registered yet) lets any --tmp
+	// fit, as GPUMemUnknown does slices.
+	TmpDiskMB int64
 	// GPUModel is the lower-case model of the node's GPUs ("" without).
 	GPUModel string
 	GPUs     int

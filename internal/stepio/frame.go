@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/tide-hpc/tide/ctld/api"
@@ -143,6 +145,41 @@ type HelloMsg struct {
 	// Rows and Cols are the terminal's size for a pty step.
 	Rows uint16 `json:"rows,omitempty"`
 	Cols uint16 `json:"cols,omitempty"`
+	// Debug is srun --slurmd-debug, a level name of DebugLevels: from
+	// verbose up the node reports the step's launch on the standard
+	// error of its first task, as slurmstepd does.
+	Debug string `json:"debug,omitempty"`
+	// Hold (srun --debugger-test) starts the tasks held before they
+	// exec, as under a parallel debugger, and keeps them so until the
+	// step ends: srun prints the process table (MPIR) and waits.
+	Hold bool `json:"hold,omitempty"`
+}
+
+// DebugLevels are Slurm's log level names, in order; a level's number
+// is its index.
+var DebugLevels = []string{"quiet", "fatal", "error", "info", "verbose", "debug", "debug2", "debug3", "debug4", "debug5"}
+
+// DebugLevelName reads a level as srun --slurmd-debug takes it: a name
+// of DebugLevels (any case) or its number. ok is false for anything
+// else.
+func DebugLevelName(v string) (string, bool) {
+	v = strings.ToLower(strings.TrimSpace(v))
+	for i, l := range DebugLevels {
+		if v == l || v == strconv.Itoa(i) {
+			return l, true
+		}
+	}
+	return "", false
+}
+
+// DebugLevel is level name's number, 0 (quiet) for an unknown one.
+func DebugLevel(name string) int {
+	for i, l := range DebugLevels {
+		if l == name {
+			return i
+		}
+	}
+	return 0
 }
 
 // ReadyMsg is the payload of the Ready frame.

@@ -48,6 +48,10 @@ type Plan struct {
 	// Umask is applied before the output files are created; -1 keeps the
 	// supervisor's.
 	Umask int `json:"umask"`
+	// Rlimits are the soft resource limits sbatch propagated
+	// (SLURM_RLIMIT_*), set on the script before it execs, each bounded
+	// by the hard limit it inherits (the node's).
+	Rlimits []Rlimit `json:"rlimits,omitempty"`
 	// SetUser switches to UID/GID (and the user's groups) before exec;
 	// false when tided does not run as root.
 	SetUser bool   `json:"set_user"`
@@ -59,6 +63,13 @@ type Plan struct {
 	// Cgroup, when set, confines the job in a cgroup of its own (see
 	// CgroupPlan); nil runs it in the supervisor's.
 	Cgroup *CgroupPlan `json:"cgroup,omitempty"`
+}
+
+// Rlimit is one soft resource limit: the resource's number
+// (RLIMIT_CORE, ...) and its value.
+type Rlimit struct {
+	Resource int    `json:"resource"`
+	Cur      uint64 `json:"cur"`
 }
 
 // groups is the group list to run with: the resolved groups, or the

@@ -7,6 +7,7 @@ package stepd
 #include <stdlib.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <unistd.h>
@@ -20,6 +21,8 @@ package stepd
 // directory and signal dispositions, so everything it changes is its
 // own except the pid slots, which are meant for it. Between vfork and
 // exec it calls only async-signal-safe functions.
+// It sets the nrl soft limits rcur on the resources rres, each bounded
+// by the hard limit it has (getrlimit/setrlimit are plain system calls).
 // Before anything else the child joins the job's cgroup: it writes its
 // pid to each of the ncg cgroup.procs descriptors in cgfds (opened
 // close-on-exec by the parent); with cgstrict a failed write fails the
@@ -31,7 +34,8 @@ package stepd
 static int tide_spawn(const char *path, char *const argv[], char *const envp[],
                       char *const slots[], int nslots, const char *dir,
                       int fd0, int fd1, int fd2, int mask, int errfd,
-                      const int *cgfds, int ncg, int cgstrict) {
+                      const int *cgfds, int ncg, int cgstrict,
+                      const int *rres, const unsigned long long *rcur, int nrl) {
 	sigset_t all, old;
 	sigfillset(&all);
 	// Go's signal handlers must never run in the child: block
@@ -73,6 +77,14 @@ static int tide_spawn(const char *path, char *const argv[], char *const envp[],
 	}
 	if (setsid() < 0) goto fail;
 	if (mask >= 0) umask((mode_t)mask);
+	for (int k = 0; k < nrl; k++) {
+		struct rlimit rl;
+		if (getrlimit(rres[k], &rl) == 0) {
+			rlim_t c = (rlim_t)rcur[k];
+			rl.rlim_cur = c < rl.rlim_max ? c : rl.rlim_max;
+			setrlimit(rres[k], &rl); // a limit that cannot be set is left as it is
+		}
+	}
 	if (chdir(dir) < 0) goto fail;
 	if (dup2(fd0, 0) < 0 || dup2(fd1, 1) < 0 || dup2(fd2, 2) < 0) goto fail;
 	for (int k = 0; k < nslots; k++) {
@@ -100,8 +112,8 @@ import (
 )
 
 // spawnTask starts the job's script in a session of its own with the
-// job's files, directory and (umask >= 0) umask, in the job's cgroup
-// (join). SLURM_TASK_PID is the
+// job's files, directory, (umask >= 0) umask and resource limits, in
+// the job's cgroup (join). SLURM_TASK_PID is the
 // script's own pid, known only after the fork, which Go's fork-exec
 // cannot put into the environment: the fork happens in C (as
 // posix_spawn would), and the child writes its pid into the variable
@@ -150,6 +162,13 @@ func spawnTask(plan *Plan, files *jobFiles, umask int, join cgroupJoin) (*os.Pro
 	if join.strict {
 		strict = 1
 	}
+	nrl := len(plan.Rlimits)
+	rres := (*[1 << 10]C.int)(C.malloc(C.size_t(nrl+1) * C.size_t(unsafe.Sizeof(C.int(0)))))[: nrl+1 : nrl+1]
+	rcur := (*[1 << 10]C.ulonglong)(C.malloc(C.size_t(nrl+1) * C.size_t(unsafe.Sizeof(C.ulonglong(0)))))[: nrl+1 : nrl+1]
+	toFree = append(toFree, unsafe.Pointer(&rres[0]), unsafe.Pointer(&rcur[0]))
+	for i, r := range plan.Rlimits {
+		rres[i], rcur[i] = C.int(r.Resource), C.ulonglong(r.Cur)
+	}
 
 	// A plain pipe, not os.Pipe: the read below finds its answer at
 	// once (vfork resumes this thread only once the child has exec'd,
@@ -165,7 +184,8 @@ func spawnTask(plan *Plan, files *jobFiles, umask int, join cgroupJoin) (*os.Pro
 	defer syscall.Close(errR)
 	pid := C.tide_spawn(cstr(plan.Script), cArray(argv), cArray(env), cArray(slots), C.int(len(slots)),
 		cstr(files.dir), C.int(files.std[0].Fd()), C.int(files.std[1].Fd()), C.int(files.std[2].Fd()),
-		C.int(umask), C.int(errW), &cgfds[0], C.int(len(join.procs)), strict)
+		C.int(umask), C.int(errW), &cgfds[0], C.int(len(join.procs)), strict,
+		&rres[0], &rcur[0], C.int(nrl))
 	syscall.Close(errW)
 	if pid < 0 {
 		return nil, fmt.Errorf("fork: %w", syscall.Errno(-pid))

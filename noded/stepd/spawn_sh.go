@@ -7,6 +7,8 @@ import (
 	"os"
 	"strings"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // spawnTask starts the job's script in a session of its own with the
@@ -32,10 +34,21 @@ func spawnTask(plan *Plan, files *jobFiles, umask int, join cgroupJoin) (*os.Pro
 		tramp = b.String() + tramp
 	}
 	argv := append([]string{"/bin/sh", "-c", tramp, plan.Script}, plan.Args...)
-	return os.StartProcess("/bin/sh", argv, &os.ProcAttr{
+	p, err := os.StartProcess("/bin/sh", argv, &os.ProcAttr{
 		Dir: files.dir, Env: plan.Env, Files: files.std[:],
 		Sys: &syscall.SysProcAttr{Setsid: true},
 	})
+	if err == nil {
+		// Best effort: the trampoline may exec the script before
+		// these land (the cgo build sets them before exec).
+		for _, r := range plan.Rlimits {
+			var old unix.Rlimit
+			if unix.Prlimit(p.Pid, r.Resource, nil, &old) == nil {
+				_ = unix.Prlimit(p.Pid, r.Resource, &unix.Rlimit{Cur: min(r.Cur, old.Max), Max: old.Max}, nil)
+			}
+		}
+	}
+	return p, err
 }
 
 // taskPIDTrampoline is run by /bin/sh -c with the script as $0.

@@ -86,3 +86,40 @@ func TestSpawnTaskExecFailure(t *testing.T) {
 		t.Errorf("err = %v, want ENOENT", err)
 	}
 }
+
+// TestSpawnTaskRlimits: the script starts under the plan's soft limits,
+// a raise past the hard limit bounded by it.
+func TestSpawnTaskRlimits(t *testing.T) {
+	var hard syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &hard); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	script := filepath.Join(dir, "script")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\nulimit -c\nulimit -n\nulimit -Hn\n"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "out")
+	plan := &Plan{Script: script, Env: []string{"PATH=" + os.Getenv("PATH")}, WorkDir: dir, Stdin: "/dev/null",
+		Stdout: out, Umask: -1, Rlimits: []Rlimit{{Resource: syscall.RLIMIT_CORE, Cur: 0}, {Resource: syscall.RLIMIT_NOFILE, Cur: ^uint64(0)}}}
+	files, err := openJobFiles(plan, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proc, err := spawnTask(plan, files, plan.Umask, cgroupJoin{})
+	files.close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := proc.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := strings.Fields(string(data))
+	if len(f) != 3 || f[0] != "0" || f[1] != f[2] {
+		t.Fatalf("ulimit -c, -n, -Hn = %q: want 0 and the soft NOFILE raised to the hard one", data)
+	}
+}

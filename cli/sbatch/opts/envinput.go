@@ -159,6 +159,8 @@ func (st *state) resetOption(i int) {
 		st.req.Verbose = 0
 	case "hold":
 		st.spec.Hold = false
+	case "overcommit":
+		st.spec.Overcommit = false
 	case "parsable":
 		st.req.Parsable = false
 	case "test-only":

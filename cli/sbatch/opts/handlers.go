@@ -40,6 +40,17 @@ func setNodes(st *state, v string, _ bool) error {
 	return nil
 }
 
+// setTmp is --tmp: the temporary disk each node must have, MB by
+// default or with a K, M, G or T suffix (Slurm's str_to_mbytes).
+func setTmp(st *state, v string, _ bool) error {
+	mb, ok := parseSize(v)
+	if !ok {
+		return errorf("Invalid --tmp specification")
+	}
+	st.spec.TmpDiskMB = mb
+	return nil
+}
+
 func setMemNode(st *state, v string, _ bool) error { return st.setMem(memNode, v) }
 func setMemCPU(st *state, v string, _ bool) error  { return st.setMem(memCPU, v) }
 func setMemGPU(st *state, v string, _ bool) error  { return st.setMem(memGPU, v) }
@@ -375,13 +386,6 @@ func setGID(st *state, v string, _ bool) error {
 func checkTime(o *option, v string, _ bool) error {
 	_, err := parseTime(o.Long, v)
 	return err
-}
-
-func checkSize(o *option, v string, _ bool) error {
-	if _, ok := parseSize(v); !ok {
-		return errorf("Invalid --%s specification", o.Long)
-	}
-	return nil
 }
 
 func checkAcctgFreq(_ *option, v string, _ bool) error {

@@ -1,6 +1,10 @@
 package opts
 
 import (
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -19,6 +23,9 @@ func TestWithSubmitterEnv(t *testing.T) {
 		{name: "the caller's SLURM_UMASK stays", env: []string{"SLURM_UMASK=0077", "SLURM_PRIO_PROCESS=3"}, s: Submitter{Umask: 0o022},
 			want: []string{"SLURM_UMASK=0077", "SLURM_PRIO_PROCESS=0"}},
 		{name: "unknown umask", env: nil, s: Submitter{Umask: -1, Nice: -5}, want: []string{"SLURM_PRIO_PROCESS=-5"}},
+		{name: "limits replace inherited ones, U marks --propagate's", env: []string{"SLURM_RLIMIT_CORE=99"},
+			s:    Submitter{Umask: -1, Rlimits: []Rlimit{{Name: "CORE", Cur: 0}, {Name: "NOFILE", Cur: 1024, User: true}}},
+			want: []string{"SLURM_RLIMIT_CORE=0", "SLURM_PRIO_PROCESS=0", "SLURM_RLIMIT_NOFILE=U1024"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -76,5 +83,51 @@ func TestCurrentSubmitter(t *testing.T) {
 	}
 	if p, err := syscall.Getpriority(syscall.PRIO_PROCESS, 0); err == nil && s.Nice != 20-p {
 		t.Errorf("nice %d, want %d", s.Nice, 20-p)
+	}
+}
+
+func TestPropagating(t *testing.T) {
+	all := Submitter{Rlimits: []Rlimit{{Name: "CORE", Cur: 1}, {Name: "NOFILE", Cur: 2}, {Name: "STACK", Cur: 3}}}
+	tests := []struct {
+		name  string
+		v     string
+		given bool
+		want  []Rlimit
+	}{
+		{name: "not given: all, unmarked", want: all.Rlimits},
+		{name: "no value: all, marked", v: "set", given: true,
+			want: []Rlimit{{Name: "CORE", Cur: 1, User: true}, {Name: "NOFILE", Cur: 2, User: true}, {Name: "STACK", Cur: 3, User: true}}},
+		{name: "NONE", v: "NONE", given: true},
+		{name: "a list", v: "core,RLIMIT_STACK", given: true,
+			want: []Rlimit{{Name: "CORE", Cur: 1, User: true}, {Name: "STACK", Cur: 3, User: true}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if diff := cmp.Diff(tt.want, all.Propagating(tt.v, tt.given).Rlimits); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestCurrentRlimitsNofile: the NOFILE limit srun hands on is the one
+// it was started with, not the one Go's runtime raised it to.
+func TestCurrentRlimitsNofile(t *testing.T) {
+	if os.Getenv("TIDE_NOFILE_HELPER") == "1" {
+		for _, r := range currentRlimits() {
+			if r.Name == "NOFILE" {
+				fmt.Printf("NOFILE=%d\n", r.Cur)
+			}
+		}
+		return
+	}
+	cmd := exec.Command("/bin/sh", "-c", `ulimit -S -n 100 && exec "$0" -test.run='^TestCurrentRlimitsNofile$'`, os.Args[0])
+	cmd.Env = append(os.Environ(), "TIDE_NOFILE_HELPER=1")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if !strings.Contains(string(out), "NOFILE=100\n") {
+		t.Fatalf("started with a soft NOFILE of 100, read:\n%s", out)
 	}
 }

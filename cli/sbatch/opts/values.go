@@ -37,7 +37,8 @@ func parseInt(name, v string, positive bool) (int, error) {
 }
 
 // parseNodeCount reads -N's N or MIN-MAX; a k or m suffix multiplies by
-// 1024 or 1048576 as Slurm's verify_node_count does.
+// 1024 or 1048576 as Slurm's verify_node_count does, and so does an
+// empty MIN ("-N-3", which scripts computing "1-4" write): it means 1.
 func parseNodeCount(v string) (lo, hi int, err error) {
 	bad := errorf("invalid node count `%s'", v)
 	one := func(s string) (int, bool) {
@@ -55,6 +56,9 @@ func parseNodeCount(v string) (lo, hi int, err error) {
 		return n * mult, true
 	}
 	a, b, isRange := strings.Cut(strings.TrimSpace(v), "-")
+	if isRange && strings.TrimSpace(a) == "" {
+		a = "1"
+	}
 	lo, ok := one(a)
 	if !ok {
 		return 0, 0, bad

@@ -55,7 +55,10 @@ func TestParseNodeCount(t *testing.T) {
 		{name: "k suffix", in: "1k", lo: 1024},
 		{name: "backwards range", in: "4-2", bad: true},
 		{name: "zero", in: "0", bad: true},
-		{name: "negative", in: "-2", bad: true},
+		{name: "empty minimum is 1, as Slurm reads -N-3", in: "-3", lo: 1, hi: 3},
+		{name: "empty minimum with max 1", in: "-1", lo: 1},
+		{name: "empty minimum and maximum", in: "-", bad: true},
+		{name: "negative maximum", in: "2--3", bad: true},
 		{name: "junk", in: "two", bad: true},
 		{name: "open range", in: "2-", bad: true},
 	}

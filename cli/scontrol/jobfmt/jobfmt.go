@@ -74,14 +74,9 @@ func Reason(j *api.Job) string {
 	return string(j.Reason)
 }
 
-// ReqCPUs is the CPU count a job's request implies.
-func ReqCPUs(j *api.Job) int {
-	n := j.ReqTasks() * j.ReqCPUsPerTask()
-	if g := j.ReqGPUs() * j.CPUsPerGPU; g > n {
-		n = g
-	}
-	return n
-}
+// ReqCPUs is the CPU count a job's request implies (api.JobSpec.ReqCPUs:
+// --overcommit and --mincpus included).
+func ReqCPUs(j *api.Job) int { return j.ReqCPUs() }
 
 // ReqMemMB is the memory a job asks for over all its nodes (0 = none).
 func ReqMemMB(j *api.Job) int64 {

@@ -108,6 +108,15 @@ func (w *JobWrapper) GPUCompute(pct int) *JobWrapper { w.j.GPUComputePct = pct; 
 // Exclusive sets --exclusive.
 func (w *JobWrapper) Exclusive() *JobWrapper { w.j.Exclusive = true; return w }
 
+// Overcommit sets -O/--overcommit.
+func (w *JobWrapper) Overcommit() *JobWrapper { w.j.Overcommit = true; return w }
+
+// MinCPUs sets --mincpus.
+func (w *JobWrapper) MinCPUs(n int) *JobWrapper { w.j.MinCPUs = n; return w }
+
+// Tmp sets --tmp in MB.
+func (w *JobWrapper) Tmp(mb int64) *JobWrapper { w.j.TmpDiskMB = mb; return w }
+
 // NodeList sets -w.
 func (w *JobWrapper) NodeList(names ...string) *JobWrapper { w.j.NodeList = names; return w }
 
@@ -146,6 +155,10 @@ func (w *NodeWrapper) Obj() sched.NodeInfo {
 	n.Shared = slices.Clone(w.n.Shared)
 	return n
 }
+
+// TmpDisk sets the node's temporary disk in MB (sched.TmpDiskUnknown:
+// not registered yet).
+func (w *NodeWrapper) TmpDisk(mb int64) *NodeWrapper { w.n.TmpDiskMB = mb; return w }
 
 // GPUMem sets the memory of each GPU in MB.
 func (w *NodeWrapper) GPUMem(mb int64) *NodeWrapper { w.n.GPUMemMB = mb; return w }
