@@ -27,7 +27,8 @@
 # Environment: SLURM_SRC (required), CONFORMANCE_RUN (the cluster's run
 # directory, default ./run/conformance: a TIDE_RUN of its own, so it never
 # touches `make up`'s cluster), CONFORMANCE_PORT (the controller's port,
-# default: a free one from 16817), CONFORMANCE_TIMEOUT_S (the whole run,
+# default: a free one from 16817), CONFORMANCE_NODES (the cluster's node
+# count, default 9), CONFORMANCE_TIMEOUT_S (the whole run,
 # default 5400 s: files not started by then are not run),
 # CONFORMANCE_FILE_TIMEOUT (one test file, default 900 s),
 # CONFORMANCE_ONLY (an extended regular expression: only the test files
@@ -100,6 +101,9 @@ done
 BIN=$RUN/bin
 
 export TIDE_RUN=$RUN TIDE_PORT=$PORT TIDE_BIN=$BIN
+# Nine nodes: the suite's multi-node tests ask for up to 9 (a few for 18
+# or 128, which stay skipped).
+export TIDE_NODES=${CONFORMANCE_NODES:-9}
 # Container jobs play no part in the suite: no private containerd.
 export TIDE_CONTAINERD=off
 stop() {

@@ -270,6 +270,11 @@ func parseNodeUpdate(kvs []kv) (api.NodeUpdate, error) {
 			u.Names = append(u.Names, hosts...)
 		case "state":
 			st := strings.ToUpper(p.val)
+			if st == "IDLE" {
+				// Slurm's slurmctld takes IDLE as RESUME: the node's
+				// DOWN and DRAIN go, its jobs stay.
+				st = "RESUME"
+			}
 			if !contains(nodeStates, st) {
 				return u, fmt.Errorf("invalid node state specified: %s (valid: %s)", p.val, strings.Join(nodeStates, ", "))
 			}

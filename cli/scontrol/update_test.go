@@ -72,6 +72,8 @@ func TestNodeUpdates(t *testing.T) {
 			want: []api.NodeUpdate{{Names: []string{"gpu01", "gpu02"}, State: "DRAIN", Reason: "maintenance window"}}},
 		{name: "resume in lower case", args: []string{"update", "nodename=gpu04", "state=resume"},
 			want: []api.NodeUpdate{{Names: []string{"gpu04"}, State: "RESUME"}}},
+		{name: "idle is Slurm's other word for resume", args: []string{"update", "nodename=gpu04", "state=idle", "reason=testing"},
+			want: []api.NodeUpdate{{Names: []string{"gpu04"}, State: "RESUME", Reason: "testing"}}},
 		{name: "down with reason first", args: []string{"update", "Reason=fan failure", "State=Down", "NodeName=gpu03"},
 			want: []api.NodeUpdate{{Names: []string{"gpu03"}, State: "DOWN", Reason: "fan failure"}}},
 		{name: "undrain", args: []string{"update", "NodeName=gpu04", "State=UNDRAIN"},

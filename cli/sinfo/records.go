@@ -108,7 +108,7 @@ func emptyValue(nf *nodeField, dst []byte) []byte {
 type filter struct {
 	partitions map[string]bool
 	nodes      map[string]bool
-	states     []string
+	states     [][]string
 	dead       bool
 	responding bool
 	reasons    bool // -R: only nodes with a reason or down/drained
@@ -133,8 +133,8 @@ func (f *filter) keep(n *api.Node) bool {
 	}
 	if f.states != nil {
 		ok := false
-		for _, s := range f.states {
-			if matchState(s, n) {
+		for _, all := range f.states {
+			if matchAll(all, n) {
 				ok = true
 				break
 			}
@@ -155,44 +155,83 @@ var nodeStateNames = []string{"all", "alloc", "allocated", "down", "drain", "dra
 	"npc", "perfctrs", "planned", "power_down", "power_up", "powered_down", "powering_down",
 	"powering_up", "reboot", "reboot_issued", "reboot_requested", "resv", "reserved"}
 
-func parseStates(list string) ([]string, error) {
-	var out []string
-	for _, s := range strings.Split(list, ",") {
-		s = strings.ToLower(strings.TrimSpace(s))
-		if s == "" {
-			continue
+// parseStates reads -t: states separated by commas match a node in any
+// of them, states joined by '&' only a node in all of them (man sinfo).
+func parseStates(list string) ([][]string, error) {
+	var out [][]string
+	for _, group := range strings.Split(list, ",") {
+		var all []string
+		for _, s := range strings.Split(group, "&") {
+			s = strings.ToLower(strings.TrimSpace(s))
+			if s == "" {
+				continue
+			}
+			if !slices.Contains(nodeStateNames, s) {
+				return nil, api.Invalid("Invalid node state specified: %s", s)
+			}
+			all = append(all, s)
 		}
-		if !slices.Contains(nodeStateNames, s) {
-			return nil, api.Invalid("Invalid node state specified: %s", s)
+		if len(all) > 0 {
+			out = append(out, all)
 		}
-		out = append(out, s)
 	}
 	return out, nil
 }
 
+// matchAll reports whether n is in every state of all.
+func matchAll(all []string, n *api.Node) bool {
+	for _, s := range all {
+		if !matchState(s, n) {
+			return false
+		}
+	}
+	return true
+}
+
+// baseState is n's state without its flags (DRAIN, NOT_RESPONDING), as
+// Slurm's -t compares them: a drained idle node is idle, a node that
+// runs something is allocated or mixed.
+func baseState(n *api.Node) string {
+	switch {
+	case n.State == api.NodeDown:
+		return "down"
+	case n.State == api.NodeUnknown:
+		return "unk"
+	case n.State == api.NodeAllocated:
+		return "alloc"
+	case n.State == api.NodeMixed || busy(n):
+		return "mix"
+	}
+	return "idle"
+}
+
 func matchState(s string, n *api.Node) bool {
-	st := strings.TrimSuffix(n.SinfoState(), "*")
+	base := baseState(n)
 	switch s {
 	case "all":
 		return true
 	case "alloc", "allocated":
-		return st == "alloc"
+		return base == "alloc"
 	case "mix", "mixed":
-		return st == "mix"
+		return base == "mix"
+	case "idle":
+		return base == "idle"
+	case "down":
+		return base == "down"
 	case "drain":
 		return n.Drain
 	case "drained":
-		return st == "drain"
+		return n.Drain && base != "alloc" && base != "mix"
 	case "draining", "drng":
-		return st == "drng"
+		return n.Drain && (base == "alloc" || base == "mix")
 	case "unk", "unknown":
-		return st == "unk"
+		return base == "unk"
 	case "no_respond", "not_responding":
 		return !n.Responding
 	case "responding":
 		return n.Responding
 	}
-	return st == s
+	return false // a Slurm state Tide never reports
 }
 
 // buildRecords groups nodes into output lines. In node view (-N) every
