@@ -139,6 +139,10 @@ func layoutStepIn(j *api.Job, req api.StepRequest, held map[string]stepHold) (st
 	if bind.Kind == "per_task" && req.GPUsPerTask == 0 {
 		req.GPUsPerTask = bind.N
 	}
+	hosts, err := arbitraryHosts(&req)
+	if err != nil {
+		return bad("%v", err)
+	}
 	if req.Tasks > 0 && req.Nodes > req.Tasks && !req.Pty {
 		return bad("%d tasks cannot use %d nodes", req.Tasks, req.Nodes)
 	}
@@ -147,6 +151,14 @@ func layoutStepIn(j *api.Job, req api.StepRequest, held map[string]stepHold) (st
 		return bad("%v", err)
 	}
 	counts, fixed := stepCounts(j, req, len(cands))
+	if hosts != nil {
+		// -m arbitrary: each node runs the tasks the host file puts
+		// on it, and no other node runs any.
+		counts, fixed = make([]int, len(cands)), true
+		for k, i := range cands {
+			counts[k] = len(hosts[j.Alloc[i].Node])
+		}
+	}
 	if len(counts) == 0 {
 		return bad("no tasks to run")
 	}
@@ -302,6 +314,11 @@ func layoutStepIn(j *api.Job, req api.StepRequest, held map[string]stepHold) (st
 	}
 	out := stepLayout{}
 	ranks := distribute(counts, req.Distribution)
+	if hosts != nil {
+		for k, p := range picks {
+			ranks[k] = hosts[j.Alloc[p.idx].Node]
+		}
+	}
 	for k, p := range picks {
 		a := j.Alloc[p.idx]
 		sn := api.StepNode{Name: a.Node, CPUs: a.CPUs, MemoryMB: a.MemoryMB, GPUMemMB: a.GPUMemMB, GPUComputePct: a.GPUComputePct,
@@ -319,6 +336,43 @@ func layoutStepIn(j *api.Job, req api.StepRequest, held map[string]stepHold) (st
 		out.ntasks += len(sn.Ranks)
 	}
 	return out, nil
+}
+
+// maxTaskHosts bounds an arbitrary layout's task list.
+const maxTaskHosts = 1 << 16
+
+// arbitraryHosts reads an arbitrary layout (req.TaskHosts): the ranks
+// each named node runs, and req narrowed to those nodes and that many
+// tasks. It returns nil when the step names no hosts.
+func arbitraryHosts(req *api.StepRequest) (map[string][]int, error) {
+	if len(req.TaskHosts) == 0 {
+		return nil, nil
+	}
+	if len(req.TaskHosts) > maxTaskHosts {
+		return nil, fmt.Errorf("%d task hosts given, at most %d", len(req.TaskHosts), maxTaskHosts)
+	}
+	if req.Tasks > 0 && req.Tasks != len(req.TaskHosts) {
+		return nil, fmt.Errorf("%d tasks asked, the host list names %d", req.Tasks, len(req.TaskHosts))
+	}
+	if req.Pty {
+		return nil, errors.New("--distribution=arbitrary lays out every task itself: no --pty")
+	}
+	// The host file decides the tasks per node (an inherited
+	// SLURM_NTASKS_PER_NODE does not).
+	req.TasksPerNode = 0
+	hosts := map[string][]int{}
+	var order []string
+	for i, h := range req.TaskHosts {
+		if h == "" {
+			return nil, fmt.Errorf("task %d has no host", i)
+		}
+		if _, ok := hosts[h]; !ok {
+			order = append(order, h)
+		}
+		hosts[h] = append(hosts[h], i)
+	}
+	req.NodeList, req.Nodes, req.Tasks = order, len(order), len(req.TaskHosts)
+	return hosts, nil
 }
 
 // stepCandidates lists the indices of j's nodes the step may use, in

@@ -66,6 +66,9 @@ type Args struct {
 	Relative *int
 	// Distribution is -m as given.
 	Distribution string
+	// TaskHosts is -m arbitrary's layout from SLURM_HOSTFILE: the node
+	// of each task (nil: none).
+	TaskHosts []string
 	// PreserveEnv is -E: the tasks keep SLURM_NNODES and SLURM_NTASKS
 	// from srun's environment.
 	PreserveEnv bool

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -151,6 +152,9 @@ func Run(ctx context.Context, o *Options) error {
 		}
 		a.Spec.Tasks = len(taskArgv)
 	}
+	if err := readHostfile(a, o.Getenv); err != nil {
+		return failf(errOut, "%v", err)
+	}
 	if a.Spec.CPUsPerTask > 0 && !a.Exact && !a.Whole && !a.Overlap {
 		v.say(1, "Implicitly setting --exact, because -c/--cpus-per-task given.")
 	}
@@ -245,7 +249,7 @@ func stepRequest(a *Args, taskArgv [][]string, own bool, host string) api.StepRe
 		Exact: (a.Exact || spec.Exclusive) && !a.Whole, Overlap: a.Overlap, Overcommit: a.Overcommit, Whole: a.Whole,
 		GPUs: spec.GPUs, GPUsPerNode: spec.GPUsPerNode, MemPerCPUMB: spec.MemPerCPUMB,
 		NodeList: spec.NodeList, Exclude: spec.Exclude, Relative: a.Relative, Distribution: a.Distribution,
-		GPUBind: a.GPUBind, CPUBind: a.CPUBind, TaskArgv: taskArgv, TaskProlog: a.TaskProlog, TaskEpilog: a.TaskEpilog,
+		GPUBind: a.GPUBind, CPUBind: a.CPUBind, TaskArgv: taskArgv, TaskHosts: a.TaskHosts, TaskProlog: a.TaskProlog, TaskEpilog: a.TaskEpilog,
 		MPI: a.MPI, PreserveEnv: a.PreserveEnv, SrunHost: host, SrunPID: os.Getpid()}
 	if spec.MemPerNodeMB > 0 {
 		req.MemPerNodeMB = spec.MemPerNodeMB
@@ -341,4 +345,43 @@ func jobEnding(c cmdutil.API, id uint64) bool {
 	defer cancel()
 	j, err := c.Job(ctx, id)
 	return err != nil || j.State != api.StateRunning
+}
+
+// readHostfile applies -m arbitrary: the file SLURM_HOSTFILE names gives
+// the node of each task (opts.ParseHostfile), so the allocation asks
+// for those nodes and the step lays its ranks out by it. Without the
+// variable the tasks are laid out as block, as Slurm does.
+func readHostfile(a *Args, getenv func(string) string) error {
+	first, _, _ := strings.Cut(a.Distribution, ",")
+	first, _, _ = strings.Cut(first, ":")
+	if !strings.EqualFold(first, "arbitrary") || getenv == nil {
+		return nil
+	}
+	path := strings.TrimSpace(getenv("SLURM_HOSTFILE"))
+	if path == "" {
+		return nil
+	}
+	name := path
+	if !filepath.IsAbs(path) {
+		path = filepath.Join(a.Spec.WorkDir, path)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("Unable to read SLURM_HOSTFILE %s: %v", name, err)
+	}
+	hosts, err := opts.ParseHostfile(string(data), a.Spec.Tasks)
+	if err != nil {
+		return fmt.Errorf("SLURM_HOSTFILE %s: %v", name, err)
+	}
+	var distinct []string
+	for _, h := range hosts {
+		if !slices.Contains(distinct, h) {
+			distinct = append(distinct, h)
+		}
+	}
+	a.TaskHosts, a.Spec.NodeList, a.Spec.Tasks, a.Spec.TasksPerNode = hosts, distinct, len(hosts), 0
+	if a.Spec.Nodes == 0 || a.Spec.Nodes < len(distinct) {
+		a.Spec.Nodes = len(distinct)
+	}
+	return nil
 }

@@ -62,8 +62,12 @@ type StepRequest struct {
 	Exclude  []string `json:"exclude,omitempty"`
 	Relative *int     `json:"relative,omitempty"`
 	// Distribution is -m's first part: block (default), cyclic,
-	// plane=N or arbitrary (laid out as block).
+	// plane=N or arbitrary (laid out as TaskHosts says, else as block).
 	Distribution string `json:"distribution,omitempty"`
+	// TaskHosts (-m arbitrary with SLURM_HOSTFILE) names the node of
+	// each task, task 0 first: the step runs on those nodes of the job,
+	// rank i on TaskHosts[i].
+	TaskHosts []string `json:"task_hosts,omitempty"`
 	// TimeLimit is the step's -t in seconds (0: the job's end).
 	TimeLimit int64 `json:"time_limit,omitempty"`
 	// GPUBind is --gpu-bind: how each task's GPUs are chosen among the

@@ -464,6 +464,22 @@ func checkLicenses(_ *option, v string, _ bool) error {
 	return nil
 }
 
+// setDistribution is -m. Jobs are laid out by the scheduler, so only
+// arbitrary acts at submission (finishHostfile); the rest is warned
+// about, and srun lays out its steps by it.
+func setDistribution(st *state, v string, has bool) error {
+	if err := checkDistribution(nil, v, has); err != nil {
+		return err
+	}
+	first, _, _ := strings.Cut(v, ",")
+	first, _, _ = strings.Cut(first, ":")
+	st.arbitrary = strings.EqualFold(first, "arbitrary")
+	if !st.arbitrary {
+		st.warnIgnored("distribution")
+	}
+	return nil
+}
+
 func checkDistribution(_ *option, v string, _ bool) error {
 	bad := errorf("Invalid --distribution specification: %s", v)
 	s := v

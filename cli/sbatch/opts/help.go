@@ -11,7 +11,7 @@ import (
 // more and warn that they are ignored.
 func (o *option) noEffect() bool {
 	switch o.Long {
-	case "deadline", "no-kill", "oversubscribe":
+	case "deadline", "no-kill", "oversubscribe", "distribution":
 		return true
 	}
 	return o.ignore != nil

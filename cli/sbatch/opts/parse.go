@@ -65,6 +65,9 @@ type Request struct {
 	// Defined lists the options that were set, in table order, for
 	// sbatch -v's "defined options" block.
 	Defined [][2]string
+	// TaskHosts is -m arbitrary's layout: the node of each task, from
+	// the file SLURM_HOSTFILE names (nil without one).
+	TaskHosts []string
 	// FromEnv holds the options (by id, "nodes") whose value came from
 	// an environment variable, as Slurm's slurm_option_set_by_env tells:
 	// srun treats some of those it inherits from its job differently.
@@ -159,6 +162,8 @@ type state struct {
 	chdir   string
 	wrap    string
 	hasWrap bool
+	// arbitrary: -m arbitrary, the tasks' nodes from SLURM_HOSTFILE.
+	arbitrary bool
 
 	warned   map[string]bool
 	warnings []string
@@ -418,6 +423,9 @@ func (st *state) finish() error {
 	}
 	if s.TimeMin > 0 && s.TimeLimit > 0 && s.TimeMin > s.TimeLimit {
 		return fail("Invalid --time-min specification: longer than --time")
+	}
+	if err := st.finishHostfile(); err != nil {
+		return err
 	}
 	s.SubmitDir = st.in.Cwd
 	s.SubmitHost = st.in.Host

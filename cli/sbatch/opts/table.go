@@ -145,7 +145,7 @@ var options = [...]option{
 	{Spec: Spec{Long: "licenses", Short: 'L', Arg: RequiredArg}, argName: "names", help: "required license, comma separated", ignore: checkLicenses},
 	{Spec: Spec{Long: "clusters", Short: 'M', Arg: RequiredArg, ID: "clusters"}, env: []string{"SBATCH_CLUSTERS", "SLURM_CLUSTERS"}, argName: "names", help: "comma separated list of clusters to issue commands to", ignore: checkNonEmpty},
 	{Spec: Spec{Long: "cluster", Arg: RequiredArg, ID: "clusters"}, hidden: true, ignore: checkNonEmpty},
-	{Spec: Spec{Long: "distribution", Short: 'm', Arg: RequiredArg}, env: []string{"SBATCH_DISTRIBUTION"}, argName: "type", help: "distribution method for processes to nodes (type = block|cyclic|arbitrary)", ignore: checkDistribution},
+	{Spec: Spec{Long: "distribution", Short: 'm', Arg: RequiredArg}, env: []string{"SBATCH_DISTRIBUTION"}, argName: "type", help: "distribution method for processes to nodes (type = block|cyclic|arbitrary)", set: setDistribution},
 	{Spec: Spec{Long: "mail-type", Arg: RequiredArg}, argName: "type", help: "notify on state change: BEGIN, END, FAIL or ALL", set: setMailType},
 	{Spec: Spec{Long: "mail-user", Arg: RequiredArg}, argName: "user", help: "who to send email notification for job state changes", str: func(s *api.JobSpec) *string { return &s.MailUser }},
 	{Spec: Spec{Long: "mcs-label", Arg: RequiredArg}, argName: "mcs", help: "mcs label if mcs plugin mcs/group is used", ignore: checkNonEmpty},
