@@ -13,6 +13,13 @@ export CGO_ENABLED := 1
 export CGO_CFLAGS  ?= -O2 -g -Wno-deprecated-declarations
 GOFLAGS_BUILD := -tags '$(GOTAGS)' -trimpath
 TEST_TIMEOUT ?= 20m
+# The packages whose code runs goroutines and whose tests exercise them:
+# the controller and its client, tided and the step supervisor, the
+# step stream protocol, the MUNGE client, salloc, and the store under
+# concurrent writers. make test runs their tests a second time under the
+# race detector (which needs cgo, on above). cli/srun is not here yet:
+# its tests' fake nodes race with their own setup (a test bug, not srun's).
+RACE_PKGS ?= ./ctld/ ./ctld/client/ ./noded/ ./noded/stepd/ ./internal/stepio/ ./internal/munge/ ./cli/salloc/ ./accounting/
 
 .PHONY: help build test test-gpu test-short bench bench-go bench-vs-slurm up down demo conformance lint fmt vet install clean tidy cover
 
@@ -36,9 +43,10 @@ build: ## build bin/tide, bin/tide-sim, bin/tidectld, bin/tided, bin/tide-stepd 
 	@install -m 0755 $(addprefix $(BIN)/.build/,tidectld tided tide-stepd tide tide-sim) $(BIN)/
 	@for l in $(SLURM_LINKS); do ln -sf tide $(BIN)/$$l; done
 
-test: ## vet, unit and integration tests (real daemons on loopback), then the integration tests again with every host in a network namespace of its own (as root)
+test: ## vet, unit and integration tests (real daemons on loopback), the concurrent packages (RACE_PKGS) again under -race, then the integration tests again with every host in a network namespace of its own (as root)
 	$(GO) vet -tags '$(GOTAGS)' ./...
 	$(GO) test -tags '$(GOTAGS)' -count=1 -timeout $(TEST_TIMEOUT) ./...
+	$(GO) test -race -tags '$(GOTAGS)' -count=1 -timeout $(TEST_TIMEOUT) $(RACE_PKGS)
 	@# The second pass: the controller, a login node and each node in a
 	@# network namespace of its own, the commands on the login node over
 	@# TCP with MUNGE (test/integration/hosts_test.go). It needs root,
@@ -115,9 +123,10 @@ conformance: ## Slurm's testsuite/python (SLURM_SRC=<dir holding testsuite/pytho
 	$(MAKE) build
 	SLURM_SRC='$(SLURM_SRC)' ./scripts/conformance.sh $(CONFORMANCE_ARGS)
 
-lint: ## gofmt, go vet (and staticcheck when installed)
+lint: ## gofmt, go vet, the import rules (internal/layers; and staticcheck when installed)
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet -tags '$(GOTAGS)' ./...
+	$(GO) test -tags '$(GOTAGS)' -count=1 ./internal/layers/
 	@if command -v staticcheck >/dev/null; then staticcheck -tags '$(GOTAGS)' ./...; fi
 
 fmt: ## format the code

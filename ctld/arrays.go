@@ -222,6 +222,17 @@ func (s *Server) startRecord(inst map[uint64]*api.Job, id uint64, j *api.Job) *a
 	return s.splitTask(j, c.ArrayTaskID)
 }
 
+// startRecordOK reports whether startRecord finds a record for plan
+// job id, whose live record is j: an array candidate's task must still
+// be pending in its meta record. Called with mu held.
+func (s *Server) startRecordOK(inst map[uint64]*api.Job, id uint64, j *api.Job) bool {
+	c, ok := inst[id]
+	if !ok || j == nil || !j.IsArrayMeta() {
+		return true
+	}
+	return j.ArrayPending.Contains(c.ArrayTaskID)
+}
+
 // splitTask gives task t of meta record m a record of its own and
 // returns it (nil when m does not hold t). The last task takes over the
 // meta record. Called with mu held.

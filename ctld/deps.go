@@ -153,7 +153,7 @@ func (s *Server) depsReady(j *api.Job, ix *jobIndex, now time.Time) (bool, *api.
 			s.markDirty(j)
 			s.event(j, api.EventUpdate, "", "dependency satisfied", "")
 		}
-		if j.Reason == api.ReasonDependency || j.Reason == api.ReasonDependencyNeverSatisfied {
+		if j.Reason.Dependency() {
 			s.setPendingReason(j, api.ReasonNone, "")
 		}
 		return true, nil

@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"github.com/tide-hpc/tide/topology"
 	"slices"
-	"sort"
 	"time"
 
 	"github.com/tide-hpc/tide/ctld/api"
+	"github.com/tide-hpc/tide/ctld/state"
 	"github.com/tide-hpc/tide/gres"
 )
 
@@ -16,6 +16,9 @@ import (
 // bookkeeping for the sync protocol.
 type nodeRec struct {
 	api.Node
+	// ledger accounts for what jobs hold of the node (allocate,
+	// release); api.Node's Alloc fields mirror it for listings.
+	ledger     *state.Ledger
 	registered bool
 	adminDown  bool
 	// inflight counts sync calls being held; a node with one in flight
@@ -59,8 +62,9 @@ type nodeRec struct {
 	reclaimHold map[int]time.Time
 }
 
-func newNodeRec(name string, cl *Cluster) *nodeRec {
-	n := &nodeRec{Node: api.Node{Name: name, State: api.NodeUnknown}, wake: make(chan struct{}), decl: cl.NodeDecl[name],
+func newNodeRec(name string, cl *Cluster, ledger *state.Ledger) *nodeRec {
+	ledger.Add(name)
+	n := &nodeRec{Node: api.Node{Name: name, State: api.NodeUnknown}, ledger: ledger, wake: make(chan struct{}), decl: cl.NodeDecl[name],
 		batch: map[uint64]*api.Job{}, killSent: map[uint64]time.Time{},
 		reclaimStuck: map[int]string{}, reclaimHold: map[int]time.Time{}}
 	n.Switch = cl.Tree.LeafOf(name)
@@ -73,55 +77,32 @@ func newNodeRec(name string, cl *Cluster) *nodeRec {
 	return n
 }
 
-// allocate adds a job's share of this node.
+// allocate adds a job's share of this node, unchecked (the plan was
+// checked against the ledger, or the job runs already).
 func (n *nodeRec) allocate(a api.NodeAlloc) {
-	n.AllocCPUs += a.CPUs
-	n.AllocMemMB += a.MemoryMB
-	n.AllocGPUs = append(n.AllocGPUs, a.GPUs...)
-	sort.Ints(n.AllocGPUs)
-	if a.Sliced() {
-		n.shareGPUs(a.GPUs, 1, a.GPUMemMB, a.GPUComputePct)
-	}
-	n.updateState()
+	n.ledger.Record([]api.NodeAlloc{a})
+	n.syncUsage()
 }
 
 // release returns a job's share of this node.
 func (n *nodeRec) release(a api.NodeAlloc) {
-	n.AllocCPUs = max(0, n.AllocCPUs-a.CPUs)
-	n.AllocMemMB = max(0, n.AllocMemMB-a.MemoryMB)
-	for _, g := range a.GPUs {
-		if i := slices.Index(n.AllocGPUs, g); i >= 0 {
-			n.AllocGPUs = slices.Delete(n.AllocGPUs, i, i+1)
-		}
-	}
-	if a.Sliced() {
-		n.shareGPUs(a.GPUs, -1, -a.GPUMemMB, -a.GPUComputePct)
-	}
-	n.updateState()
+	n.ledger.Release([]api.NodeAlloc{a})
+	n.syncUsage()
 }
 
-// shareGPUs adds slices (or removes them, with negative amounts) to the
-// node's SharedGPUs: count slices and what each commits, on every GPU of
-// gpus. A GPU left with no slice is no longer shared. The list is
-// replaced, not edited, because listings share it outside the lock.
-func (n *nodeRec) shareGPUs(gpus []int, count int, memMB int64, pct int) {
-	out := slices.Clone(n.SharedGPUs)
-	for _, g := range gpus {
-		k := slices.IndexFunc(out, func(x api.GPUShare) bool { return x.Index == g })
-		if k < 0 {
-			out = append(out, api.GPUShare{Index: g})
-			k = len(out) - 1
-		}
-		out[k].Slices += count
-		out[k].MemMB += memMB
-		out[k].ComputePct += pct
+// syncUsage copies the ledger's account of the node into the fields
+// listings show (AllocCPUs, AllocMemMB, AllocGPUs, SharedGPUs) and
+// updates the state. The lists are replaced, not edited, because
+// listings share them outside the lock.
+func (n *nodeRec) syncUsage() {
+	ln := n.ledger.Node(n.Name)
+	n.AllocCPUs, n.AllocMemMB, n.AllocGPUs = ln.UsedCPUs, ln.UsedMemMB, ln.Holders()
+	var shared []api.GPUShare
+	for _, sh := range ln.Shared() {
+		shared = append(shared, api.GPUShare{Index: sh.Index, Slices: sh.Slices, MemMB: sh.MemMB, ComputePct: sh.ComputePct})
 	}
-	out = slices.DeleteFunc(out, func(x api.GPUShare) bool { return x.Slices <= 0 })
-	slices.SortFunc(out, func(a, b api.GPUShare) int { return a.Index - b.Index })
-	if len(out) == 0 {
-		out = nil
-	}
-	n.SharedGPUs = out
+	n.SharedGPUs = shared
+	n.updateState()
 }
 
 // gpuShare returns what slices commit on GPU g (zero when not shared).
@@ -157,7 +138,7 @@ func (n *nodeRec) updateState() {
 
 // usable reports whether new work may land on the node, and if not, the
 // detail code why.
-func (n *nodeRec) usable() (bool, string) {
+func (n *nodeRec) usable() (bool, api.DetailCode) {
 	switch {
 	case n.State == api.NodeDown || !n.registered:
 		return false, api.DetailNodeDown
@@ -210,6 +191,7 @@ func (s *Server) register(r api.NodeRegistration) (api.NodeSyncResponse, error) 
 	n.Hostname, n.Addr, n.Version, n.OS, n.Arch, n.BootTime = r.Hostname, r.Addr, r.Version, r.OS, r.Arch, r.BootTime
 	n.StepAddr = r.StepAddr // issue 7 steps: where srun reaches the node
 	n.CPUs, n.MemoryMB, n.GPUs = r.CPUs, r.MemoryMB, r.GPUs
+	s.ledger.SetCapacity(n.Name, state.Capacity{CPUs: r.CPUs, MemoryMB: r.MemoryMB, GPUs: len(r.GPUs), GPUMemMB: gpuMemMB(r.GPUs)})
 	n.TmpDiskMB = r.TmpDiskMB
 	n.matrix = linkMatrix(r.GPUs)
 	s.capVersion++ // the node's capacity may have changed

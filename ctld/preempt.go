@@ -196,18 +196,7 @@ func (s *Server) resumable(j *api.Job) bool {
 	if by := s.jobs[j.Preempting.By]; by != nil && by.State == api.StatePending {
 		return false
 	}
-	for _, a := range j.Alloc {
-		n := s.nodes[a.Node]
-		if n == nil || n.CPUs-n.AllocCPUs < a.CPUs || n.MemoryMB-n.AllocMemMB < a.MemoryMB {
-			return false
-		}
-		for _, g := range a.GPUs {
-			if countOf(n.AllocGPUs, g) > 0 {
-				return false
-			}
-		}
-	}
-	return true
+	return s.ledger.Check(j.Alloc) == nil
 }
 
 // resume takes j's allocation back and continues it (SIGCONT). Called

@@ -396,9 +396,10 @@ func (s *Server) growSlice(n *nodeRec, gpu int, j *api.Job, a reclaimAction) {
 	}
 	// Copy on write: listings may share the allocation outside the lock.
 	j.Alloc = slices.Clone(j.Alloc)
-	delta := a.MemMB - j.Alloc[k].GPUMemMB
+	n.release(j.Alloc[k])
 	j.Alloc[k].GPUMemMB = a.MemMB
-	n.shareGPUs(j.Alloc[k].GPUs, 0, delta, 0)
+	n.allocate(j.Alloc[k]) // the slice ran over: it holds what it took
+
 	s.markDirty(j)
 	s.event(j, api.EventReclaim, string(api.ReasonGPUMemReclaim), a.Msg, "")
 	s.metrics.reclaimed(reclaimGrow)

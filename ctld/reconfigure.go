@@ -361,6 +361,9 @@ func (s *Server) applyConfig(cl *Cluster) {
 		parts[p.Name] = &p
 	}
 	s.partitions = parts
+	// A new max_gpu_oversubscribe bounds the slices placed from now on;
+	// the ones running keep what they hold.
+	s.ledger.SetLimits(ledgerLimits(cur))
 	for _, name := range cur.NodeOrder {
 		n := s.nodes[name]
 		n.Switch = cur.Tree.LeafOf(name)

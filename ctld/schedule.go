@@ -2,6 +2,8 @@ package ctld
 
 import (
 	"cmp"
+	"errors"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -9,7 +11,19 @@ import (
 
 	"github.com/tide-hpc/tide/ctld/api"
 	"github.com/tide-hpc/tide/ctld/sched"
+	"github.com/tide-hpc/tide/ctld/state"
 )
+
+// ledgerLimits are the bounds of slices of a shared GPU: memory and
+// compute up to scheduler.max_gpu_oversubscribe times the GPU's (every
+// partition's own ratio is capped by it).
+func ledgerLimits(cl *Cluster) state.Limits {
+	r := cl.Scheduler.MaxGPUOversubscribe
+	if r <= 0 {
+		r = 1
+	}
+	return state.Limits{MemRatio: r, ComputePct: int(math.Floor(100*r + 1e-9))}
+}
 
 func (s *Server) schedConfig() sched.Config {
 	return sched.Config{MaxStarts: s.cl.Scheduler.MaxStarts, DefMemPerCPUMB: s.cl.Scheduler.DefMemPerCPUMB,
@@ -25,27 +39,21 @@ func (s *Server) snapshot() *sched.Snapshot {
 		snap.Partitions[name] = s.partInfo(p)
 	}
 	snap.Nodes = make([]sched.NodeInfo, 0, len(s.nodes))
-	shared := s.sharedGPUs()
 	// Every policy reads them: backfill for its reservations, the
 	// others for the blocked job's expected start (squeue --start).
 	releases := s.releases()
 	for _, name := range s.cl.NodeOrder {
 		n := s.nodes[name]
 		ok, why := n.usable()
-		free := make([]int, 0, len(n.GPUs))
-		for _, g := range n.GPUs {
-			if !slices.Contains(n.AllocGPUs, g.Index) {
-				free = append(free, g.Index)
-			}
-		}
 		info := sched.NodeInfo{
 			Name: name, Usable: ok, Unusable: why,
-			CPUs: n.CPUs, FreeCPUs: n.CPUs - n.AllocCPUs, MemoryMB: n.MemoryMB, FreeMemMB: n.MemoryMB - n.AllocMemMB,
-			TmpDiskMB: n.TmpDiskMB, GPUModel: n.GPUModel(), GPUs: len(n.GPUs), FreeGPUs: free,
-			Idle: n.AllocCPUs == 0 && len(n.AllocGPUs) == 0 && n.AllocMemMB == 0, Switch: n.Switch,
-			Matrix: n.matrix, Shared: shared[name], GPUMemMB: gpuMemMB(n.GPUs),
+			CPUs: n.CPUs, MemoryMB: n.MemoryMB,
+			TmpDiskMB: n.TmpDiskMB, GPUModel: n.GPUModel(), GPUs: len(n.GPUs), FreeGPUs: make([]int, 0, len(n.GPUs)),
+			Switch: n.Switch, Matrix: n.matrix, GPUMemMB: gpuMemMB(n.GPUs),
 			Features: sched.SortedFeatures(n.Features), Releases: releases[name],
 		}
+		// What is free comes from the ledger the plan is applied to.
+		s.ledger.Node(name).Fill(&info)
 		if !n.registered {
 			// Not heard from since the controller started: its declared
 			// size (it is unusable anyway), so that a job that fits it
@@ -86,34 +94,28 @@ func (s *Server) schedulePass() {
 	s.metrics.pass(s.lastPass)
 
 	touched := map[string]bool{}
-	var shared map[string][]sched.SharedGPU
 	inst := arrayInstances(snap)
-	for _, st := range plan.Starts {
-		j := s.planJob(inst, st.JobID)
-		if j == nil || j.State != api.StatePending {
-			continue
-		}
-		if shared == nil {
-			shared = s.sharedGPUs()
-		}
-		if !s.allocOK(st.Alloc, shared) {
+	// The plan applier (ctld/state) re-verifies every start against the
+	// ledger as the starts before it left it, and takes its resources.
+	applied, rejected := s.ledger.Apply(plan.Starts, func(id uint64) bool {
+		j := s.planJob(inst, id)
+		return j != nil && j.State == api.StatePending && s.startRecordOK(inst, id, j)
+	})
+	for _, r := range rejected {
+		if !errors.Is(r.Err, state.ErrNotStartable) {
 			// The plan no longer matches the nodes (should not happen
-			// under one lock); leave the job for the next pass.
-			s.log.Error("plan does not fit current state", "job_id", j.ID)
-			continue
+			// under one lock); the job waits for the next pass.
+			s.log.Error("plan does not fit current state", "job_id", r.Start.JobID, "err", r.Err)
 		}
-		if j = s.startRecord(inst, st.JobID, j); j == nil {
-			continue
-		}
+	}
+	for _, st := range applied {
+		j := s.startRecord(inst, st.JobID, s.planJob(inst, st.JobID))
 		startPartition(j, &st)
 		j.State, j.Reason, j.ReasonDetail, j.Placement = api.StateRunning, api.ReasonNone, "", st.Why
 		j.Alloc, j.StartTime, j.LastSchedEval, j.TimeLimit = st.Alloc, now, now, st.TimeLimit
 		j.Launched = false
 		for _, a := range st.Alloc {
-			s.nodes[a.Node].allocate(a)
-			if a.Sliced() {
-				shared[a.Node] = addSlices(shared[a.Node], a)
-			}
+			s.nodes[a.Node].syncUsage()
 		}
 		host := s.nodes[j.BatchHost()]
 		host.batch[j.ID] = j
@@ -154,31 +156,6 @@ func (s *Server) schedulePass() {
 	}
 }
 
-// sharedGPUs lists, per node, the GPUs that running slices hold and what
-// they commit, from the active jobs' allocations (the node records keep
-// only the GPU indices, a shared GPU once per slice). Every active job is
-// in its batch host's table, which is much smaller than the job table
-// (that keeps finished jobs for a while). Called with mu held.
-func (s *Server) sharedGPUs() map[string][]sched.SharedGPU {
-	out := map[string][]sched.SharedGPU{}
-	for _, n := range s.nodes {
-		for _, j := range n.batch {
-			if !j.State.Active() || !j.Sliced() {
-				continue
-			}
-			for _, a := range j.Alloc {
-				if a.Sliced() {
-					out[a.Node] = addSlices(out[a.Node], a)
-				}
-			}
-		}
-	}
-	for _, sh := range out {
-		slices.SortFunc(sh, func(a, b sched.SharedGPU) int { return a.Index - b.Index })
-	}
-	return out
-}
-
 // releases lists, per node, what the active jobs hold there and when
 // their time limits run out (start + limit), in job id order, for
 // backfill's reservations in time. Jobs without a limit are left out:
@@ -201,71 +178,6 @@ func (s *Server) releases() map[string][]sched.Release {
 		}
 	}
 	return out
-}
-
-// addSlices adds the slices of a to a node's shared list.
-func addSlices(sh []sched.SharedGPU, a api.NodeAlloc) []sched.SharedGPU {
-	for _, g := range a.GPUs {
-		k := slices.IndexFunc(sh, func(x sched.SharedGPU) bool { return x.Index == g })
-		if k < 0 {
-			sh = append(sh, sched.SharedGPU{Index: g})
-			k = len(sh) - 1
-		}
-		sh[k].MemMB += a.GPUMemMB
-		sh[k].ComputePct += a.GPUComputePct
-		sh[k].Slices++
-	}
-	return sh
-}
-
-// allocOK re-verifies a plan's allocation against current node state
-// (Nomad's plan apply check): nothing is given twice. A whole GPU must
-// be in no allocation; a slice's GPU must be held by slices only (shared
-// is what they commit, updated by the caller as starts apply) and stay
-// within the GPU's memory and compute × the controller's highest ratio.
-func (s *Server) allocOK(alloc []api.NodeAlloc, shared map[string][]sched.SharedGPU) bool {
-	maxRatio := s.cl.Scheduler.MaxGPUOversubscribe
-	for _, a := range alloc {
-		n := s.nodes[a.Node]
-		if n == nil || n.CPUs-n.AllocCPUs < a.CPUs || n.MemoryMB-n.AllocMemMB < a.MemoryMB {
-			return false
-		}
-		for _, g := range a.GPUs {
-			if g < 0 || g >= len(n.GPUs) {
-				return false
-			}
-			k := slices.IndexFunc(shared[a.Node], func(x sched.SharedGPU) bool { return x.Index == g })
-			if !a.Sliced() {
-				if slices.Contains(n.AllocGPUs, g) {
-					return false
-				}
-				continue
-			}
-			var mem int64
-			var pct, held int
-			if k >= 0 {
-				mem, pct, held = shared[a.Node][k].MemMB, shared[a.Node][k].ComputePct, shared[a.Node][k].Slices
-			}
-			if inUse := countOf(n.AllocGPUs, g); inUse != held ||
-				float64(mem+a.GPUMemMB) > float64(gpuMemMB(n.GPUs))*maxRatio ||
-				float64(pct+a.GPUComputePct) > 100*maxRatio {
-				// Held whole, or the slices would overflow the GPU.
-				return false
-			}
-		}
-	}
-	return true
-}
-
-// countOf counts x in xs.
-func countOf(xs []int, x int) int {
-	c := 0
-	for _, v := range xs {
-		if v == x {
-			c++
-		}
-	}
-	return c
 }
 
 // startMessage is a start event's message: the placement's why, then

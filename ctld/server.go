@@ -17,6 +17,7 @@ import (
 	"github.com/tide-hpc/tide/accounting"
 	"github.com/tide-hpc/tide/ctld/api"
 	"github.com/tide-hpc/tide/ctld/sched"
+	"github.com/tide-hpc/tide/ctld/state"
 	"github.com/tide-hpc/tide/internal/gcfloor"
 )
 
@@ -103,6 +104,10 @@ type Server struct {
 	acct usageAcct
 	// reconf reloads the configuration (reconfigure.go).
 	reconf reconfState
+	// ledger is every node's resources and what jobs hold of them: the
+	// one account the scheduler's snapshot reads and its plans are
+	// applied to (ctld/state, shared with the simulator). Guarded by mu.
+	ledger *state.Ledger
 }
 
 // refusalLogEvery is how often refused connections and keyless node
@@ -158,8 +163,9 @@ func newServer(cl *Cluster, log *slog.Logger, st Store, key string, now func() t
 		p := cl.Partitions[i]
 		s.partitions[p.Name] = &p
 	}
+	s.ledger = state.New(ledgerLimits(cl))
 	for _, name := range cl.NodeOrder {
-		s.nodes[name] = newNodeRec(name, cl)
+		s.nodes[name] = newNodeRec(name, cl, s.ledger)
 	}
 	s.metrics = newMetrics(s)
 	if err := s.setupAuth(); err != nil {

@@ -233,7 +233,7 @@ func (s *Server) updateFields(c caller, j *api.Job, u api.JobUpdate) error {
 		switch {
 		case dep != "" && j.HoldKind == api.HoldNone:
 			j.Reason, j.ReasonDetail = api.ReasonDependency, ""
-		case dep == "" && (j.Reason == api.ReasonDependency || j.Reason == api.ReasonDependencyNeverSatisfied):
+		case dep == "" && j.Reason.Dependency():
 			j.Reason, j.ReasonDetail = api.ReasonNone, ""
 		}
 		changed = append(changed, "Dependency="+orNone(dep))

@@ -9,9 +9,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/tide-hpc/tide/cli/cmdutil"
-	"github.com/tide-hpc/tide/cli/image"
 	"github.com/tide-hpc/tide/internal/gcfloor"
+	"github.com/tide-hpc/tide/internal/image"
 	"github.com/tide-hpc/tide/noded/ctr"
 	"github.com/tide-hpc/tide/noded/stepd"
 )
@@ -70,7 +69,7 @@ func NewCommand() *cobra.Command {
 func newImageCommand() *cobra.Command {
 	var t image.Target
 	var ns, snap string
-	c := image.Command(cmdutil.System(), &t, image.Connect, time.Now)
+	c := image.Command(image.System(), &t, image.Connect, time.Now)
 	c.PersistentFlags().StringVar(&ns, "namespace", "", "containerd namespace of Tide's images (default: containerd.namespace)")
 	c.PersistentFlags().StringVar(&snap, "snapshotter", "", "snapshotter that unpacks images (default: containerd.snapshotter)")
 	c.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {

@@ -10,8 +10,6 @@ import (
 	"strings"
 	"time"
 
-	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
-
 	"github.com/tide-hpc/tide/ctld/api"
 	"github.com/tide-hpc/tide/gres"
 	gresnvml "github.com/tide-hpc/tide/gres/nvml"
@@ -38,7 +36,7 @@ func (d *Daemon) openGPUs() error {
 		}
 		d.gpuSrc = src
 	case GPUSourceNVML:
-		src := gresnvml.New(gonvml.New())
+		src := gresnvml.NewSystem()
 		if err := src.Open(); err != nil {
 			return fmt.Errorf("gpus.source nvml: %w", err)
 		}

@@ -35,6 +35,8 @@ label() {
     sinfo_pending) echo "sinfo, 10,000 pending";;
     sbatch_pending) echo "sbatch --hold, 10,000 pending";;
     cancel_all_pending) echo "scancel 10,000 pending, until empty";;
+    sim_rss_philly) echo "tide-sim Philly 96x8 3 policies peak RSS";;
+    sim_wall_philly) echo "tide-sim Philly 96x8 3 policies wall time";;
     *) echo "$1";;
   esac
 }

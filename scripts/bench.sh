@@ -25,6 +25,9 @@ echo "== submission storm against the submission buffer (scripts/bench-burst.sh)
 # /metrics on 127.0.0.1.
 TIDE_HOSTS= TIDE_RUN=$ROOT/run/bench-burst TIDE_PORT=$((${TIDE_BENCH_PORT:-6818} + 1)) "$ROOT/scripts/bench-burst.sh" >> "$OUT/tide.tsv"
 
+echo "== simulator memory: tide-sim on the Philly trace, 96 nodes x 8 GPUs, 3 policies (scripts/bench-sim.sh)" >&2
+"$ROOT/scripts/bench-sim.sh" >> "$OUT/tide.tsv"
+
 echo "emulated nodes on host CPUs: ${NODE_CPUS:-all} (scripts/node-cpus.sh; TIDE_NODE_CPUS=all for every CPU)"
 if [ "${TIDE_HOSTS:-}" = netns ]; then
   echo "Tide in the netns mode: hosts in network namespaces, the commands on the login node over TCP with MUNGE (the burst rows: one host)"

@@ -25,12 +25,19 @@ type CompareOptions struct {
 }
 
 // Compare replays jobs once per policy (in parallel: replays share
-// nothing but the read-only cluster and jobs) and summarizes them in
-// policy order.
+// nothing but the read-only cluster and the trace, ordered once) and
+// summarizes them in policy order. Each replay is summarized as soon as it ends and its
+// per-job results dropped, so that only the replays under way hold
+// memory.
 func Compare(jobs []trace.Job, o CompareOptions) (*Report, error) {
 	starve := o.StarveAfter
 	if starve <= 0 {
 		starve = DefaultStarveAfter
+	}
+	// The trace is ordered once, for all replays.
+	t, err := newTable(jobs, o.Seed)
+	if err != nil {
+		return nil, err
 	}
 	c := o.Cluster
 	rep := &Report{Trace: o.TraceName, Seed: o.Seed, StarveAfterS: starve, Cluster: ClusterSummary{
@@ -41,7 +48,8 @@ func Compare(jobs []trace.Job, o CompareOptions) (*Report, error) {
 	if par <= 0 {
 		par = runtime.GOMAXPROCS(0)
 	}
-	results := make([]*Result, len(o.Policies))
+	reports := make([]PolicyReport, len(o.Policies))
+	walls := make([]WallTimes, len(o.Policies))
 	errs := make([]error, len(o.Policies))
 	var mu sync.Mutex
 	done := make([]int, len(o.Policies))
@@ -66,7 +74,12 @@ func Compare(jobs []trace.Job, o CompareOptions) (*Report, error) {
 					o.Progress(sum, total*len(o.Policies))
 				}
 			}
-			results[i], errs[i] = Run(jobs, opts)
+			res, err := run(t, opts)
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			reports[i], walls[i] = Summarize(res, starve)
 		}()
 	}
 	wg.Wait()
@@ -74,9 +87,8 @@ func Compare(jobs []trace.Job, o CompareOptions) (*Report, error) {
 		if err != nil {
 			return nil, err
 		}
-		pr, w := Summarize(results[i], starve)
-		rep.Policies = append(rep.Policies, pr)
-		rep.Wall = append(rep.Wall, w)
+		rep.Policies = append(rep.Policies, reports[i])
+		rep.Wall = append(rep.Wall, walls[i])
 	}
 	return rep, nil
 }

@@ -4,12 +4,12 @@ import (
 	"container/heap"
 	"fmt"
 	"math"
-	"math/rand/v2"
 	"slices"
 	"time"
 
 	"github.com/tide-hpc/tide/ctld/api"
 	"github.com/tide-hpc/tide/ctld/sched"
+	"github.com/tide-hpc/tide/ctld/state"
 	"github.com/tide-hpc/tide/sim/trace"
 )
 
@@ -65,14 +65,16 @@ type JobResult struct {
 }
 
 // Sample is the cluster after the scheduling pass of one instant; it
-// holds until the next sample.
+// holds until the next sample. A replay records one per instant with
+// events (hundreds of thousands for a trace of months), hence the
+// 32-bit counts: the loader refuses traces of more jobs than that.
 type Sample struct {
 	T         int64
-	UsedGPUs  int
-	Pending   int
-	Running   int
-	FragGPUs  int
-	StartedAt int // jobs started by this instant's pass
+	UsedGPUs  int32
+	Pending   int32
+	Running   int32
+	FragGPUs  int32
+	StartedAt int32 // jobs started by this instant's pass
 	// WorkFrag is the free GPU capacity a job drawn from the trace's
 	// request mix could not use, in GPUs (see workload).
 	WorkFrag float64
@@ -93,18 +95,57 @@ type Result struct {
 	repPasses int
 }
 
-// simJob is a trace job inside the engine.
+// simJob is what the engine keeps of every trace job for the whole
+// replay (the job itself is in the table at the same index). It holds
+// no pointer: a trace has tens of thousands of jobs, and a replay's
+// garbage collections should not have to scan them. The request and the
+// allocation of a job are kept only while it is pending or running, in
+// a liveJob (the cluster holds a few hundred at a time, and an api.Job
+// is over a kilobyte).
 type simJob struct {
+	// start and end are trace seconds, -1 until the job starts or ends.
+	start, end int64
+	// shape numbers the job's (partition, GPUs, slice): jobs of one
+	// shape ask the same of the scheduler but for their time limits.
+	shape   int32
+	outcome outcome
+}
+
+// outcome is a job's Outcome as a small number (0: none yet).
+type outcome uint8
+
+const (
+	outcomeNone outcome = iota
+	outcomeDone
+	outcomeRejected
+	outcomeSkipped
+	outcomeUnstarted
+)
+
+var outcomeNames = [...]string{outcomeDone: OutcomeDone, outcomeRejected: OutcomeRejected,
+	outcomeSkipped: OutcomeSkipped, outcomeUnstarted: OutcomeUnstarted}
+
+// liveJob is a pending or running job: what the scheduler sees, and
+// what it was given. The engine reuses them (see release).
+type liveJob struct {
 	job   api.Job
-	res   *JobResult
-	limit int64
+	alloc []api.NodeAlloc
+}
+
+// jobShape is what the jobs of one shape share.
+type jobShape struct {
+	// spec is the request, but for TimeLimit (each job's own limit).
+	spec api.JobSpec
 	// minNodeGPUs is the GPUs its smallest per-node slot needs (0 for
 	// CPU-only jobs): the fragmentation measure's job shape.
 	minNodeGPUs int
-	alloc       []api.NodeAlloc
-	// shape numbers the job's (partition, GPUs): jobs of one shape ask
-	// the same of the scheduler but for their time limits.
-	shape int
+	// slicePct is the compute percent of a slice of one GPU (0: whole
+	// GPUs).
+	slicePct int
+	// checked says whether why is known; why says why the shape can
+	// never fit the cluster ("" when it can).
+	checked bool
+	why     string
 }
 
 // engine is the replay state.
@@ -118,12 +159,19 @@ type engine struct {
 	backfill bool
 	snap     sched.Snapshot
 
-	jobs    []*simJob
+	// tab is the trace; jobs[i] is what became of tab.jobs[i], the job
+	// with ID i+1.
+	tab       *table
+	jobs      []simJob
+	jobShapes []jobShape
+	// live holds the pending and running jobs by ID; free holds
+	// liveJobs of ended jobs for reuse.
+	live    map[uint64]*liveJob
+	free    []*liveJob
 	pending []*api.Job
 	// pendMeta runs parallel to pending: what representatives reads,
 	// without touching the jobs.
 	pendMeta []jobMeta
-	byID     map[uint64]*simJob
 	running  completions
 	// needs counts pending jobs by minNodeGPUs (fragmentation).
 	needs []int
@@ -135,10 +183,13 @@ type engine struct {
 	// wl is the trace's GPU request mix; nodeFrag[i] is node i's share
 	// of the workload fragmentation and fragSum their total, updated on
 	// every start and end; pctCap is a shared GPU's compute cap.
+	// ledger is the controller's account of the nodes, which plans are
+	// applied to (ctld/state); nodes mirrors it for the core.
 	wl       workload
 	nodeFrag []float64
 	fragSum  float64
 	pctCap   int
+	ledger   *state.Ledger
 	res      *Result
 
 	// Scratch of pass, reused: the queue handed to the scheduler and
@@ -147,22 +198,28 @@ type engine struct {
 	reps    []shapeRep // by simJob.shape
 	repGen  int
 	repJobs []*api.Job
-	// shapes counts the distinct (partition, GPUs) of the trace's jobs.
-	shapes int
 }
 
 // Run replays jobs (any order) on opts.Cluster under opts.Policy.
 func Run(jobs []trace.Job, opts Options) (*Result, error) {
+	t, err := newTable(jobs, opts.Seed)
+	if err != nil {
+		return nil, err
+	}
+	return run(t, opts)
+}
+
+// run replays the jobs of t (ordered with opts.Seed).
+func run(t *table, opts Options) (*Result, error) {
 	if opts.Cluster == nil {
 		return nil, api.Invalid("no cluster")
 	}
 	e := newEngine(opts)
-	if err := e.load(jobs); err != nil {
-		return nil, err
-	}
+	e.load(t)
 	if err := e.loop(); err != nil {
 		return nil, err
 	}
+	e.res.Jobs = e.results()
 	return e.res, nil
 }
 
@@ -175,21 +232,37 @@ func newEngine(opts Options) *engine {
 		nodeIdx:  make(map[string]int, len(c.Nodes)),
 		relJob:   make([][]uint64, len(c.Nodes)),
 		backfill: opts.Policy.Sched.Policy == sched.PolicyBackfill,
-		byID:     map[uint64]*simJob{},
+		live:     map[uint64]*liveJob{},
 		parts:    map[string]int{},
 		needs:    make([]int, c.GPUsPerNode+2),
 		nodeFrag: make([]float64, len(c.Nodes)),
 		pctCap:   100,
 		res:      &Result{Policy: opts.Policy.Name, TotalGPUs: c.TotalGPUs()},
 	}
+	lim := state.DefaultLimits
+	if p := c.Partitions[c.DefaultPartition]; p != nil {
+		if p.GPUComputeRatio > 0 {
+			e.pctCap = int(math.Round(100 * p.GPUComputeRatio))
+			lim.ComputePct = e.pctCap
+		}
+		if p.GPUMemRatio > 0 {
+			lim.MemRatio = p.GPUMemRatio
+		}
+	}
+	// The ledger is the controller's (ctld/state): plans are applied and
+	// checked exactly as tidectld applies them.
+	e.ledger = state.New(lim)
 	for i, n := range c.Nodes {
 		n.FreeGPUs = slices.Clone(n.FreeGPUs)
 		n.Releases = nil
 		e.nodes[i] = n
 		e.nodeIdx[n.Name] = i
-	}
-	if p := c.Partitions[c.DefaultPartition]; p != nil && p.GPUComputeRatio > 0 {
-		e.pctCap = int(math.Round(100 * p.GPUComputeRatio))
+		e.ledger.SetCapacity(n.Name, state.Capacity{CPUs: n.CPUs, MemoryMB: n.MemoryMB, GPUs: n.GPUs, GPUMemMB: n.GPUMemMB})
+		// A generated node starts empty; anything else it holds is
+		// recorded as held.
+		if held := n.CPUs - n.FreeCPUs; held > 0 || n.MemoryMB > n.FreeMemMB || len(n.FreeGPUs) < n.GPUs || len(n.Shared) > 0 {
+			e.ledger.Record(heldOf(&n))
+		}
 	}
 	e.snap = sched.Snapshot{Nodes: e.nodes, Partitions: c.Partitions}
 	if opts.Policy.Topology {
@@ -225,96 +298,129 @@ func limitOf(dur int64) int64 {
 	return max(1, (dur+59)/60) * 60
 }
 
-// load turns trace jobs into engine jobs: ordered by submit time (equal
-// times shuffled by the seed), numbered from 1, with rejected and
-// skipped ones marked.
-func (e *engine) load(in []trace.Job) error {
+// load takes the jobs of t (in arrival order, numbered from 1) and
+// marks the rejected and skipped ones.
+func (e *engine) load(t *table) {
 	c := e.opts.Cluster
-	jobs := slices.Clone(in)
-	trace.SortBySubmit(jobs)
-	rng := rand.New(rand.NewPCG(e.opts.Seed, 0x7469646573696d)) // "tidesim"
-	for i := 0; i < len(jobs); {
-		k := i + 1
-		for k < len(jobs) && jobs[k].Submit == jobs[i].Submit {
-			k++
-		}
-		if k-i > 1 {
-			g := jobs[i:k]
-			rng.Shuffle(len(g), func(a, b int) { g[a], g[b] = g[b], g[a] })
-		}
-		i = k
-	}
+	e.tab = t
 	type shape struct {
 		part string
 		gpus int
 		pct  int
 	}
+	// The partition of each trace queue.
+	parts := make([]string, len(t.queues))
+	for q, name := range t.queues {
+		parts[q] = c.DefaultPartition
+		if _, ok := c.Partitions[name]; ok {
+			parts[q] = name
+		}
+	}
 	var wlWhole, wlSlice []int
-	feasible := map[shape]string{}
-	shapeIDs := map[shape]int{}
-	e.jobs = make([]*simJob, len(jobs))
-	results := make([]JobResult, len(jobs))
-	for i, tj := range jobs {
-		id := uint64(i + 1)
-		gpus := tj.GPUs
-		res := &results[i]
-		*res = JobResult{ID: id, TraceID: tj.ID, GPUs: gpus, Submit: tj.Submit, Start: -1, End: -1, Duration: tj.Duration}
-		part := c.DefaultPartition
-		if _, ok := c.Partitions[tj.Queue]; ok {
-			part = tj.Queue
-		}
-		limit := limitOf(max(tj.Duration, 0))
-		spec := jobSpec(c, gpus, part, limit)
-		pct := slicePct(gpus, tj.Share, c.Partitions[part])
-		if pct > 0 {
-			sliceSpec(&spec, pct)
-			res.SlicePct = pct
-		}
+	shapeIDs := map[shape]int32{}
+	e.jobs = make([]simJob, len(t.jobs))
+	for i := range t.jobs {
+		tj := &t.jobs[i]
+		gpus := int(tj.gpus)
+		part := parts[tj.queue]
+		pct := slicePct(gpus, tj.share, c.Partitions[part])
 		key := shape{part, gpus, pct}
 		sid, ok := shapeIDs[key]
 		if !ok {
-			sid = len(shapeIDs)
+			sid = int32(len(e.jobShapes))
 			shapeIDs[key] = sid
+			spec := jobSpec(c, gpus, part, 0)
+			if pct > 0 {
+				sliceSpec(&spec, pct)
+			}
+			sh := jobShape{spec: spec, slicePct: pct}
+			if gpus > 0 {
+				sh.minNodeGPUs = gpus / spec.ReqNodes()
+			}
+			e.jobShapes = append(e.jobShapes, sh)
 		}
-		sj := &simJob{res: res, limit: limit, shape: sid}
-		sj.job = api.Job{ID: id, JobSpec: spec, State: api.StatePending, SubmitTime: Epoch.Add(time.Duration(tj.Submit) * time.Second)}
-		sj.job.Name = tj.ID
-		if gpus > 0 {
-			n := spec.ReqNodes()
-			sj.minNodeGPUs = gpus / n
-		}
-		e.jobs[i] = sj
-		e.byID[id] = sj
-		if tj.Duration < 0 {
-			res.Outcome = OutcomeSkipped
+		sj := &e.jobs[i]
+		*sj = simJob{start: -1, end: -1, shape: sid}
+		if tj.duration < 0 {
+			sj.outcome = outcomeSkipped
 			continue
 		}
-		why, seen := feasible[key]
-		if !seen {
-			ok, w := sched.CheckFeasible(&spec, c.Partitions[part], c.Nodes, e.cfg)
-			if !ok {
-				why = w
-				if why == "" {
-					why = "does not fit"
+		sh := &e.jobShapes[sid]
+		if !sh.checked {
+			// A shape's first job with a duration decides for all.
+			spec := sh.spec
+			spec.TimeLimit = limitOf(tj.duration)
+			if ok, w := sched.CheckFeasible(&spec, c.Partitions[part], c.Nodes, e.cfg); !ok {
+				sh.why = w
+				if sh.why == "" {
+					sh.why = "does not fit"
 				}
 			}
-			feasible[key] = why
+			sh.checked = true
 		}
-		if why != "" {
-			res.Outcome, res.Why = OutcomeRejected, why
+		if sh.why != "" {
+			sj.outcome = outcomeRejected
 			continue
 		}
 		switch {
 		case pct > 0:
 			wlSlice = append(wlSlice, pct)
 		case gpus > 0:
-			wlWhole = append(wlWhole, sj.minNodeGPUs)
+			wlWhole = append(wlWhole, sh.minNodeGPUs)
 		}
 	}
 	e.wl = newWorkload(wlWhole, wlSlice)
-	e.res.Jobs = results
-	e.shapes = len(shapeIDs)
-	return nil
+}
+
+// results is what became of each job, in the table's order.
+func (e *engine) results() []JobResult {
+	out := make([]JobResult, len(e.jobs))
+	for i := range e.jobs {
+		sj, tj, sh := &e.jobs[i], &e.tab.jobs[i], &e.jobShapes[e.jobs[i].shape]
+		out[i] = JobResult{ID: uint64(i + 1), TraceID: e.tab.id(i), GPUs: int(tj.gpus), SlicePct: sh.slicePct,
+			Submit: tj.submit, Start: sj.start, End: sj.end, Duration: tj.duration, Outcome: outcomeNames[sj.outcome]}
+		if sj.outcome == outcomeRejected {
+			out[i].Why = sh.why
+		}
+	}
+	return out
+}
+
+// arrive makes job i pending: its request, as the scheduler sees it.
+func (e *engine) arrive(i int) *liveJob {
+	tj := &e.tab.jobs[i]
+	var lj *liveJob
+	if n := len(e.free); n > 0 {
+		lj, e.free = e.free[n-1], e.free[:n-1]
+	} else {
+		lj = new(liveJob)
+	}
+	id := uint64(i + 1)
+	lj.job = api.Job{ID: id, JobSpec: e.jobShapes[e.jobs[i].shape].spec, State: api.StatePending,
+		SubmitTime: Epoch.Add(time.Duration(tj.submit) * time.Second)}
+	lj.job.TimeLimit = limitOf(max(tj.duration, 0))
+	lj.job.Name = e.tab.id(i)
+	e.live[id] = lj
+	return lj
+}
+
+// release forgets the request and allocation of job id once it has
+// ended (or, packing, could not be placed), keeping the liveJob for the
+// next arrival. Nothing may point to it any more: the job has left the
+// pending queue.
+func (e *engine) release(id uint64) {
+	lj, ok := e.live[id]
+	if !ok {
+		return
+	}
+	delete(e.live, id)
+	lj.alloc = nil
+	e.free = append(e.free, lj)
+}
+
+// minNodeGPUs is job i's smallest per-node GPU need (see jobShape).
+func (e *engine) minNodeGPUs(i int) int {
+	return e.jobShapes[e.jobs[i].shape].minNodeGPUs
 }
 
 // loop runs the replay to its end.
@@ -326,7 +432,7 @@ func (e *engine) loop() error {
 	for next < len(e.jobs) || e.running.Len() > 0 {
 		t := int64(math.MaxInt64)
 		if next < len(e.jobs) {
-			t = e.jobs[next].res.Submit
+			t = e.tab.jobs[next].submit
 		}
 		if e.running.Len() > 0 && e.running[0].end < t {
 			t = e.running[0].end
@@ -334,20 +440,21 @@ func (e *engine) loop() error {
 		changed := false
 		for e.running.Len() > 0 && e.running[0].end == t {
 			c := heap.Pop(&e.running).(completion)
-			e.finish(e.byID[c.id], t)
+			e.finish(c.id, t)
 			changed = true
 		}
-		for next < len(e.jobs) && e.jobs[next].res.Submit == t {
-			sj := e.jobs[next]
+		for next < len(e.jobs) && e.tab.jobs[next].submit == t {
+			i := next
 			next++
-			if sj.res.Outcome != "" {
+			if e.jobs[i].outcome != outcomeNone {
 				e.done++
 				continue
 			}
-			e.pending = append(e.pending, &sj.job)
-			e.pendMeta = append(e.pendMeta, jobMeta{shape: int32(sj.shape), limit: sj.limit})
-			e.needs[min(sj.minNodeGPUs, len(e.needs)-1)]++
-			e.parts[sj.job.Partition]++
+			lj := e.arrive(i)
+			e.pending = append(e.pending, &lj.job)
+			e.pendMeta = append(e.pendMeta, jobMeta{shape: e.jobs[i].shape, limit: lj.job.TimeLimit})
+			e.needs[min(e.minNodeGPUs(i), len(e.needs)-1)]++
+			e.parts[lj.job.Partition]++
 			changed = true
 		}
 		started := 0
@@ -364,7 +471,7 @@ func (e *engine) loop() error {
 		}
 	}
 	for _, j := range e.pending {
-		e.byID[j.ID].res.Outcome = OutcomeUnstarted
+		e.jobs[j.ID-1].outcome = outcomeUnstarted
 	}
 	if p := e.opts.Progress; p != nil {
 		p(total, total)
@@ -447,8 +554,8 @@ func (e *engine) pass(t int64) (int, error) {
 // only widens what it may use: if the shortest job of a shape cannot
 // start after the prefix, no job of that shape can.
 func (e *engine) representatives(k int) []*api.Job {
-	if len(e.reps) < e.shapes {
-		e.reps = make([]shapeRep, e.shapes)
+	if len(e.reps) < len(e.jobShapes) {
+		e.reps = make([]shapeRep, len(e.jobShapes))
 	}
 	e.repGen++
 	out := e.repJobs[:0]
@@ -515,45 +622,20 @@ func (e *engine) closes(plan *sched.Plan) bool {
 // that the plan gives only what is free: the simulator doubles as an
 // invariant check of the core) and schedules its completion.
 func (e *engine) start(s *sched.Start, t int64) error {
-	sj, ok := e.byID[s.JobID]
+	sj, ok := e.live[s.JobID]
 	if !ok || sj.job.State != api.StatePending {
 		return fmt.Errorf("plan starts job %d, which is not pending", s.JobID)
 	}
-	at := Epoch.Add(time.Duration(t+sj.limit) * time.Second)
+	ji := int(s.JobID - 1)
+	at := Epoch.Add(time.Duration(t+sj.job.TimeLimit) * time.Second)
+	// The controller's plan applier: the replay doubles as an invariant
+	// check of the core, so a start the ledger refuses is an error.
+	if err := e.ledger.Take(s.Alloc); err != nil {
+		return fmt.Errorf("plan starts job %d: %w", s.JobID, err)
+	}
 	for _, a := range s.Alloc {
-		i, ok := e.nodeIdx[a.Node]
-		if !ok {
-			return fmt.Errorf("plan puts job %d on unknown node %s", s.JobID, a.Node)
-		}
-		n := &e.nodes[i]
-		if a.CPUs > n.FreeCPUs || a.MemoryMB > n.FreeMemMB {
-			return fmt.Errorf("plan gives job %d %d CPUs and %d MB on %s, which has %d and %d free",
-				s.JobID, a.CPUs, a.MemoryMB, a.Node, n.FreeCPUs, n.FreeMemMB)
-		}
-		if a.Sliced() {
-			for _, g := range a.GPUs {
-				opened, err := takeSlice(n, &a, g, e.pctCap)
-				if err != nil {
-					return fmt.Errorf("plan gives job %d a slice: %w", s.JobID, err)
-				}
-				if opened {
-					e.usedGPUs++
-				}
-			}
-		} else {
-			for _, g := range a.GPUs {
-				k, found := slices.BinarySearch(n.FreeGPUs, g)
-				if !found {
-					return fmt.Errorf("plan gives job %d GPU %d on %s, which is not free", s.JobID, g, a.Node)
-				}
-				n.FreeGPUs = slices.Delete(n.FreeGPUs, k, k+1)
-			}
-			e.usedGPUs += len(a.GPUs)
-		}
-		n.FreeCPUs -= a.CPUs
-		n.FreeMemMB -= a.MemoryMB
-		n.Idle = false
-		e.refrag(i)
+		i := e.nodeIdx[a.Node]
+		e.sync(i)
 		if e.backfill {
 			// A slice's end frees no whole GPU for sure: its release
 			// gives back CPUs and memory only.
@@ -561,53 +643,73 @@ func (e *engine) start(s *sched.Start, t int64) error {
 			if a.Sliced() {
 				gpus = nil
 			}
+			n := &e.nodes[i]
 			n.Releases = append(n.Releases, sched.Release{At: at, CPUs: a.CPUs, MemMB: a.MemoryMB, GPUs: gpus})
 			e.relJob[i] = append(e.relJob[i], sj.job.ID)
 		}
 	}
 	sj.alloc = s.Alloc
 	sj.job.State = api.StateRunning
-	sj.res.Start = t
-	e.needs[min(sj.minNodeGPUs, len(e.needs)-1)]--
+	e.jobs[ji].start = t
+	e.needs[min(e.minNodeGPUs(ji), len(e.needs)-1)]--
 	e.parts[sj.job.Partition]--
-	heap.Push(&e.running, completion{end: t + sj.res.Duration, id: sj.job.ID})
+	heap.Push(&e.running, completion{end: t + e.tab.jobs[ji].duration, id: sj.job.ID})
 	return nil
 }
 
-// finish ends a running job at t and gives its resources back.
-func (e *engine) finish(sj *simJob, t int64) {
+// finish ends running job id at t and gives its resources back.
+func (e *engine) finish(id uint64, t int64) {
+	sj := e.live[id]
+	e.ledger.Release(sj.alloc)
 	for _, a := range sj.alloc {
 		i := e.nodeIdx[a.Node]
-		n := &e.nodes[i]
-		n.FreeCPUs += a.CPUs
-		n.FreeMemMB += a.MemoryMB
-		if a.Sliced() {
-			for _, g := range a.GPUs {
-				if dropSlice(n, &a, g) {
-					e.usedGPUs--
-				}
-			}
-		} else {
-			for _, g := range a.GPUs {
-				k, _ := slices.BinarySearch(n.FreeGPUs, g)
-				n.FreeGPUs = slices.Insert(n.FreeGPUs, k, g)
-			}
-			e.usedGPUs -= len(a.GPUs)
-		}
-		n.Idle = n.FreeCPUs == n.CPUs && n.FreeMemMB == n.MemoryMB && len(n.FreeGPUs) == n.GPUs
-		e.refrag(i)
+		e.sync(i)
 		if e.backfill {
+			n := &e.nodes[i]
 			if k := slices.Index(e.relJob[i], sj.job.ID); k >= 0 {
 				e.relJob[i] = slices.Delete(e.relJob[i], k, k+1)
 				n.Releases = slices.Delete(n.Releases, k, k+1)
 			}
 		}
 	}
-	sj.alloc = nil
 	sj.job.State = api.StateCompleted
-	sj.res.End = t
-	sj.res.Outcome = OutcomeDone
+	e.jobs[id-1].end = t
+	e.jobs[id-1].outcome = outcomeDone
 	e.done++
+	e.release(id)
+}
+
+// sync refreshes node i's view for the core from the ledger (free CPUs,
+// memory, GPUs, shared GPUs, idle), keeps the count of GPUs in use and
+// the node's fragmentation up to date.
+func (e *engine) sync(i int) {
+	n := &e.nodes[i]
+	ln := e.ledger.At(i)
+	before := n.GPUs - len(n.FreeGPUs)
+	n.FreeCPUs, n.FreeMemMB = ln.FreeCPUs(), ln.FreeMemMB()
+	n.FreeGPUs = ln.FreeGPUs(n.FreeGPUs[:0])
+	n.Shared = append(n.Shared[:0], ln.Shared()...)
+	n.Idle = ln.Idle()
+	e.usedGPUs += n.GPUs - len(n.FreeGPUs) - before
+	e.refrag(i)
+}
+
+// heldOf is what a node of a generated cluster already holds, as an
+// allocation for the ledger (generated nodes start empty).
+func heldOf(n *sched.NodeInfo) []api.NodeAlloc {
+	a := api.NodeAlloc{Node: n.Name, CPUs: n.CPUs - n.FreeCPUs, MemoryMB: n.MemoryMB - n.FreeMemMB}
+	for g := range n.GPUs {
+		if !slices.Contains(n.FreeGPUs, g) && !slices.ContainsFunc(n.Shared, func(s sched.SharedGPU) bool { return s.Index == g }) {
+			a.GPUs = append(a.GPUs, g)
+		}
+	}
+	out := []api.NodeAlloc{a}
+	for _, sh := range n.Shared {
+		for range sh.Slices {
+			out = append(out, api.NodeAlloc{Node: n.Name, GPUs: []int{sh.Index}, GPUMemMB: sh.MemMB / int64(sh.Slices), GPUComputePct: sh.ComputePct / sh.Slices})
+		}
+	}
+	return out
 }
 
 // sample records the cluster after instant t. Fragmented GPUs are free
@@ -631,8 +733,8 @@ func (e *engine) sample(t int64, started int) {
 			}
 		}
 	}
-	s := Sample{T: t, UsedGPUs: e.usedGPUs, Pending: len(e.pending), Running: e.running.Len(), FragGPUs: frag,
-		StartedAt: started, WorkFrag: max(0, e.fragSum)}
+	s := Sample{T: t, UsedGPUs: int32(e.usedGPUs), Pending: int32(len(e.pending)), Running: int32(e.running.Len()),
+		FragGPUs: int32(frag), StartedAt: int32(started), WorkFrag: max(0, e.fragSum)}
 	if k := len(e.res.Samples); k > 0 && e.res.Samples[k-1].T == t {
 		e.res.Samples[k-1] = s
 		return

@@ -171,7 +171,7 @@ func TestPrefixPassesMatchFullPasses(t *testing.T) {
 				}
 				maxQ := 0
 				for _, s := range full.Samples {
-					maxQ = max(maxQ, s.Pending)
+					maxQ = max(maxQ, int(s.Pending))
 				}
 				if maxQ <= firstPrefix {
 					t.Errorf("max queue %d: the trace never exercises prefixes (> %d)", maxQ, firstPrefix)

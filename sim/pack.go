@@ -56,13 +56,21 @@ var packLevels = []float64{0.5, 0.7, 0.8, 0.9, 1.0, 1.1, 1.2}
 // (CPU-only and rejected jobs are left out) arrive in submission order
 // on opts.Cluster and are placed by opts.Policy's core settings.
 func Pack(jobs []trace.Job, opts Options) (*PackResult, error) {
+	t, err := newTable(jobs, opts.Seed)
+	if err != nil {
+		return nil, err
+	}
+	return pack(t, opts)
+}
+
+// pack runs the packing experiment on the jobs of t (ordered with
+// opts.Seed).
+func pack(t *table, opts Options) (*PackResult, error) {
 	if opts.Cluster == nil {
 		return nil, fmt.Errorf("no cluster")
 	}
 	e := newEngine(opts)
-	if err := e.load(jobs); err != nil {
-		return nil, err
-	}
+	e.load(t)
 	total := float64(e.res.TotalGPUs)
 	res := &PackResult{Policy: opts.Policy.Name, FirstFailAt: 1}
 	if total == 0 {
@@ -71,16 +79,19 @@ func Pack(jobs []trace.Job, opts Options) (*PackResult, error) {
 	var arrived, allocated float64 // GPU capacity
 	level := 0
 	now := Epoch
-	for _, sj := range e.jobs {
-		if sj.res.Outcome != "" || sj.res.GPUs == 0 {
+	one := make([]*api.Job, 1)
+	for i := range e.jobs {
+		gpus := e.tab.jobs[i].gpus
+		if e.jobs[i].outcome != outcomeNone || gpus == 0 {
 			continue
 		}
-		need := float64(sj.res.GPUs)
-		if sj.res.SlicePct > 0 {
-			need = float64(sj.res.SlicePct) / 100
+		need := float64(gpus)
+		if pct := e.jobShapes[e.jobs[i].shape].slicePct; pct > 0 {
+			need = float64(pct) / 100
 		}
 		arrived += need
-		e.snap.Pending = []*api.Job{&sj.job}
+		one[0] = &e.arrive(i).job
+		e.snap.Pending = one
 		plan := sched.Schedule(&e.snap, now, e.cfg)
 		e.snap.Pending = nil
 		if len(plan.Starts) == 1 {
@@ -94,6 +105,7 @@ func Pack(jobs []trace.Job, opts Options) (*PackResult, error) {
 				res.FirstFailAt = round6(allocated / total)
 			}
 			res.Failed++
+			e.release(uint64(i + 1))
 		}
 		for level < len(packLevels) && arrived >= packLevels[level]*total {
 			free := total - allocated
@@ -111,9 +123,13 @@ func Pack(jobs []trace.Job, opts Options) (*PackResult, error) {
 
 // PackCompare runs Pack once per policy.
 func PackCompare(jobs []trace.Job, cluster *Cluster, policies []PolicySpec, seed uint64) ([]*PackResult, error) {
+	t, err := newTable(jobs, seed)
+	if err != nil {
+		return nil, err
+	}
 	out := make([]*PackResult, 0, len(policies))
 	for _, p := range policies {
-		r, err := Pack(jobs, Options{Cluster: cluster, Policy: p, Seed: seed})
+		r, err := pack(t, Options{Cluster: cluster, Policy: p, Seed: seed})
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", p.Name, err)
 		}

@@ -199,7 +199,7 @@ func Summarize(r *Result, starveAfter int64) (PolicyReport, WallTimes) {
 		}
 	}
 	for _, s := range r.Samples {
-		pr.MaxQueue = max(pr.MaxQueue, s.Pending)
+		pr.MaxQueue = max(pr.MaxQueue, int(s.Pending))
 	}
 
 	w := WallTimes{Passes: r.Passes}

@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"fmt"
 	"math"
 	"slices"
 
@@ -30,51 +29,6 @@ func sliceSpec(s *api.JobSpec, pct int) {
 	s.GPUComputePct = pct
 	s.CPUsPerGPU = max(1, s.CPUsPerGPU*pct/100)
 	s.MemPerGPUMB = max(1, s.MemPerGPUMB*int64(pct)/100)
-}
-
-// takeSlice records one slice of a on GPU g of n: g is already shared,
-// or free and becomes shared. It returns whether g was newly shared,
-// and an error when the plan gave a GPU that is neither (the replay
-// doubles as an invariant check of the core) or overcommits it.
-func takeSlice(n *sched.NodeInfo, a *api.NodeAlloc, g int, pctCap int) (opened bool, err error) {
-	k := slices.IndexFunc(n.Shared, func(s sched.SharedGPU) bool { return s.Index == g })
-	if k < 0 {
-		f, found := slices.BinarySearch(n.FreeGPUs, g)
-		if !found {
-			return false, fmt.Errorf("GPU %d on %s is neither free nor shared", g, n.Name)
-		}
-		n.FreeGPUs = slices.Delete(n.FreeGPUs, f, f+1)
-		n.Shared = append(n.Shared, sched.SharedGPU{Index: g})
-		k, opened = len(n.Shared)-1, true
-	}
-	sh := &n.Shared[k]
-	sh.MemMB += a.GPUMemMB
-	sh.ComputePct += a.GPUComputePct
-	sh.Slices++
-	if sh.ComputePct > pctCap {
-		return opened, fmt.Errorf("GPU %d on %s committed %d%% compute, over its cap %d%%", g, n.Name, sh.ComputePct, pctCap)
-	}
-	return opened, nil
-}
-
-// dropSlice gives one slice of a on GPU g of n back; it returns whether
-// the GPU became free (its last slice left).
-func dropSlice(n *sched.NodeInfo, a *api.NodeAlloc, g int) bool {
-	k := slices.IndexFunc(n.Shared, func(s sched.SharedGPU) bool { return s.Index == g })
-	if k < 0 {
-		return false
-	}
-	sh := &n.Shared[k]
-	sh.MemMB -= a.GPUMemMB
-	sh.ComputePct -= a.GPUComputePct
-	sh.Slices--
-	if sh.Slices > 0 {
-		return false
-	}
-	n.Shared = slices.Delete(n.Shared, k, k+1)
-	f, _ := slices.BinarySearch(n.FreeGPUs, g)
-	n.FreeGPUs = slices.Insert(n.FreeGPUs, f, g)
-	return true
 }
 
 // workload is the trace's mix of GPU request shapes, for the

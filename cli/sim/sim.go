@@ -11,7 +11,6 @@ import (
 	"io/fs"
 	"maps"
 	"os"
-	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -147,10 +146,6 @@ func Run(o *Options) error {
 	if err != nil {
 		return err
 	}
-	// A replay allocates briskly and keeps little: trade memory for
-	// fewer collections.
-	defer debug.SetGCPercent(debug.SetGCPercent(400))
-
 	if o.Pack {
 		if o.HTML != "" {
 			return cmdutil.Usagef("--pack prints a table (and --json); --html is for replays")

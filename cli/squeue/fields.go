@@ -311,7 +311,7 @@ func reasonList(e *env, dst []byte, j *api.Job) []byte {
 	if showsReason(j.State) {
 		dst = append(dst, '(')
 		dst = append(dst, reason(j)...)
-		if d := jobfmt.DecisiveDetail(j.ReasonDetail); d != "" && j.State == api.StatePending && jobfmt.SharingReason(j.Reason) {
+		if d := jobfmt.DecisiveDetail(j.ReasonDetail); d != "" && j.State == api.StatePending && j.Reason.Sharing() {
 			dst = append(dst, ": "...)
 			dst = append(dst, d...)
 		}

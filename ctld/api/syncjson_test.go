@@ -16,7 +16,7 @@ import (
 )
 
 // The references are what the controller and the node daemon's client
-// did before the hand-written readers.
+// did before the generated readers.
 
 func referenceSyncRequest(data []byte, r *NodeSyncRequest) error {
 	dec := json.NewDecoder(bytes.NewReader(data))
@@ -81,7 +81,7 @@ func checkAppendJSON(t *testing.T, name string, v any, appendJSON func([]byte) (
 }
 
 // checkSyncRequestJSON checks the writer against json.Marshal and, on
-// what it wrote, that the hand reader reads it by hand (not through
+// what it wrote, that the generated reader reads it by hand (not through
 // encoding/json, which would hide a field it lacks) and as encoding/json
 // does.
 func checkSyncRequestJSON(t *testing.T, name string, r *NodeSyncRequest) {
@@ -91,8 +91,8 @@ func checkSyncRequestJSON(t *testing.T, name string, r *NodeSyncRequest) {
 		return
 	}
 	var out NodeSyncRequest
-	if !(syncDecoder{jsonfast.New(data)}).syncRequest(&out) {
-		t.Fatalf("%s: the hand reader refused the writer's output\n%s", name, data)
+	if !readJSONNodeSyncRequest(jsonfast.New(data), &out) {
+		t.Fatalf("%s: the generated reader refused the encoder's output\n%s", name, data)
 	}
 	checkSyncRequestDecode(t, name, data)
 }
@@ -110,8 +110,8 @@ func checkSyncResponseJSON(t *testing.T, name string, r *NodeSyncResponse) {
 		return
 	}
 	var out NodeSyncResponse
-	if !(syncDecoder{jsonfast.New(data)}).syncResponse(&out) {
-		t.Fatalf("%s: the hand reader refused the writer's output\n%s", name, data)
+	if !readJSONNodeSyncResponse(jsonfast.New(data), &out) {
+		t.Fatalf("%s: the generated reader refused the encoder's output\n%s", name, data)
 	}
 	checkSyncResponseDecode(t, name, data)
 }
@@ -260,7 +260,7 @@ const (
 	syncReport = `{"job_id":12,"restart":1,"state":"running","start_time":` + syncTime + `,"exit":{"code":0,"signal":0}}`
 )
 
-// syncRequestEdgeCases are inputs the hand reader must hand to
+// syncRequestEdgeCases are inputs the reader must hand to
 // encoding/json or read exactly as it does.
 var syncRequestEdgeCases = []string{
 	``, ` `, `null`, `{}`, `[]`, `"x"`, `{"name":"n"}`, ` { "name" : "n" , "wait_ms" : 5 } `,

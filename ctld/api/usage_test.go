@@ -74,8 +74,8 @@ func TestUsageStatAve(t *testing.T) {
 	}
 }
 
-// TestNodeUsageJSONMatchesEncodingJSON: the hand writer produces
-// json.Marshal's bytes and the hand reader takes them back to the same
+// TestNodeUsageJSONMatchesEncodingJSON: the generated writer produces
+// json.Marshal's bytes and the generated reader takes them back to the same
 // value, for edge cases and random fills.
 func TestNodeUsageJSONMatchesEncodingJSON(t *testing.T) {
 	cases := []*NodeUsage{
@@ -103,7 +103,7 @@ func TestNodeUsageJSONMatchesEncodingJSON(t *testing.T) {
 		}
 		var back NodeUsage
 		if !DecodeNodeUsageJSON(jsonfast.New(got), &back) {
-			t.Fatalf("case %d: the hand reader refused %s", i, got)
+			t.Fatalf("case %d: the generated reader refused %s", i, got)
 		}
 		var ref NodeUsage
 		if err := json.Unmarshal(got, &ref); err != nil {
@@ -115,21 +115,42 @@ func TestNodeUsageJSONMatchesEncodingJSON(t *testing.T) {
 	}
 }
 
-// TestDecodeNodeUsageRefusesOddInput leaves to encoding/json what the
-// writer never produces.
-func TestDecodeNodeUsageRefusesOddInput(t *testing.T) {
-	for _, in := range []string{
-		`{"job_id":1,"job_id":2,"tasks":[]}`,
-		`{"tasks":[{"task":1,"task":2}]}`,
-		`{"tasks":[{"rss":1,"rss":2}]}`,
-		`{"cgroup":{"has_io":true,"has_io":false},"tasks":null}`,
-		`{"cgroup":null,"tasks":[]}`,
-		`{"unknown":1}`,
-		`{"tasks":[{"rss":-1}]}`,
+// TestDecodeNodeUsageOddInput: what the reader takes beyond what the
+// writer produces (repeated keys, null), it reads as encoding/json
+// does; what it cannot read so, it leaves to encoding/json.
+func TestDecodeNodeUsageOddInput(t *testing.T) {
+	for _, tc := range []struct {
+		in     string
+		refuse bool
+	}{
+		{in: `{"job_id":1,"job_id":2,"tasks":[]}`},
+		{in: `{"tasks":[{"task":1,"task":2}]}`},
+		{in: `{"tasks":[{"rss":1,"rss":2}]}`},
+		{in: `{"cgroup":{"has_io":true,"has_io":false},"tasks":null}`},
+		{in: `{"cgroup":{"user_usec":1},"cgroup":{"has_io":true},"tasks":null}`},
+		{in: `{"cgroup":null,"tasks":[]}`},
+		{in: `{"tasks":[{"task":1}],"tasks":[{"rss":2}]}`, refuse: true}, // encoding/json merges
+		{in: `{"unknown":1}`, refuse: true},
+		{in: `{"tasks":[{"rss":-1}]}`, refuse: true},
+		{in: `{"tasks":[null]}`, refuse: true},
+		{in: `{"job_id":null}`, refuse: true},
 	} {
 		var u NodeUsage
-		if DecodeNodeUsageJSON(jsonfast.New([]byte(in)), &u) {
-			t.Errorf("the hand reader took %s", in)
+		ok := DecodeNodeUsageJSON(jsonfast.New([]byte(tc.in)), &u)
+		if ok == tc.refuse {
+			t.Errorf("%s: reader took it %v, want %v", tc.in, ok, !tc.refuse)
+			continue
+		}
+		if !ok {
+			continue
+		}
+		var ref NodeUsage
+		if err := json.Unmarshal([]byte(tc.in), &ref); err != nil {
+			t.Errorf("%s: the reader took what encoding/json refuses: %v", tc.in, err)
+			continue
+		}
+		if diff := cmp.Diff(ref, u); diff != "" {
+			t.Errorf("%s: decoded (-encoding/json +reader):\n%s", tc.in, diff)
 		}
 	}
 	// What it refuses, the protocol's decoders hand to encoding/json.

@@ -21,6 +21,12 @@ import (
 // controller speaks plain HTTP/1.1 on a unix socket or loopback TCP, so
 // requests with a Content-Length and answers with a Content-Length or
 // chunked body are all that is needed.
+//
+// tided, long-running, uses it too, on measure: on its exchanges (a
+// sync with reports, answered with a launch, two per job) net/http's
+// client took more than twice the CPU (about 240 against 105 µs per
+// exchange, plain or over TLS, BenchmarkNodeSyncTransport), against
+// tided's 0.75 ms per job.
 type transport struct {
 	dial func(ctx context.Context) (net.Conn, error)
 	host string // Host header

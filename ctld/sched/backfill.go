@@ -171,8 +171,7 @@ func (pol *policy) noFit(p *pass, r *Request, reason api.ReasonCode) {
 			p.holdForPriority(r)
 		}
 	case PolicyFIFO:
-		switch reason {
-		case api.ReasonResources, api.ReasonTopology, api.ReasonPriority:
+		if reason.Blocks() {
 			if reason == api.ReasonResources && !pol.fifoBlocked {
 				pol.estimate(p, r)
 			}

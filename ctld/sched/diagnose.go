@@ -16,7 +16,7 @@ import (
 // It is reset per job and keeps its buffers.
 type histogram struct {
 	total, available int
-	codes            []string
+	codes            []api.DetailCode
 	counts           []int
 }
 
@@ -25,9 +25,9 @@ func (h *histogram) reset(total int) {
 	h.codes, h.counts = h.codes[:0], h.counts[:0]
 }
 
-func (h *histogram) add(code string) { h.addN(code, 1) }
+func (h *histogram) add(code api.DetailCode) { h.addN(code, 1) }
 
-func (h *histogram) addN(code string, n int) {
+func (h *histogram) addN(code api.DetailCode, n int) {
 	if n <= 0 || code == "" {
 		return
 	}
@@ -41,7 +41,7 @@ func (h *histogram) addN(code string, n int) {
 	h.counts = append(h.counts, n)
 }
 
-func (h *histogram) count(code string) int {
+func (h *histogram) count(code api.DetailCode) int {
 	for i, c := range h.codes {
 		if c == code {
 			return h.counts[i]
@@ -54,7 +54,7 @@ func (h *histogram) count(code string) int {
 // codes by count (highest first), then by name.
 func (h *histogram) String() string {
 	type bin struct {
-		code string
+		code api.DetailCode
 		n    int
 	}
 	bins := make([]bin, len(h.codes))
@@ -80,7 +80,7 @@ func (h *histogram) String() string {
 		}
 		b.WriteString(strconv.Itoa(x.n))
 		b.WriteByte(' ')
-		b.WriteString(x.code)
+		b.WriteString(string(x.code))
 	}
 	return b.String()
 }

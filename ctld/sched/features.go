@@ -363,7 +363,7 @@ type featureFilter struct{}
 
 func (featureFilter) Name() string             { return "features" }
 func (featureFilter) Relevant(r *Request) bool { return r.Features != nil || r.FeatureErr != "" }
-func (featureFilter) Check(r *Request, _ *Slot, n *NodeState) string {
+func (featureFilter) Check(r *Request, _ *Slot, n *NodeState) api.DetailCode {
 	if r.FeatureErr != "" || !r.Features.Match(r.FeatureAlt, n.Info.Features) {
 		return api.DetailNodeFeatures
 	}

@@ -9,7 +9,7 @@ import (
 // DetailReserved is the detail code of a node that a higher-priority
 // pending job is waiting for. It never reaches a Decision's Detail: a job
 // turned away by it is pending for Priority, whose detail is a constant.
-const DetailReserved = "ReservedForPriority"
+const DetailReserved = api.DetailReservedForPriority
 
 // Filter is one cheap feasibility check in the node-filter chain (Nomad's
 // FeasibilityChecker, the k8s Filter plugin). Check returns "" when node n
@@ -25,7 +25,7 @@ type Filter interface {
 	// the job's chain, so a plain 1-GPU job pays for three checks per
 	// node, not nine. It is called once per job, after r.Slots is set.
 	Relevant(r *Request) bool
-	Check(r *Request, s *Slot, n *NodeState) string
+	Check(r *Request, s *Slot, n *NodeState) api.DetailCode
 }
 
 // NodeState is the pass's working copy of one node: the snapshot's static
@@ -147,7 +147,7 @@ func (c *chain) prepare(r *Request) {
 
 // check runs the job's chain and returns the first failure's detail code
 // ("" = the node can take the slot).
-func (c *chain) check(r *Request, s *Slot, n *NodeState) string {
+func (c *chain) check(r *Request, s *Slot, n *NodeState) api.DetailCode {
 	for _, f := range c.active {
 		if code := f.Check(r, s, n); code != "" {
 			return code
@@ -157,7 +157,7 @@ func (c *chain) check(r *Request, s *Slot, n *NodeState) string {
 }
 
 // checkStatic runs only the job's static filters.
-func (c *chain) checkStatic(r *Request, s *Slot, n *NodeState) string {
+func (c *chain) checkStatic(r *Request, s *Slot, n *NodeState) api.DetailCode {
 	for _, f := range c.active[:c.activeStatic] {
 		if code := f.Check(r, s, n); code != "" {
 			return code
@@ -171,7 +171,7 @@ type usableFilter struct{}
 
 func (usableFilter) Name() string           { return "usable" }
 func (usableFilter) Relevant(*Request) bool { return true }
-func (usableFilter) Check(_ *Request, _ *Slot, n *NodeState) string {
+func (usableFilter) Check(_ *Request, _ *Slot, n *NodeState) api.DetailCode {
 	if n.Usable {
 		return ""
 	}
@@ -186,7 +186,7 @@ type excludeFilter struct{}
 
 func (excludeFilter) Name() string             { return "exclude" }
 func (excludeFilter) Relevant(r *Request) bool { return r.Excludes }
-func (excludeFilter) Check(r *Request, _ *Slot, n *NodeState) string {
+func (excludeFilter) Check(r *Request, _ *Slot, n *NodeState) api.DetailCode {
 	if n.excluded == r.stamp {
 		return api.DetailNodeExcluded
 	}
@@ -199,7 +199,7 @@ type requestedFilter struct{}
 
 func (requestedFilter) Name() string             { return "requested" }
 func (requestedFilter) Relevant(r *Request) bool { return r.OnlyRequired }
-func (requestedFilter) Check(r *Request, _ *Slot, n *NodeState) string {
+func (requestedFilter) Check(r *Request, _ *Slot, n *NodeState) api.DetailCode {
 	if r.OnlyRequired && n.required != r.stamp {
 		return api.DetailNodeNotRequested
 	}
@@ -211,7 +211,7 @@ type gpuModelFilter struct{}
 
 func (gpuModelFilter) Name() string             { return "gpu-model" }
 func (gpuModelFilter) Relevant(r *Request) bool { return r.GPUType != "" }
-func (gpuModelFilter) Check(r *Request, _ *Slot, n *NodeState) string {
+func (gpuModelFilter) Check(r *Request, _ *Slot, n *NodeState) api.DetailCode {
 	if r.GPUType != "" && !strings.EqualFold(r.GPUType, n.Info.GPUModel) {
 		return api.DetailGPUType
 	}
@@ -231,7 +231,7 @@ type tmpDiskFilter struct{}
 
 func (tmpDiskFilter) Name() string             { return "tmp-disk" }
 func (tmpDiskFilter) Relevant(r *Request) bool { return r.TmpDiskMB > 0 }
-func (tmpDiskFilter) Check(r *Request, _ *Slot, n *NodeState) string {
+func (tmpDiskFilter) Check(r *Request, _ *Slot, n *NodeState) api.DetailCode {
 	if t := n.Info.TmpDiskMB; t != TmpDiskUnknown && t < r.TmpDiskMB {
 		return api.DetailInsufficientTmpDisk
 	}
@@ -244,7 +244,7 @@ type reservedFilter struct{}
 
 func (reservedFilter) Name() string             { return "reserved" }
 func (reservedFilter) Relevant(r *Request) bool { return r.AnyReserved }
-func (reservedFilter) Check(_ *Request, _ *Slot, n *NodeState) string {
+func (reservedFilter) Check(_ *Request, _ *Slot, n *NodeState) api.DetailCode {
 	if n.Reserved {
 		return DetailReserved
 	}
@@ -256,7 +256,7 @@ type idleFilter struct{}
 
 func (idleFilter) Name() string             { return "idle" }
 func (idleFilter) Relevant(r *Request) bool { return r.Exclusive }
-func (idleFilter) Check(r *Request, _ *Slot, n *NodeState) string {
+func (idleFilter) Check(r *Request, _ *Slot, n *NodeState) api.DetailCode {
 	if r.Exclusive && !n.Idle {
 		return api.DetailNodeBusy
 	}
@@ -268,7 +268,7 @@ type cpuFilter struct{}
 
 func (cpuFilter) Name() string             { return "cpu" }
 func (cpuFilter) Relevant(r *Request) bool { return len(r.Slots) > 0 && r.Slots[0].CPUs > 0 }
-func (cpuFilter) Check(_ *Request, s *Slot, n *NodeState) string {
+func (cpuFilter) Check(_ *Request, s *Slot, n *NodeState) api.DetailCode {
 	if n.FreeCPUs < s.CPUs {
 		return api.DetailInsufficientCPU
 	}
@@ -286,7 +286,7 @@ func (memFilter) Name() string { return "memory" }
 func (memFilter) Relevant(r *Request) bool {
 	return len(r.Slots) > 0 && (r.Slots[0].MemMB > 0 || r.Slots[0].WholeMem)
 }
-func (memFilter) Check(_ *Request, s *Slot, n *NodeState) string {
+func (memFilter) Check(_ *Request, s *Slot, n *NodeState) api.DetailCode {
 	if n.FreeMemMB < s.MemMB || s.WholeMem && n.FreeMemMB < n.Info.MemoryMB {
 		return api.DetailInsufficientMemory
 	}
@@ -299,7 +299,7 @@ type nvlinkFilter struct{}
 
 func (nvlinkFilter) Name() string             { return "nvlink" }
 func (nvlinkFilter) Relevant(r *Request) bool { return r.NVLinkOnly }
-func (nvlinkFilter) Check(_ *Request, s *Slot, n *NodeState) string {
+func (nvlinkFilter) Check(_ *Request, s *Slot, n *NodeState) api.DetailCode {
 	if s.GPUs < 2 {
 		return ""
 	}
@@ -315,7 +315,7 @@ type gpuFilter struct{}
 
 func (gpuFilter) Name() string             { return "gpu" }
 func (gpuFilter) Relevant(r *Request) bool { return len(r.Slots) > 0 && r.Slots[0].GPUs > 0 }
-func (gpuFilter) Check(r *Request, s *Slot, n *NodeState) string {
+func (gpuFilter) Check(r *Request, s *Slot, n *NodeState) api.DetailCode {
 	if s.Sliced() {
 		return checkSlices(r, s, n)
 	}

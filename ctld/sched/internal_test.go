@@ -204,13 +204,13 @@ func TestHistogramString(t *testing.T) {
 		name  string
 		total int
 		avail int
-		add   []string
+		add   []api.DetailCode
 		want  string
 	}{
 		{name: "empty", total: 4, avail: 4, want: "4/4 nodes available"},
 		{
 			name: "count desc then code", total: 4,
-			add:  []string{"NodeDrained", "InsufficientGPU", "InsufficientCPU", "InsufficientGPU"},
+			add:  []api.DetailCode{"NodeDrained", "InsufficientGPU", "InsufficientCPU", "InsufficientGPU"},
 			want: "0/4 nodes available: 2 InsufficientGPU, 1 InsufficientCPU, 1 NodeDrained",
 		},
 	}
@@ -256,7 +256,7 @@ func TestFilters(t *testing.T) {
 		info func(i *NodeInfo)
 		node func(n *NodeState)
 		slot func(s *Slot)
-		want string
+		want api.DetailCode
 	}{
 		{name: "fits exactly", want: ""},
 		{name: "unusable names its detail", node: func(n *NodeState) { n.Usable = false }, want: api.DetailNodeDrained},

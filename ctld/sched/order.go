@@ -104,7 +104,7 @@ func newOrder(pending []*api.Job, sh *share, now time.Time) *order {
 		}
 		q := sh.qosOf(j.QOS)
 		e := entry{job: j, qos: q, queue: sh.queueOf(j.Account), nice: j.Nice, submit: j.SubmitTime.UnixNano(), id: j.ID,
-			urgent: j.Reason == api.ReasonWaitingForReclaim || j.Reason == api.ReasonPreempting}
+			urgent: j.Reason.Reclaims()}
 		e.level = JobLevel(j, q)
 		e.aged, e.starving = AgedLevel(e.level, j, now, sh.age)
 		count[o.groupOf(&e)+1]++

@@ -64,11 +64,11 @@ func (p *pass) scheduleJob(e *entry, now time.Time, plan *Plan, pol *policy) (St
 		} else {
 			d.Detail = "partition " + name
 		}
-		if d.Reason == api.ReasonPreempting || d.Reason == api.ReasonWaitingForReclaim {
+		if d.Reason.Reclaims() {
 			best = k
 			break
 		}
-		if best < 0 || !waitsInLine(plan.Pending[best].Reason) && waitsInLine(d.Reason) {
+		if best < 0 || !plan.Pending[best].Reason.WaitsInLine() && d.Reason.WaitsInLine() {
 			best = k
 		}
 	}

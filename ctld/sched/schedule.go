@@ -58,18 +58,6 @@ func Schedule(snap *Snapshot, now time.Time, cfg Config) Plan {
 	return plan
 }
 
-// waitsInLine reports whether a job pending for reason waits for
-// resources in its queue's order, so that the jobs ahead of it matter
-// (not for holds, begin times or broken requests).
-func waitsInLine(reason api.ReasonCode) bool {
-	switch reason {
-	case api.ReasonResources, api.ReasonPriority, api.ReasonTopology, api.ReasonQuotaExceeded,
-		api.ReasonUserLimit, api.ReasonWaitingForReclaim, api.ReasonPreempting, api.ReasonNodeDown:
-		return true
-	}
-	return false
-}
-
 // decided completes a pending job's Decision: its expected start and,
 // in share mode, its level, starvation and the reasons after the
 // decisive one.
@@ -94,7 +82,7 @@ func (p *pass) decided(e *entry, d *Decision, pol *policy) {
 		more[n], p.fmtBuf = string(b), b
 		n++
 	}
-	if e.ahead > 0 && waitsInLine(d.Reason) {
+	if e.ahead > 0 && d.Reason.WaitsInLine() {
 		b := append(p.fmtBuf[:0], "Priority: "...)
 		b = strconv.AppendInt(b, int64(e.ahead), 10)
 		b = append(b, " jobs ahead in queue "...)
@@ -105,7 +93,7 @@ func (p *pass) decided(e *entry, d *Decision, pol *policy) {
 		more[n], p.fmtBuf = string(b), b
 		n++
 	}
-	if p.borrowing > 0 && d.Reason != api.ReasonWaitingForReclaim && d.Reason != api.ReasonPreempting {
+	if p.borrowing > 0 && !d.Reason.Reclaims() {
 		more[n] = fmt.Sprintf("Borrowing: queue %s would borrow %d GPUs of idle share", queueName(p.sh, e.queue), p.borrowing)
 		n++
 	}

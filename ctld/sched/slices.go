@@ -71,7 +71,7 @@ func sliceFits(s *Slot, mem int64, pct int, memCap int64, pctCap int) bool {
 // checkSlices is the GPU filter for a sliced slot: the node needs
 // s.GPUs different GPUs that can each take one slice, free ones or
 // shared ones with room. The detail says which limit turned it away.
-func checkSlices(r *Request, s *Slot, n *NodeState) string {
+func checkSlices(r *Request, s *Slot, n *NodeState) api.DetailCode {
 	if s.GPUs == 0 {
 		return ""
 	}

@@ -227,7 +227,7 @@ func TestSliceProperties(t *testing.T) {
 			}
 		}
 		for _, d := range plan.Pending {
-			for _, code := range []string{api.DetailInsufficientGPUMem, api.DetailInsufficientGPUCompute, "does not allow GPU slices", "GPU slice of"} {
+			for _, code := range []string{string(api.DetailInsufficientGPUMem), string(api.DetailInsufficientGPUCompute), "does not allow GPU slices", "GPU slice of"} {
 				if strings.Contains(d.Detail, code) {
 					details[code]++
 				}
@@ -239,7 +239,7 @@ func TestSliceProperties(t *testing.T) {
 	if sliceStarts < seeds || wholeStarts < seeds/2 || onShared < seeds {
 		t.Errorf("too few starts: %d slice, %d whole, %d slices onto shared GPUs", sliceStarts, wholeStarts, onShared)
 	}
-	for _, code := range []string{api.DetailInsufficientGPUMem, api.DetailInsufficientGPUCompute, "does not allow GPU slices", "GPU slice of"} {
+	for _, code := range []string{string(api.DetailInsufficientGPUMem), string(api.DetailInsufficientGPUCompute), "does not allow GPU slices", "GPU slice of"} {
 		if details[code] == 0 {
 			t.Errorf("no pending job with %q over %d seeds", code, seeds)
 		}

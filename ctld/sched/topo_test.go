@@ -296,7 +296,7 @@ func TestCommModel(t *testing.T) {
 	busy := st.MakeNode("n1").CPUs(64).GPUs(8).UsedGPUs(0, 1, 4, 5).Matrix(islands).Obj()
 	snap := st.MakeSnapshot().Nodes(busy).Partitions(st.MakePartition("p", "n1").Obj()).Jobs(job("model")).Obj()
 	plan := sched.Schedule(snap, time.Unix(0, 0), sched.Config{})
-	if len(plan.Starts) != 0 || !strings.Contains(plan.Pending[0].Detail, api.DetailNoNVLinkSet) {
+	if len(plan.Starts) != 0 || !strings.Contains(plan.Pending[0].Detail, string(api.DetailNoNVLinkSet)) {
 		t.Fatalf("model job on split islands: %+v", plan)
 	}
 	// A data-parallel job takes the free GPUs wherever they are.

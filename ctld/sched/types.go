@@ -15,7 +15,7 @@ type NodeInfo struct {
 	// not registered; Unusable then names the detail code
 	// (api.DetailNodeDown, api.DetailNodeDrained).
 	Usable   bool
-	Unusable string
+	Unusable api.DetailCode
 
 	CPUs      int
 	FreeCPUs  int

@@ -47,8 +47,8 @@ func WithSysfs(root string) Option {
 	return func(s *Source) { s.sysfs = root }
 }
 
-// New returns a Source over lib: nvml.New() in production, a go-nvml mock
-// in tests.
+// New returns a Source over lib: the system's library in production
+// (NewSystem), a go-nvml mock in tests.
 func New(lib nvml.Interface, opts ...Option) *Source {
 	s := &Source{lib: lib, sysfs: "/sys", marks: map[string]string{}}
 	for _, o := range opts {
@@ -56,6 +56,14 @@ func New(lib nvml.Interface, opts ...Option) *Source {
 	}
 	return s
 }
+
+// NewSystem returns a Source over the machine's libnvidia-ml, for the
+// node daemon: its callers need not import go-nvml (only this package
+// does). Nothing is loaded until the first Open, Inventory or Status
+// initialises NVML, and on a machine without the library that fails
+// with ErrUnavailable, so a binary that links NVML runs without a GPU
+// as long as its configuration does not ask for NVML.
+func NewSystem(opts ...Option) *Source { return New(nvml.New(), opts...) }
 
 // Open initialises NVML and keeps it initialised until Close, so that the
 // Init and Shutdown around each later call only count references. Without

@@ -1,19 +1,28 @@
-// Package jsonfast reads, by hand, JSON as encoding/json writes it, for
-// the few documents Tide decodes on every job (a submission, a launch
-// plan): encoding/json's reflection was a tenth of the controller's and
-// the supervisor's CPU for short jobs. A Decoder only knows the common
-// shapes; any surprise makes its methods report false, and the caller
-// then decodes the whole document with encoding/json, whose result and
-// error messages are the reference. Callers test that equivalence.
+// Package jsonfast reads and writes, without reflection, JSON as
+// encoding/json writes it, for the few documents Tide encodes or
+// decodes on every job (a submission, a sync, a launch plan):
+// encoding/json's reflection was a tenth of the controller's and the
+// supervisor's CPU for short jobs. It is the runtime of the codecs
+// internal/wiregen generates from struct definitions, and of the few
+// readers still written by hand.
+//
+// A Decoder only knows the common shapes; any surprise makes its
+// methods report false, and the caller then decodes the whole document
+// with encoding/json (Decode), whose result and error messages are the
+// reference. The writers (AppendString, AppendTime, AppendFloat, the
+// map key orders) produce json.Marshal's bytes and errors. Callers test
+// both equivalences.
 package jsonfast
 
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 	"strconv"
 	"time"
 	"unicode/utf16"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // Mode is how encoding/json reads a document, for Decode's fallback.
@@ -39,6 +48,14 @@ func Decode[T any](data []byte, dst *T, m Mode, read func(d *Decoder, out *T) bo
 		*dst = out
 		return nil
 	}
+	return Fallback(data, dst, m)
+}
+
+// Fallback decodes data into *dst, zeroed first, with encoding/json in
+// mode m: what Decode does when the reader gives up. (The generated
+// decoders call their reader directly, which keeps the decoder and the
+// value off the heap, and this when it gives up.)
+func Fallback[T any](data []byte, dst *T, m Mode) error {
 	var zero T
 	*dst = zero
 	if m == Whole {
@@ -334,17 +351,46 @@ func (d *Decoder) signed(bits int) (int64, bool) {
 	if !ok {
 		return 0, false
 	}
-	v, err := strconv.ParseInt(string(n), 10, bits)
-	return v, err == nil
+	neg := n[0] == '-'
+	if neg {
+		n = n[1:]
+	}
+	u, ok := parseDigits(n)
+	limit := uint64(1) << (bits - 1) // -limit fits, limit does not
+	if !ok || u > limit || u == limit && !neg {
+		return 0, false
+	}
+	if neg {
+		return -int64(u), true
+	}
+	return int64(u), true
 }
 
 func (d *Decoder) unsigned(bits int) (uint64, bool) {
 	n, ok := d.number()
-	if !ok {
+	if !ok || n[0] == '-' { // encoding/json refuses even -0 for unsigned
 		return 0, false
 	}
-	v, err := strconv.ParseUint(string(n), 10, bits)
-	return v, err == nil
+	u, ok := parseDigits(n)
+	if !ok || bits < 64 && u >= 1<<bits {
+		return 0, false
+	}
+	return u, true
+}
+
+// parseDigits is the value of a run of decimal digits, false when it
+// overflows 64 bits. (strconv would want a string, and its error the
+// input copied.)
+func parseDigits(n []byte) (uint64, bool) {
+	var u uint64
+	for _, c := range n {
+		x := uint64(c - '0')
+		if u > (math.MaxUint64-x)/10 {
+			return 0, false
+		}
+		u = u*10 + x
+	}
+	return u, true
 }
 
 // Bool reads true or false.
@@ -547,4 +593,73 @@ func (d *Decoder) Null() bool {
 		return true
 	}
 	return false
+}
+
+// Slice reads an array into a fresh slice (non-nil, as encoding/json
+// makes [] into), elem reading each element into its zero value.
+func Slice[S ~[]E, E any](d *Decoder, dst *S, elem func(*E) bool) bool {
+	out := S{}
+	if !d.Array(func() bool {
+		var zero E
+		out = append(out, zero)
+		return elem(&out[len(out)-1])
+	}) {
+		return false
+	}
+	*dst = out
+	return true
+}
+
+// The Read functions read a value into a defined type over a string,
+// bool or number (a JobState, a uint8), as the methods above do for the
+// predeclared types.
+
+// ReadString reads a string.
+func ReadString[T ~string](d *Decoder, dst *T) bool {
+	var s string
+	if !d.String(&s) {
+		return false
+	}
+	*dst = T(s)
+	return true
+}
+
+// ReadBool reads true or false.
+func ReadBool[T ~bool](d *Decoder, dst *T) bool {
+	var v bool
+	if !d.Bool(&v) {
+		return false
+	}
+	*dst = T(v)
+	return true
+}
+
+// ReadInt reads an integer that fits T.
+func ReadInt[T Signed](d *Decoder, dst *T) bool {
+	v, ok := d.signed(int(unsafe.Sizeof(*dst)) * 8)
+	if !ok {
+		return false
+	}
+	*dst = T(v)
+	return true
+}
+
+// ReadUint reads an integer that fits T.
+func ReadUint[T Unsigned](d *Decoder, dst *T) bool {
+	v, ok := d.unsigned(int(unsafe.Sizeof(*dst)) * 8)
+	if !ok {
+		return false
+	}
+	*dst = T(v)
+	return true
+}
+
+// ReadFloat reads a number.
+func ReadFloat[T ~float64](d *Decoder, dst *T) bool {
+	var v float64
+	if !d.Float64(&v) {
+		return false
+	}
+	*dst = T(v)
+	return true
 }

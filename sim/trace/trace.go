@@ -122,6 +122,18 @@ func Parse(r io.Reader, name string, opts Options) ([]Job, error) {
 		}
 		return ""
 	}
+	// The fields of a record are slices of one string per line: a kept
+	// job keeps none of it. Queues, users and states repeat (interned);
+	// IDs are copied alone.
+	interned := map[string]string{}
+	intern := func(s string) string {
+		if v, ok := interned[s]; ok {
+			return v
+		}
+		s = strings.Clone(s)
+		interned[s] = s
+		return s
+	}
 	var jobs []Job
 	for {
 		rec, err := cr.Read()
@@ -173,6 +185,7 @@ func Parse(r io.Reader, name string, opts Options) ([]Job, error) {
 		if j.Submit < opts.From || opts.To != 0 && j.Submit >= opts.To {
 			continue
 		}
+		j.ID, j.User, j.Queue, j.Status = strings.Clone(j.ID), intern(j.User), intern(j.Queue), intern(j.Status)
 		if load != 1 {
 			j.Submit = opts.From + int64(math.Round(float64(j.Submit-opts.From)/load))
 		}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -201,5 +202,22 @@ func TestConvertSacctErrors(t *testing.T) {
 				t.Fatalf("err = %v, want one containing %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestParseInterns checks that jobs share one copy of each queue, user
+// and status: a trace of 80,000 jobs names a handful.
+func TestParseInterns(t *testing.T) {
+	in := header + "a,0,,,100,8,1.0,u1,vc1,Done\nb,5,,,5,1,1.0,u1,vc2,Done\nc,7,,,9,2,1.0,u1,vc1,Done\n"
+	jobs, err := Parse(strings.NewReader(in), "t.csv", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	same := func(a, b string) bool { return unsafe.StringData(a) == unsafe.StringData(b) }
+	if !same(jobs[0].Queue, jobs[2].Queue) || !same(jobs[0].User, jobs[1].User) || !same(jobs[0].Status, jobs[2].Status) {
+		t.Errorf("jobs hold copies of the same queue, user or status")
+	}
+	if same(jobs[0].Queue, jobs[1].Queue) {
+		t.Errorf("queues vc1 and vc2 share their bytes")
 	}
 }

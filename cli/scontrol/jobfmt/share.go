@@ -134,23 +134,6 @@ func Waited(j *api.Job, now time.Time) time.Duration {
 	return now.Sub(from)
 }
 
-// SharingReason reports whether r is a reason of the sharing machinery:
-// their decisive detail is short and names the queue or jobs, so
-// listings print it with the word. (A switch rather than a map, which
-// every CLI command would build in its package initialisation.)
-func SharingReason(r api.ReasonCode) bool {
-	switch r {
-	case api.ReasonQuotaExceeded,
-		api.ReasonUserLimit,
-		api.ReasonWaitingForReclaim,
-		api.ReasonPreempting,
-		api.ReasonQOSTimeLimit,
-		api.ReasonBuffered:
-		return true
-	}
-	return false
-}
-
 // DecisiveDetail is the first part of a ReasonDetail: the controller
 // joins the decisive detail and every further reason with "; ".
 func DecisiveDetail(detail string) string {

@@ -13,7 +13,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/tide-hpc/tide/cli/cmdutil"
 	"github.com/tide-hpc/tide/ctld/api"
 	goldenpkg "github.com/tide-hpc/tide/internal/golden"
 	"github.com/tide-hpc/tide/noded/ctr"
@@ -141,8 +140,8 @@ func TestImageCommands(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			store := &fakeStore{images: map[string]ctr.Image{"docker.io/library/alpine:latest": {
 				Name: "docker.io/library/alpine:latest", Digest: "sha256:0123456789abcdef0123"}}}
-			io, _, out, errb := cmdutil.Test()
-			io.In = strings.NewReader(tt.stdin)
+			var out, errb strings.Builder
+			io := &Streams{In: strings.NewReader(tt.stdin), Out: &out, ErrOut: &errb}
 			def := Target{Socket: "/run/containerd/containerd.sock", Namespace: "tide", Snapshotter: "overlayfs", Registry: baseRegistry}
 			tg := def
 			cmd := Command(io, &tg, func(_ context.Context, t Target) (Store, error) { store.target = t; return store, nil }, func() time.Time { return now })

@@ -4,6 +4,11 @@
 // socket of the machine it runs on (root, usually), not to the
 // controller, and images must be imported on every node that runs
 // container jobs.
+//
+// It lives outside cli/ so that tided, which runs it, imports no CLI
+// package (internal/layers); the CLI reaches it by handing over to
+// "tided image" (cli/root/handoff.go), which keeps the containerd
+// client out of every sbatch and squeue.
 package image
 
 import (
@@ -18,10 +23,19 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/tide-hpc/tide/cli/cmdutil"
 	"github.com/tide-hpc/tide/internal/termsafe"
 	"github.com/tide-hpc/tide/noded/ctr"
 )
+
+// Streams are the command's standard streams.
+type Streams struct {
+	In     io.Reader
+	Out    io.Writer
+	ErrOut io.Writer
+}
+
+// System returns the process's streams.
+func System() *Streams { return &Streams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr} }
 
 // Store is what the commands need from containerd; *ctr.Client
 // implements it, tests use a fake.
@@ -57,7 +71,7 @@ func Connect(ctx context.Context, t Target) (Store, error) {
 // Command builds the image command over streams. t is read when a
 // subcommand runs, so that the caller may fill it from flags or, as
 // tided does, from its configuration in a PersistentPreRunE.
-func Command(streams *cmdutil.IOStreams, t *Target, connect Connector, now func() time.Time) *cobra.Command {
+func Command(streams *Streams, t *Target, connect Connector, now func() time.Time) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "image <import|ls|rm|pull|push>",
 		Short: "Manage the container images of this node's containerd (node-side, as root)",
@@ -91,7 +105,7 @@ itself) and push local images to it.`,
 		Short: "Import OCI-layout or docker-save tarballs (- reads standard input)",
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) == 0 {
-				return cmdutil.Usagef("import needs at least one tarball")
+				return errors.New("import needs at least one tarball")
 			}
 			return nil
 		},
@@ -125,7 +139,7 @@ itself) and push local images to it.`,
 		Short:   "Remove images (by any spelling of their name)",
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) == 0 {
-				return cmdutil.Usagef("rm needs at least one image")
+				return errors.New("rm needs at least one image")
 			}
 			return nil
 		},
@@ -159,7 +173,7 @@ itself) and push local images to it.`,
 		Short: "Pull images from their registries and unpack them for jobs",
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) == 0 {
-				return cmdutil.Usagef("pull needs at least one image")
+				return errors.New("pull needs at least one image")
 			}
 			return nil
 		},
@@ -183,7 +197,7 @@ itself) and push local images to it.`,
 		Short: "Push a local image to its registry, or under the name TARGET",
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) < 1 || len(args) > 2 {
-				return cmdutil.Usagef("push needs an image and at most one target name")
+				return errors.New("push needs an image and at most one target name")
 			}
 			return nil
 		},
@@ -210,7 +224,7 @@ itself) and push local images to it.`,
 	return root
 }
 
-func importFile(ctx context.Context, s Store, path string, streams *cmdutil.IOStreams) error {
+func importFile(ctx context.Context, s Store, path string, streams *Streams) error {
 	var r io.Reader = streams.In
 	if path != "-" {
 		f, err := os.Open(path)
