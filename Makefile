@@ -16,10 +16,9 @@ TEST_TIMEOUT ?= 20m
 # The packages whose code runs goroutines and whose tests exercise them:
 # the controller and its client, tided and the step supervisor, the
 # step stream protocol, the MUNGE client, salloc, and the store under
-# concurrent writers. make test runs their tests a second time under the
-# race detector (which needs cgo, on above). cli/srun is not here yet:
-# its tests' fake nodes race with their own setup (a test bug, not srun's).
-RACE_PKGS ?= ./ctld/ ./ctld/client/ ./noded/ ./noded/stepd/ ./internal/stepio/ ./internal/munge/ ./cli/salloc/ ./accounting/
+# concurrent writers, and srun's step streams. make test runs their
+# tests a second time under the race detector (which needs cgo, on above).
+RACE_PKGS ?= ./ctld/ ./ctld/client/ ./noded/ ./noded/stepd/ ./internal/stepio/ ./internal/munge/ ./cli/salloc/ ./cli/srun/ ./accounting/
 
 .PHONY: help build test test-gpu test-short bench bench-go bench-vs-slurm up down demo conformance lint fmt vet install clean tidy cover
 

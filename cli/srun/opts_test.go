@@ -438,7 +438,7 @@ srun: end of defined options
 // when it runs out srun reports the tasks' state and kills the rest.
 func TestRunStepWait(t *testing.T) {
 	n := &fakeNode{}
-	n = newFakeNode(t, func(c net.Conn, w *stepio.Writer, _ stepio.HelloMsg) {
+	n = newFakeNode(t, func(n *fakeNode, c net.Conn, w *stepio.Writer, _ stepio.HelloMsg) {
 		w.Write(exitFrame(0, api.ExitStatus{}))
 		n.record(c, func(f stepio.Frame) bool { return f.Type == stepio.Signal })
 		w.Write(exitFrame(1, api.ExitStatus{Signal: 9}))
@@ -471,7 +471,7 @@ func TestRunStepWait(t *testing.T) {
 // step (scancel J.S) is printed as it is, with srun's own line, and
 // makes the step's end a cancel.
 func TestRunStepCancelNotice(t *testing.T) {
-	n := newFakeNode(t, func(c net.Conn, w *stepio.Writer, _ stepio.HelloMsg) {
+	n := newFakeNode(t, func(n *fakeNode, c net.Conn, w *stepio.Writer, _ stepio.HelloMsg) {
 		w.Write(stepio.Frame{Type: stepio.Notice, Task: stepio.NoticeCancelled, Payload: []byte("slurmstepd: error: *** STEP 5.0 ON n1 CANCELLED AT 2026-01-01T00:00:00 ***\n")})
 		w.Write(exitFrame(0, api.ExitStatus{Signal: 9}))
 	})

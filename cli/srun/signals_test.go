@@ -164,7 +164,7 @@ func dyingNodes(t *testing.T, until ...int) []*fakeNode {
 	var nodes []*fakeNode
 	for i := range 2 {
 		var n *fakeNode
-		n = newFakeNode(t, func(c net.Conn, w *stepio.Writer, _ stepio.HelloMsg) {
+		n = newFakeNode(t, func(n *fakeNode, c net.Conn, w *stepio.Writer, _ stepio.HelloMsg) {
 			var sig int
 			n.record(c, func(f stepio.Frame) bool {
 				if f.Type != stepio.Signal {

@@ -50,7 +50,7 @@ type Options struct {
 func NewCmd(f *cmdutil.Factory) *cobra.Command {
 	o := &Options{IO: f.IO, API: f.API, Getenv: f.Getenv, Environ: f.Environ, Getwd: f.Getwd,
 		Hostname: f.Hostname, Now: f.Now, PollInterval: 200 * time.Millisecond, WatchInterval: 2 * time.Second,
-		Submitter: opts.CurrentSubmitter}
+		Submitter: opts.CurrentStepSubmitter}
 	return cmdutil.RawCommand("srun [OPTIONS...] executable [args...]", "Run a parallel job step",
 		func(ctx context.Context, args []string) error {
 			o.Args = args

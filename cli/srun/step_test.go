@@ -22,12 +22,15 @@ import (
 // hello, then runs script with the connection.
 type fakeNode struct {
 	ln     net.Listener
-	script func(c net.Conn, w *stepio.Writer, hello stepio.HelloMsg)
+	script func(n *fakeNode, c net.Conn, w *stepio.Writer, hello stepio.HelloMsg)
 	mu     sync.Mutex
 	got    []stepio.Frame
 }
 
-func newFakeNode(t *testing.T, script func(c net.Conn, w *stepio.Writer, hello stepio.HelloMsg)) *fakeNode {
+// newFakeNode starts a fake node on a free port. Its script gets the
+// node itself: a closure over the caller's variable
+// would read it while the caller assigns it (a data race).
+func newFakeNode(t *testing.T, script func(n *fakeNode, c net.Conn, w *stepio.Writer, hello stepio.HelloMsg)) *fakeNode {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -50,7 +53,7 @@ func newFakeNode(t *testing.T, script func(c net.Conn, w *stepio.Writer, hello s
 		w := stepio.NewWriter(c)
 		rf, _ := stepio.JSON(stepio.Ready, 0, stepio.ReadyMsg{})
 		_ = w.Write(rf)
-		n.script(c, w, hello)
+		n.script(n, c, w, hello)
 	}()
 	return n
 }
@@ -133,7 +136,7 @@ func TestRunStep(t *testing.T) {
 			var nodes []*fakeNode
 			for _, s := range tt.scripts {
 				var n *fakeNode
-				n = newFakeNode(t, func(c net.Conn, w *stepio.Writer, _ stepio.HelloMsg) { s(n, c, w) })
+				n = newFakeNode(t, func(n *fakeNode, c net.Conn, w *stepio.Writer, _ stepio.HelloMsg) { s(n, c, w) })
 				nodes = append(nodes, n)
 			}
 			var stdout, stderr bytes.Buffer
@@ -173,7 +176,7 @@ func TestRunStepForwards(t *testing.T) {
 	var nodes []*fakeNode
 	for i := range 2 {
 		var n *fakeNode
-		n = newFakeNode(t, func(c net.Conn, w *stepio.Writer, hello stepio.HelloMsg) {
+		n = newFakeNode(t, func(n *fakeNode, c net.Conn, w *stepio.Writer, hello stepio.HelloMsg) {
 			if hello.StdinMode != stepio.StdinAll {
 				w.Write(stepio.Frame{Type: stepio.Error, Payload: []byte("stdin mode " + hello.StdinMode)})
 			}
@@ -223,7 +226,7 @@ func TestRunStepForwards(t *testing.T) {
 // as that node's stream ends, while other nodes' tasks still run.
 func TestRunStepClosesEachNodeAtItsEnd(t *testing.T) {
 	firstClosed := make(chan struct{})
-	first := newFakeNode(t, func(c net.Conn, w *stepio.Writer, _ stepio.HelloMsg) {
+	first := newFakeNode(t, func(n *fakeNode, c net.Conn, w *stepio.Writer, _ stepio.HelloMsg) {
 		w.Write(out(0, "first\n"))
 		w.Write(exitFrame(0, api.ExitStatus{}))
 		if err := c.(*net.TCPConn).CloseWrite(); err != nil {
@@ -238,7 +241,7 @@ func TestRunStepClosesEachNodeAtItsEnd(t *testing.T) {
 		}
 		close(firstClosed)
 	})
-	second := newFakeNode(t, func(c net.Conn, w *stepio.Writer, _ stepio.HelloMsg) {
+	second := newFakeNode(t, func(n *fakeNode, c net.Conn, w *stepio.Writer, _ stepio.HelloMsg) {
 		// This node's task ends only once srun has let the first node go.
 		select {
 		case <-firstClosed:

@@ -114,7 +114,7 @@ func TestPropagating(t *testing.T) {
 // it was started with, not the one Go's runtime raised it to.
 func TestCurrentRlimitsNofile(t *testing.T) {
 	if os.Getenv("TIDE_NOFILE_HELPER") == "1" {
-		for _, r := range currentRlimits() {
+		for _, r := range currentRlimits(true) {
 			if r.Name == "NOFILE" {
 				fmt.Printf("NOFILE=%d\n", r.Cur)
 			}
@@ -129,5 +129,14 @@ func TestCurrentRlimitsNofile(t *testing.T) {
 	}
 	if !strings.Contains(string(out), "NOFILE=100\n") {
 		t.Fatalf("started with a soft NOFILE of 100, read:\n%s", out)
+	}
+	// sbatch's (not exact) leaves a raised NOFILE out.
+	var raised bool
+	for _, r := range currentRlimits(false) {
+		raised = raised || r.Name == "NOFILE"
+	}
+	var l syscall.Rlimit
+	if syscall.Getrlimit(syscall.RLIMIT_NOFILE, &l) == nil && l.Cur == l.Max-1 && raised {
+		t.Error("a NOFILE limit Go raised was handed on as the submitter's")
 	}
 }
