@@ -104,6 +104,21 @@ func execFailCmd(e *execError, env []string, dir string) *exec.Cmd {
 		"slurmstepd: error: " + e.Error(), strconv.Itoa(int(e.errno))}, Env: env, Dir: dir}
 }
 
+// taskCmd is the command of a task running argv: the resolved program,
+// or, when it cannot be run, execFailCmd's stand-in that fails as the
+// task's execve would. Other errors (none today) are returned.
+func taskCmd(argv, env []string, cwd string) (*exec.Cmd, error) {
+	exe, err := resolveExe(argv[0], cwd, envValue(env, "PATH"))
+	var execErr *execError
+	switch {
+	case errors.As(err, &execErr):
+		return execFailCmd(execErr, env, cwd), nil
+	case err != nil:
+		return nil, err
+	}
+	return &exec.Cmd{Path: exe, Args: argv, Env: env, Dir: cwd}, nil
+}
+
 func executable(p string) error {
 	fi, err := os.Stat(p)
 	switch {

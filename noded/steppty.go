@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"strconv"
 	"sync"
 	"syscall"
@@ -71,17 +70,10 @@ func (r *stepRun) startPty(hello *stepio.HelloMsg, cred *syscall.Credential) err
 		}
 	}
 	env, lims := takeRlimits(r.taskEnv(0))
-	base := &exec.Cmd{Args: g.Argv, Env: env, Dir: g.Cwd}
-	exe, err := resolveExe(g.Argv[0], g.Cwd, envValue(env, "PATH"))
-	var execErr *execError
-	switch {
-	case errors.As(err, &execErr):
-		base = execFailCmd(execErr, env, g.Cwd)
-	case err != nil:
+	base, err := taskCmd(g.Argv, env, g.Cwd)
+	if err != nil {
 		master.Close()
 		return err
-	default:
-		base.Path = exe
 	}
 	base.Stdin, base.Stdout, base.Stderr = slave, slave, slave
 	cmd := viaTaskPIDShell(base)

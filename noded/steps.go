@@ -405,17 +405,9 @@ func (r *stepRun) start(hello *stepio.HelloMsg) error {
 		env, lims := takeRlimits(r.taskEnv(k))
 		t.env = env
 		argv := taskArgv(g, rank)
-		var base *exec.Cmd
-		exe, err := resolveExe(argv[0], g.Cwd, envValue(env, "PATH"))
-		var execErr *execError
-		switch {
-		case errors.As(err, &execErr):
-			// The task fails as its own execve would have (stepenv.go).
-			base = execFailCmd(execErr, env, g.Cwd)
-		case err != nil:
+		base, err := taskCmd(argv, env, g.Cwd)
+		if err != nil {
 			return err
-		default:
-			base = &exec.Cmd{Path: exe, Args: argv, Env: env, Dir: g.Cwd}
 		}
 		if g.TaskProlog != "" {
 			withTaskProlog(base, g.TaskProlog)

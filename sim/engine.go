@@ -257,12 +257,8 @@ func newEngine(opts Options) *engine {
 		n.Releases = nil
 		e.nodes[i] = n
 		e.nodeIdx[n.Name] = i
+		// Generated nodes start empty (Generate): the ledger starts so too.
 		e.ledger.SetCapacity(n.Name, state.Capacity{CPUs: n.CPUs, MemoryMB: n.MemoryMB, GPUs: n.GPUs, GPUMemMB: n.GPUMemMB})
-		// A generated node starts empty; anything else it holds is
-		// recorded as held.
-		if held := n.CPUs - n.FreeCPUs; held > 0 || n.MemoryMB > n.FreeMemMB || len(n.FreeGPUs) < n.GPUs || len(n.Shared) > 0 {
-			e.ledger.Record(heldOf(&n))
-		}
 	}
 	e.snap = sched.Snapshot{Nodes: e.nodes, Partitions: c.Partitions}
 	if opts.Policy.Topology {
@@ -692,24 +688,6 @@ func (e *engine) sync(i int) {
 	n.Idle = ln.Idle()
 	e.usedGPUs += n.GPUs - len(n.FreeGPUs) - before
 	e.refrag(i)
-}
-
-// heldOf is what a node of a generated cluster already holds, as an
-// allocation for the ledger (generated nodes start empty).
-func heldOf(n *sched.NodeInfo) []api.NodeAlloc {
-	a := api.NodeAlloc{Node: n.Name, CPUs: n.CPUs - n.FreeCPUs, MemoryMB: n.MemoryMB - n.FreeMemMB}
-	for g := range n.GPUs {
-		if !slices.Contains(n.FreeGPUs, g) && !slices.ContainsFunc(n.Shared, func(s sched.SharedGPU) bool { return s.Index == g }) {
-			a.GPUs = append(a.GPUs, g)
-		}
-	}
-	out := []api.NodeAlloc{a}
-	for _, sh := range n.Shared {
-		for range sh.Slices {
-			out = append(out, api.NodeAlloc{Node: n.Name, GPUs: []int{sh.Index}, GPUMemMB: sh.MemMB / int64(sh.Slices), GPUComputePct: sh.ComputePct / sh.Slices})
-		}
-	}
-	return out
 }
 
 // sample records the cluster after instant t. Fragmented GPUs are free

@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -373,12 +372,7 @@ func readHostfile(a *Args, getenv func(string) string) error {
 	if err != nil {
 		return fmt.Errorf("SLURM_HOSTFILE %s: %v", name, err)
 	}
-	var distinct []string
-	for _, h := range hosts {
-		if !slices.Contains(distinct, h) {
-			distinct = append(distinct, h)
-		}
-	}
+	distinct := opts.DistinctHosts(hosts)
 	a.TaskHosts, a.Spec.NodeList, a.Spec.Tasks, a.Spec.TasksPerNode = hosts, distinct, len(hosts), 0
 	if a.Spec.Nodes == 0 || a.Spec.Nodes < len(distinct) {
 		a.Spec.Nodes = len(distinct)

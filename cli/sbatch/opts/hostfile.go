@@ -35,14 +35,7 @@ func (st *state) finishHostfile() error {
 	if err != nil {
 		return fail(fmt.Sprintf("SLURM_HOSTFILE %s: %v", path, err))
 	}
-	var distinct []string
-	seen := map[string]bool{}
-	for _, h := range hosts {
-		if !seen[h] {
-			seen[h] = true
-			distinct = append(distinct, h)
-		}
-	}
+	distinct := DistinctHosts(hosts)
 	st.req.TaskHosts = hosts
 	s.NodeList = distinct
 	if s.Nodes == 0 {
@@ -110,6 +103,20 @@ func splitHostlists(line string) []string {
 		}
 		if start < 0 {
 			start = i
+		}
+	}
+	return out
+}
+
+// DistinctHosts lists each host of a host file's once, in the order
+// they first appear: the nodes the tasks need.
+func DistinctHosts(hosts []string) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, h := range hosts {
+		if !seen[h] {
+			seen[h] = true
+			out = append(out, h)
 		}
 	}
 	return out
