@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/tide-hpc/tide/ctld/api"
+	"github.com/tide-hpc/tide/ctld/state"
 )
 
 // Dependencies are evaluated when a pass builds its snapshot: a job
@@ -173,9 +174,8 @@ func (s *Server) dependencyFailed(j *api.Job, now time.Time) {
 		s.setPendingReason(j, api.ReasonDependencyNeverSatisfied, "")
 		return
 	}
-	j.State, j.Reason, j.ReasonDetail, j.EndTime = api.StateCancelled, api.ReasonDependencyNeverSatisfied, "", now
-	if j.StartTime.IsZero() {
-		j.StartTime = now
+	if !s.transition(j, state.Change{To: api.StateCancelled, Reason: api.ReasonDependencyNeverSatisfied, At: now}) {
+		return
 	}
 	s.markDirty(j)
 	s.event(j, api.EventCancel, string(api.ReasonDependencyNeverSatisfied),

@@ -516,10 +516,10 @@ func (s *Server) configSummary() map[string]string {
 }
 
 // schedulerType names the scheduling policy as Slurm's SchedulerType:
-// policy backfill is sched/backfill; priority and fifo, where nothing
+// policies backfill and easy are sched/backfill; priority and fifo, where nothing
 // passes a blocked job, are Slurm's main scheduler alone.
 func schedulerType(p sched.Policy) string {
-	if p == sched.PolicyBackfill {
+	if p.Backfills() {
 		return "sched/backfill"
 	}
 	return "sched/builtin"

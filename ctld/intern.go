@@ -32,7 +32,10 @@ func (in *interner) job(j *api.Job) {
 		&j.ReasonDetail} {
 		*p = in.str(*p)
 	}
-	j.State = api.JobState(in.str(string(j.State)))
+	j.State = in.state(j.State) // the same word, shared: no transition
 	j.Reason = api.ReasonCode(in.str(string(j.Reason)))
 	j.HoldKind = api.Hold(in.str(string(j.HoldKind)))
 }
+
+// state interns a state word.
+func (in *interner) state(s api.JobState) api.JobState { return api.JobState(in.str(string(s))) }

@@ -14,6 +14,7 @@ import (
 	"github.com/tide-hpc/tide/accounting"
 	"github.com/tide-hpc/tide/ctld/api"
 	"github.com/tide-hpc/tide/ctld/sched"
+	"github.com/tide-hpc/tide/ctld/state"
 	"github.com/tide-hpc/tide/gres"
 )
 
@@ -771,21 +772,21 @@ func (s *Server) cancelJob(c caller, j *api.Job, now time.Time) {
 	case j.State.Terminal() || j.CancelRequested:
 		return
 	case j.State == api.StatePending:
+		if !s.transition(j, state.Change{To: api.StateCancelled, Reason: api.ReasonCancelled, At: now}) {
+			return
+		}
 		j.CancelledBy = &uid
 		s.auditf(c, "cancel", fmt.Sprintf("job %d", j.ID), "pending")
-		j.State, j.Reason, j.EndTime = api.StateCancelled, api.ReasonCancelled, now
-		if j.StartTime.IsZero() {
-			j.StartTime = now
-		}
 		s.markDirty(j)
 		s.event(j, api.EventCancel, string(api.ReasonCancelled), "cancelled by "+c.user, c.user)
 		s.metrics.ended(api.StateCancelled)
 	default:
+		suspended := j.State == api.StateSuspended
+		if !s.transition(j, state.Change{To: api.StateCompleting, Cancel: true}) {
+			return
+		}
 		j.CancelledBy = &uid
 		s.auditf(c, "cancel", fmt.Sprintf("job %d", j.ID), "running on %s", j.BatchHost())
-		suspended := j.State == api.StateSuspended
-		j.CancelRequested = true
-		j.State = api.StateCompleting
 		s.markDirty(j)
 		s.event(j, api.EventCancel, string(api.ReasonCancelled), "cancel requested by "+c.user, c.user)
 		if n := s.nodes[j.BatchHost()]; n != nil {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/tide-hpc/tide/ctld/api"
+	"github.com/tide-hpc/tide/ctld/state"
 )
 
 func emptyResponse(r api.NodeSyncResponse) bool {
@@ -198,16 +199,17 @@ func (s *Server) finish(j *api.Job, rep api.NodeJobReport) {
 }
 
 // endJob moves an active job to a final state and frees its resources.
-func (s *Server) endJob(j *api.Job, state api.JobState, reason api.ReasonCode, exit api.ExitStatus, end time.Time, msg string) {
-	s.releaseJob(j)
-	s.spool.drop(j.ID)
-	j.State, j.Reason, j.ReasonDetail, j.Exit, j.EndTime = state, reason, "", exit, end
-	if j.StartTime.IsZero() {
-		j.StartTime = end
+func (s *Server) endJob(j *api.Job, to api.JobState, reason api.ReasonCode, exit api.ExitStatus, end time.Time, msg string) {
+	c := state.Change{To: to, Reason: reason, Exit: exit, At: end}
+	if !s.mayTransition(j, c) {
+		return
 	}
+	s.releaseJob(j) // before the change: it frees what the active job holds
+	s.spool.drop(j.ID)
+	s.transition(j, c) // allowed, as checked above
 	s.markDirty(j)
 	s.event(j, api.EventEnd, string(reason), msg, "")
-	s.metrics.ended(state)
+	s.metrics.ended(to)
 	s.Kick()
 }
 
@@ -238,18 +240,19 @@ func (s *Server) requeue(j *api.Job, now time.Time, msg string) {
 	if j.State.Active() && j.Reason != "" {
 		reason = j.Reason
 	}
+	c := state.Change{To: api.StatePending, Reason: reason, At: now}
+	if !s.mayTransition(j, c) {
+		return
+	}
+	// Before the change: they read the ending incarnation's allocation
+	// and preemption.
 	s.releaseJob(j)
 	s.notePreempted(j, now, msg)
-	j.Preempting, j.Borrowing, j.Starving, j.StartedStarving, j.ExpectedStart = nil, false, time.Time{}, false, time.Time{}
-	j.State, j.Reason, j.ReasonDetail = api.StatePending, reason, ""
+	// A new incarnation (allowed, as checked above): nothing of the last
+	// one stays, failed launches included (they count again from none;
+	// retryLaunch restores its count).
+	s.transition(j, c)
 	s.addLive(j)
-	j.Restarts++
-	j.Alloc, j.Placement, j.Launched, j.CancelRequested, j.RequeueRequested, j.TimedOut = nil, "", false, false, false, false
-	// A requeue ends a launch that worked (or was never tried): failed
-	// launches count again from none (retryLaunch restores its count).
-	j.LaunchFailures, j.LaunchFailNodes = 0, nil
-	j.StartTime, j.EndTime, j.EligibleTime = time.Time{}, time.Time{}, now
-	j.Exit = api.ExitStatus{}
 	s.markDirty(j)
 	s.event(j, api.EventRequeue, reasonWord(reason), msg, "")
 	s.Kick()

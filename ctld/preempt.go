@@ -8,6 +8,7 @@ import (
 
 	"github.com/tide-hpc/tide/ctld/api"
 	"github.com/tide-hpc/tide/ctld/sched"
+	"github.com/tide-hpc/tide/ctld/state"
 )
 
 // Preemption, as the controller carries it out. The pure core chooses
@@ -116,7 +117,9 @@ func (s *Server) preemptKill(j *api.Job, now time.Time) {
 			s.endJob(j, api.StatePreempted, api.ReasonPreempted, api.ExitStatus{}, now, fmt.Sprintf("preempted for job %d before launch", p.By))
 			return
 		}
-		j.State = api.StateCompleting
+		if !s.transition(j, state.Change{To: api.StateCompleting}) {
+			return
+		}
 		s.markDirty(j)
 		if n := s.nodes[j.BatchHost()]; n != nil {
 			n.notify()
@@ -175,12 +178,14 @@ func (s *Server) checkpointAck(j *api.Job, now time.Time, actor string) {
 // suspend stops j (SIGSTOP to all its processes) and gives its
 // resources back to its nodes. Called with mu held.
 func (s *Server) suspend(j *api.Job) {
+	if !s.transition(j, state.Change{To: api.StateSuspended}) {
+		return
+	}
 	for _, a := range j.Alloc {
 		if n := s.nodes[a.Node]; n != nil {
 			n.release(a)
 		}
 	}
-	j.State = api.StateSuspended
 	s.markDirty(j)
 	s.event(j, api.EventSuspend, string(api.ReasonPreempted), fmt.Sprintf("suspended (SIGSTOP) for job %d", j.Preempting.By), "")
 	if n := s.nodes[j.BatchHost()]; n != nil {
@@ -202,11 +207,14 @@ func (s *Server) resumable(j *api.Job) bool {
 // resume takes j's allocation back and continues it (SIGCONT). Called
 // with mu held.
 func (s *Server) resume(j *api.Job) {
+	if !s.transition(j, state.Change{To: api.StateRunning}) {
+		return
+	}
 	for _, a := range j.Alloc {
 		s.nodes[a.Node].allocate(a)
 	}
 	by := j.Preempting.By
-	j.State, j.Preempting = api.StateRunning, nil
+	j.Preempting = nil
 	s.markDirty(j)
 	s.event(j, api.EventResume, "", fmt.Sprintf("resumed (SIGCONT): job %d no longer needs its resources", by), "")
 	if n := s.nodes[j.BatchHost()]; n != nil {

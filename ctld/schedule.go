@@ -27,7 +27,7 @@ func ledgerLimits(cl *Cluster) state.Limits {
 
 func (s *Server) schedConfig() sched.Config {
 	return sched.Config{MaxStarts: s.cl.Scheduler.MaxStarts, DefMemPerCPUMB: s.cl.Scheduler.DefMemPerCPUMB,
-		Policy: s.cl.Policy, StarvationAge: s.cl.Scheduler.StarvationAge, BackfillDepth: s.cl.Scheduler.BackfillDepth,
+		Policy: s.cl.Policy, StarvationAge: s.cl.Scheduler.StarvationAge, Backfill: s.cl.Scheduler.Backfill(),
 		NoPreemption: !s.cl.Scheduler.Preemption}
 }
 
@@ -110,10 +110,16 @@ func (s *Server) schedulePass() {
 	}
 	for _, st := range applied {
 		j := s.startRecord(inst, st.JobID, s.planJob(inst, st.JobID))
+		if !s.transition(j, state.Change{To: api.StateRunning, At: now}) {
+			// Apply took the start's resources: give them back.
+			s.ledger.Release(st.Alloc)
+			for _, a := range st.Alloc {
+				s.nodes[a.Node].syncUsage()
+			}
+			continue
+		}
 		startPartition(j, &st)
-		j.State, j.Reason, j.ReasonDetail, j.Placement = api.StateRunning, api.ReasonNone, "", st.Why
-		j.Alloc, j.StartTime, j.LastSchedEval, j.TimeLimit = st.Alloc, now, now, st.TimeLimit
-		j.Launched = false
+		j.Placement, j.Alloc, j.LastSchedEval, j.TimeLimit = st.Why, st.Alloc, now, st.TimeLimit
 		for _, a := range st.Alloc {
 			s.nodes[a.Node].syncUsage()
 		}

@@ -423,16 +423,44 @@ func (s *Server) shareStarted(j *api.Job, st sched.Start, snap *sched.Snapshot, 
 			orNone(j.Account), st.Borrowed, j.AllocGPUs(), lenders(snap, j.Account)), "")
 	}
 	if st.Backfilled {
-		var ahead []string
-		for _, r := range plan.Reservations {
-			ahead = append(ahead, fmt.Sprintf("job %d at %s", r.JobID, r.At.Format(time.DateTime)))
-		}
-		msg := "backfilled: ends before the reserved start of higher-priority jobs or stays off their nodes"
-		if len(ahead) > 0 {
-			msg += " (" + strings.Join(ahead, ", ") + ")"
-		}
-		s.event(j, api.EventBackfill, "", msg, "")
+		s.event(j, api.EventBackfill, "", backfillMessage(st, plan), "")
 	}
+}
+
+// maxBackfillNamed bounds the reservations a backfill event names: a
+// pass may hold hundreds (backfill_max_job_test), and the event is
+// stored with every backfilled start.
+const maxBackfillNamed = 5
+
+// backfillMessage says why a backfilled start delays no reserved job,
+// naming the reservations on the nodes the start took (those it had to
+// stay clear of in time), at most maxBackfillNamed of them, then how
+// many more.
+func backfillMessage(st sched.Start, plan *sched.Plan) string {
+	mine := make(map[string]bool, len(st.Alloc))
+	for _, a := range st.Alloc {
+		mine[a.Node] = true
+	}
+	var ahead []string
+	more := 0
+	for _, r := range plan.Reservations {
+		if !slices.ContainsFunc(r.Nodes, func(n string) bool { return mine[n] }) {
+			continue
+		}
+		if len(ahead) == maxBackfillNamed {
+			more++
+			continue
+		}
+		ahead = append(ahead, fmt.Sprintf("job %d at %s", r.JobID, r.At.Format(time.DateTime)))
+	}
+	msg := "backfilled: ends before the reserved start of higher-priority jobs or stays off their nodes"
+	if len(ahead) > 0 {
+		if more > 0 {
+			ahead = append(ahead, fmt.Sprintf("%d more", more))
+		}
+		msg += " (reserved on its nodes: " + strings.Join(ahead, ", ") + ")"
+	}
+	return msg
 }
 
 // lenders names the queues other than own with idle guaranteed GPUs

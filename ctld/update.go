@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/tide-hpc/tide/ctld/api"
+	"github.com/tide-hpc/tide/ctld/state"
 	"github.com/tide-hpc/tide/hostlist"
 )
 
@@ -121,10 +122,8 @@ func (s *Server) updateJob(c caller, j *api.Job, u api.JobUpdate) error {
 // ReasonNone stays on the job until then and goes with the requeue event,
 // so that a preempted job says why. Called with mu held.
 func (s *Server) requeueActive(j *api.Job, reason api.ReasonCode, unlaunched string) {
-	j.RequeueRequested = true
-	j.State = api.StateCompleting
-	if reason != api.ReasonNone {
-		j.Reason = reason
+	if !s.transition(j, state.Change{To: api.StateCompleting, Requeue: true, Reason: reason}) {
+		return
 	}
 	s.markDirty(j)
 	if n := s.nodes[j.BatchHost()]; n != nil {

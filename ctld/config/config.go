@@ -113,10 +113,12 @@ func (t TimeoutConfig) MarshalJSON() ([]byte, error) {
 func (c SchedulerConfig) MarshalJSON() ([]byte, error) {
 	type plain SchedulerConfig
 	return json.Marshal(struct {
-		Interval      string `json:"interval"`
-		StarvationAge string `json:"starvation_age"`
+		Interval           string `json:"interval"`
+		StarvationAge      string `json:"starvation_age"`
+		BackfillResolution string `json:"backfill_resolution"`
+		BackfillWindow     string `json:"backfill_window"`
 		plain
-	}{c.Interval.String(), c.StarvationAge.String(), plain(c)})
+	}{c.Interval.String(), c.StarvationAge.String(), c.BackfillResolution.String(), c.BackfillWindow.String(), plain(c)})
 }
 
 // SchedulerConfig tunes the scheduling loop.
@@ -136,16 +138,30 @@ type SchedulerConfig struct {
 	GPUMemHighWatermark float64 `mapstructure:"gpu_mem_high_watermark" json:"gpu_mem_high_watermark"`
 	// Policy decides what jobs behind one that does not fit may do:
 	// priority (the default: the blocked job holds the nodes it could
-	// use), backfill (EASY: a reservation in time, shorter jobs pass)
-	// or fifo (strict order). See ctld/sched/README.md, "Policies".
+	// use), backfill (Slurm's: every tested job that cannot start gets
+	// a reservation in time, later jobs start only where they delay
+	// none), easy (one reservation, for the first blocked job) or fifo
+	// (strict order). See ctld/sched/README.md, "Policies".
 	Policy string `mapstructure:"policy" json:"policy"`
 	// StarvationAge is how long a job waits eligible before it is
 	// Starving and rises one level per further period (negative: no
 	// aging).
 	StarvationAge time.Duration `mapstructure:"starvation_age" json:"-"`
-	// BackfillDepth is how many blocked jobs get a reservation in time
-	// under policy backfill (0 = 1, EASY).
-	BackfillDepth int `mapstructure:"backfill_depth" json:"backfill_depth"`
+	// BackfillMaxJobTest bounds the jobs a backfill pass tests once a
+	// job of their partition could not start (Slurm's bf_max_job_test;
+	// under priority and fifo, the blocked jobs that get an expected
+	// start); BackfillMaxJobUser and BackfillMaxJobPart bound them per
+	// user and per partition (bf_max_job_user, bf_max_job_part; 0 =
+	// none). BackfillResolution is the plan's time step (bf_resolution)
+	// and BackfillWindow how far ahead jobs are reserved (bf_window).
+	BackfillMaxJobTest int           `mapstructure:"backfill_max_job_test" json:"backfill_max_job_test"`
+	BackfillMaxJobUser int           `mapstructure:"backfill_max_job_user" json:"backfill_max_job_user"`
+	BackfillMaxJobPart int           `mapstructure:"backfill_max_job_part" json:"backfill_max_job_part"`
+	BackfillResolution time.Duration `mapstructure:"backfill_resolution" json:"-"`
+	BackfillWindow     time.Duration `mapstructure:"backfill_window" json:"-"`
+	// BackfillDepth is the key backfill_max_job_test replaced; set, it
+	// is refused with an error that names its successor.
+	BackfillDepth *int `mapstructure:"backfill_depth" json:"-"`
 	// Preemption lets the scheduler preempt borrowers and lower-priority
 	// jobs (default true); false: jobs only wait.
 	Preemption bool `mapstructure:"preemption" json:"preemption"`
@@ -159,6 +175,45 @@ type SchedulerConfig struct {
 // DefaultLaunchFailLimit is scheduler.launch_fail_limit's default: a
 // job is held after its third failed launch in a row.
 const DefaultLaunchFailLimit = 3
+
+// Bounds of the backfill settings (Slurm's).
+const (
+	maxBackfillMaxJobTest = 1000000
+	maxBackfillResolution = time.Hour
+	maxBackfillWindow     = 30 * 24 * time.Hour
+)
+
+// Backfill is the scheduler's backfill settings as the core takes them.
+func (c SchedulerConfig) Backfill() sched.BackfillConfig {
+	return sched.BackfillConfig{MaxJobTest: c.BackfillMaxJobTest, MaxJobUser: c.BackfillMaxJobUser,
+		MaxJobPart: c.BackfillMaxJobPart, Resolution: c.BackfillResolution, Window: c.BackfillWindow}
+}
+
+// validateBackfill checks the backfill settings (Slurm's bounds).
+func (c SchedulerConfig) validateBackfill(bad func(string, ...any)) {
+	if c.BackfillDepth != nil {
+		bad("scheduler.backfill_depth: replaced by backfill_max_job_test (how many jobs a backfill pass tests, " +
+			"each one that cannot start getting a reservation; default 500); for a single reservation use policy: easy")
+	}
+	if n := c.BackfillMaxJobTest; n < 1 || n > maxBackfillMaxJobTest {
+		bad("scheduler.backfill_max_job_test: %d is not between 1 and %d", n, maxBackfillMaxJobTest)
+	}
+	if n := c.BackfillMaxJobUser; n < 0 || n > maxBackfillMaxJobTest {
+		bad("scheduler.backfill_max_job_user: %d is not between 0 (no limit) and %d", n, maxBackfillMaxJobTest)
+	}
+	if n := c.BackfillMaxJobPart; n < 0 || n > maxBackfillMaxJobTest {
+		bad("scheduler.backfill_max_job_part: %d is not between 0 (no limit) and %d", n, maxBackfillMaxJobTest)
+	}
+	res := c.BackfillResolution
+	if res < time.Second || res > maxBackfillResolution {
+		bad("scheduler.backfill_resolution: %s is not between 1s and 1h", res)
+	}
+	if w := c.BackfillWindow; w < time.Minute || w > maxBackfillWindow {
+		bad("scheduler.backfill_window: %s is not between 1m and 720h (30 days)", w)
+	} else if w < res {
+		bad("scheduler.backfill_window: %s is shorter than backfill_resolution %s", w, res)
+	}
+}
 
 // DefaultMaxArraySize is max_array_size's default, Slurm's: task ids
 // 0-10000.
@@ -267,7 +322,9 @@ func Default() Config {
 		},
 		Scheduler: SchedulerConfig{Interval: time.Second, MaxGPUOversubscribe: DefaultMaxGPUOversubscribe,
 			GPUMemHighWatermark: DefaultGPUMemHighWatermark, Policy: sched.PolicyPriority.String(),
-			StarvationAge: DefaultStarvationAge, Preemption: true, LaunchFailLimit: DefaultLaunchFailLimit},
+			StarvationAge: DefaultStarvationAge, Preemption: true, LaunchFailLimit: DefaultLaunchFailLimit,
+			BackfillMaxJobTest: sched.DefaultBackfillMaxJobTest, BackfillResolution: sched.DefaultBackfillResolution,
+			BackfillWindow: sched.DefaultBackfillWindow},
 		DefaultQOS: "batch",
 		Submit: SubmitConfig{RatePerQueue: DefaultSubmitRate, Buffer: DefaultSubmitBuffer,
 			MaxScriptSize: DefaultMaxScriptSize, MaxEnvSize: DefaultMaxEnvSize, MaxEnvVars: DefaultMaxEnvVars},
@@ -322,7 +379,11 @@ func Parse(r io.Reader) (Config, error) {
 		"scheduler.gpu_mem_high_watermark": def.Scheduler.GPUMemHighWatermark,
 		"scheduler.policy":                 def.Scheduler.Policy,
 		"scheduler.starvation_age":         def.Scheduler.StarvationAge,
-		"scheduler.backfill_depth":         0,
+		"scheduler.backfill_max_job_test":  def.Scheduler.BackfillMaxJobTest,
+		"scheduler.backfill_max_job_user":  0,
+		"scheduler.backfill_max_job_part":  0,
+		"scheduler.backfill_resolution":    def.Scheduler.BackfillResolution,
+		"scheduler.backfill_window":        def.Scheduler.BackfillWindow,
 		"scheduler.preemption":             def.Scheduler.Preemption,
 		"scheduler.launch_fail_limit":      def.Scheduler.LaunchFailLimit,
 		"default_qos":                      def.DefaultQOS,
@@ -432,8 +493,9 @@ func (c Config) Validate() (*Cluster, error) {
 	}
 	policy, perr := sched.ParsePolicy(c.Scheduler.Policy)
 	if perr != nil {
-		bad("scheduler.policy: %q is not priority, backfill or fifo", c.Scheduler.Policy)
+		bad("scheduler.policy: %q is not priority, fifo, backfill or easy", c.Scheduler.Policy)
 	}
+	c.Scheduler.validateBackfill(bad)
 	cl := &Cluster{Config: c, NodeDecl: map[string]NodeConfig{}, NodeMemoryMB: map[string]int64{}, Policy: policy}
 	for i, n := range c.Nodes {
 		names, err := hostlist.Expand(n.Names)

@@ -5,7 +5,9 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/tide-hpc/tide/ctld/api"
 	"github.com/tide-hpc/tide/ctld/sched"
 )
@@ -247,6 +249,58 @@ func TestMaxArraySizeConfig(t *testing.T) {
 	}
 }
 
+// TestBackfillConfig: the backfill keys, their Slurm defaults and
+// bounds, and the refused backfill_depth.
+func TestBackfillConfig(t *testing.T) {
+	const head = "version: 1\nnodes: [{names: n1}]\npartitions: [{name: a, nodes: n1}]\n"
+	tests := []struct {
+		name string
+		yaml string
+		want sched.BackfillConfig
+		errs []string
+	}{
+		{name: "defaults", want: sched.BackfillConfig{MaxJobTest: 500, Resolution: time.Minute, Window: 24 * time.Hour}},
+		{name: "set", yaml: "scheduler: {backfill_max_job_test: 50, backfill_max_job_user: 5, backfill_max_job_part: 20, backfill_resolution: 5m, backfill_window: 48h}",
+			want: sched.BackfillConfig{MaxJobTest: 50, MaxJobUser: 5, MaxJobPart: 20, Resolution: 5 * time.Minute, Window: 48 * time.Hour}},
+		{name: "old depth key", yaml: "scheduler: {backfill_depth: 4}",
+			errs: []string{"scheduler.backfill_depth: replaced by backfill_max_job_test", "policy: easy"}},
+		{name: "out of bounds", yaml: "scheduler: {backfill_max_job_test: 0, backfill_max_job_user: -1, backfill_max_job_part: -2, backfill_resolution: 2h, backfill_window: 40s}",
+			errs: []string{"scheduler.backfill_max_job_test: 0 is not between 1 and 1000000", "scheduler.backfill_max_job_user: -1",
+				"scheduler.backfill_max_job_part: -2", "scheduler.backfill_resolution: 2h0m0s is not between 1s and 1h",
+				"scheduler.backfill_window: 40s is not between 1m and 720h (30 days)"}},
+		{name: "window shorter than resolution", yaml: "scheduler: {backfill_resolution: 30m, backfill_window: 10m}",
+			errs: []string{"scheduler.backfill_window: 10m0s is shorter than backfill_resolution 30m0s"}},
+		{name: "window too long", yaml: "scheduler: {backfill_window: 800h}",
+			errs: []string{"scheduler.backfill_window: 800h0m0s is not between 1m and 720h (30 days)"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, err := Parse(strings.NewReader(head + tt.yaml + "\n"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			cl, err := cfg.Validate()
+			if len(tt.errs) > 0 {
+				if err == nil {
+					t.Fatal("no error")
+				}
+				for _, w := range tt.errs {
+					if !strings.Contains(err.Error(), w) {
+						t.Errorf("error lacks %q:\n%v", w, err)
+					}
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, cl.Scheduler.Backfill()); diff != "" {
+				t.Errorf("backfill config (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
 func TestSchedulerPolicyConfig(t *testing.T) {
 	const head = "version: 1\nnodes: [{names: n1}]\npartitions: [{name: a, nodes: n1}]\n"
 	tests := []struct {
@@ -259,7 +313,8 @@ func TestSchedulerPolicyConfig(t *testing.T) {
 		{name: "backfill", yaml: "scheduler: {policy: backfill}", want: sched.PolicyBackfill},
 		{name: "fifo, any case", yaml: "scheduler: {policy: FIFO}", want: sched.PolicyFIFO},
 		{name: "priority", yaml: "scheduler: {policy: priority}", want: sched.PolicyPriority},
-		{name: "unknown", yaml: "scheduler: {policy: lottery}", err: `scheduler.policy: "lottery" is not priority, backfill or fifo`},
+		{name: "easy", yaml: "scheduler: {policy: easy}", want: sched.PolicyEASY},
+		{name: "unknown", yaml: "scheduler: {policy: lottery}", err: `scheduler.policy: "lottery" is not priority, fifo, backfill or easy`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -256,9 +256,6 @@ func (cl *Cluster) GPUTotal(part string) int {
 func (c Config) validateSharing(cl *Cluster, bad func(string, ...any)) {
 	sh := Sharing{QOS: defaultQOS(), QOSOrder: slices.Clone(defaultQOSOrder), DefaultQOS: c.DefaultQOS,
 		Configured: len(c.Queues) > 0 || len(c.QOS) > 0, QOSAccess: map[string]*ClassAccess{}}
-	if c.Scheduler.BackfillDepth < 0 {
-		bad("scheduler.backfill_depth: must not be negative")
-	}
 	if c.Submit.RatePerQueue <= 0 {
 		bad("submit.rate_per_queue: %g must be positive", c.Submit.RatePerQueue)
 	}

@@ -25,22 +25,33 @@ import (
 //     Jobs that cannot start by waiting for running jobs (held, begin
 //     time, partition limits, NodeDown, BadConstraints) block nothing, or
 //     one broken job would stop the cluster.
-//   - PolicyBackfill: EASY backfill. The first job pending for Resources
-//     gets a reservation in time: the earliest instant at which it fits
-//     once running jobs end at their time limits (NodeInfo.Releases, plus
-//     the jobs started earlier in the same pass), and the nodes it would
-//     get then. A later job may start if it ends (now + its time limit)
-//     no later than that instant, anywhere; or, ending later, on nodes
-//     the reservation does not hold (reservations are per node, as
-//     Slurm's backfill reserves node bitmaps). Only the first blocked job
-//     is protected (EASY, not conservative backfill). When no reservation
-//     can be computed (jobs without time limits hold what it needs), the
-//     pass falls back to PolicyPriority's node holds. Config.BackfillDepth
-//     gives the next blocked jobs reservations too (on nodes the earlier
-//     ones do not hold, replaying the same releases); a later job then
-//     ignores the holds only when it ends by the earliest reservation.
-//     Starts behind a reservation are marked Start.Backfilled, and a
-//     reserved job's Decision.ExpectedStart is its reservation.
+//   - PolicyBackfill: Slurm's backfill (sched/backfill). The pass keeps a
+//     plan in time of every node's free resources (timeline.go): running
+//     jobs end at their time limits (NodeInfo.Releases), jobs started in
+//     the pass at theirs, and each reservation made in the pass holds
+//     what its job needs from its start to its end. Jobs are tested in
+//     priority order; a job starts now only where it leaves every
+//     reservation its resources for its whole limit, and a job that
+//     cannot start (Resources, or Priority when only reservations stand
+//     in its way) gets a reservation at the earliest instant it fits for
+//     its whole limit, so no later job can delay it. Once a job of a
+//     partition could not start, the partition's later jobs count
+//     against BackfillConfig's test limits (MaxJobTest, MaxJobUser,
+//     MaxJobPart); beyond them a job is pending for Priority untested,
+//     with no expected start. A job whose earliest start is beyond the
+//     window gets no reservation; one that fits at no instant of the plan
+//     (it waits for jobs without a time limit) holds, for the rest of
+//     the pass, the nodes it could use, as under PolicyPriority.
+//   - PolicyEASY: textbook EASY backfill on the same plan, for
+//     comparison: only the first job that cannot start gets a
+//     reservation (without window), later ones may start wherever they
+//     leave it its resources, and none is counted or reserved. When that
+//     first reservation cannot be made, the pass falls back to
+//     PolicyPriority's node holds.
+//
+// Under PolicyBackfill and PolicyEASY starts made while a reservation
+// exists are marked Start.Backfilled, and each reserved job's
+// Decision.ExpectedStart is its reservation (Plan.Reservations).
 type Policy int
 
 // The policies; the zero value is the default.
@@ -48,10 +59,11 @@ const (
 	PolicyPriority Policy = iota
 	PolicyFIFO
 	PolicyBackfill
+	PolicyEASY
 )
 
 // policyNames are the names ParsePolicy reads and String writes.
-var policyNames = []string{PolicyPriority: "priority", PolicyFIFO: "fifo", PolicyBackfill: "backfill"}
+var policyNames = []string{PolicyPriority: "priority", PolicyFIFO: "fifo", PolicyBackfill: "backfill", PolicyEASY: "easy"}
 
 // String names the policy as ParsePolicy reads it.
 func (pl Policy) String() string {
@@ -61,9 +73,17 @@ func (pl Policy) String() string {
 	return fmt.Sprintf("Policy(%d)", int(pl))
 }
 
+// Backfills reports whether the policy starts jobs ahead of blocked ones
+// by a plan in time (PolicyBackfill, PolicyEASY): passes under it need
+// every node's NodeInfo.Releases and report Plan.Reservations. Slurm
+// calls such a scheduler sched/backfill.
+func (pl Policy) Backfills() bool {
+	return pl == PolicyBackfill || pl == PolicyEASY
+}
+
 // ParsePolicy reads a policy name (case-insensitive): priority (also ""
-// and "default"), fifo or backfill, so that configs and the simulator's
-// flags share one spelling.
+// and "default"), fifo, backfill or easy, so that configs and the
+// simulator's flags share one spelling.
 func ParsePolicy(s string) (Policy, error) {
 	switch strings.ToLower(strings.TrimSpace(s)) {
 	case "", "default", "priority":
@@ -72,41 +92,83 @@ func ParsePolicy(s string) (Policy, error) {
 		return PolicyFIFO, nil
 	case "backfill":
 		return PolicyBackfill, nil
+	case "easy":
+		return PolicyEASY, nil
 	}
-	return 0, api.Invalid("scheduling policy %q is not priority, fifo or backfill", s)
+	return 0, api.Invalid("scheduling policy %q is not priority, fifo, backfill or easy", s)
 }
 
-// Backfill reservation states of a pass.
+// resolved returns c with its defaults applied.
+func (c BackfillConfig) resolved() BackfillConfig {
+	if c.MaxJobTest <= 0 {
+		c.MaxJobTest = DefaultBackfillMaxJobTest
+	}
+	c.MaxJobUser, c.MaxJobPart = max(c.MaxJobUser, 0), max(c.MaxJobPart, 0)
+	if c.Resolution <= 0 {
+		c.Resolution = DefaultBackfillResolution
+	}
+	if c.Window <= 0 {
+		c.Window = DefaultBackfillWindow
+	}
+	return c
+}
+
+// States of PolicyEASY's one reservation in a pass.
 const (
 	bfNone     = iota // no job has been blocked yet
-	bfTimed           // the first blocked job holds nodes from bfAt
-	bfFallback        // no time could be computed: priority holds
+	bfTimed           // the first blocked job has its reservation
+	bfFallback        // it could not get one: priority holds
+)
+
+// Constant details of jobs left untested by backfill's limits.
+const (
+	detailBackfillTest = "not tested: backfill limit of this pass reached (backfill_max_job_test)"
+	detailBackfillUser = "not tested: backfill limit of the user reached (backfill_max_job_user)"
+	detailBackfillPart = "not tested: backfill limit of the partition reached (backfill_max_job_part)"
 )
 
 // policy is the per-pass state of cfg.Policy.
 type policy struct {
 	kind Policy
 	now  time.Time
+	bf   BackfillConfig
 
 	fifoBlocked bool
 
-	bf int
-	// bfAt is the earliest reservation's start; depth bounds the
-	// reservations (Config.BackfillDepth) and bfDone stops them after
-	// one could not be computed.
-	bfAt   time.Time
-	depth  int
-	bfDone bool
+	// tl is the plan in time (PolicyBackfill, PolicyEASY), built when
+	// the first job cannot start; narrowed is set while place runs on
+	// nodes narrowed by it.
+	tl       *timeline
+	narrowed bool
+	// mayFit is set when a job that did not fit on the narrowed nodes
+	// might fit on the nodes as they are (see timeline.mayDiffer).
+	mayFit bool
+	// easy is PolicyEASY's state (bfNone, bfTimed, bfFallback).
+	easy int
 	// reservations is what Plan.Reservations reports.
 	reservations []Reservation
-	// estimates are the expected starts computed for blocked jobs under
-	// PolicyPriority and PolicyFIFO (estimate), which hold no nodes in
-	// time; at most depth of them.
+
+	// PolicyBackfill's test counts: blocked marks the partitions in
+	// which a job could not start (their jobs count from then on);
+	// tested, testedUser and testedPart count the jobs tested; counted
+	// is the job last counted and countedParts the partitions it was
+	// counted in.
+	blocked      []bool
+	tested       int
+	testedUser   map[string]int
+	testedPart   []int
+	counted      uint64
+	countedParts []int
+
+	// depth bounds the estimates, the expected starts computed for
+	// blocked jobs under PolicyPriority and PolicyFIFO (estimate), which
+	// hold no nodes in time.
+	depth     int
 	estimates []Reservation
-	// started records the releases of jobs started earlier in the pass
-	// (until a reservation is made), which the snapshot cannot know.
+	// started records the releases of jobs started in the pass (until
+	// the plan is built), which the snapshot cannot know.
 	started []relEvent
-	// Scratch of reserveInTime.
+	// Scratch of estimateStart.
 	keys []relKey
 	offs []int32
 	fits []bool
@@ -125,40 +187,69 @@ type relEvent struct {
 	gpus []int
 }
 
-func newPolicy(cfg Config, now time.Time) *policy {
-	return &policy{kind: cfg.Policy, now: now, depth: max(cfg.BackfillDepth, 1)}
+func newPolicy(cfg Config, now time.Time, parts int) *policy {
+	bf := cfg.Backfill.resolved()
+	pol := &policy{kind: cfg.Policy, now: now, bf: bf, depth: bf.MaxJobTest}
+	if cfg.Policy == PolicyBackfill {
+		pol.blocked, pol.testedPart = make([]bool, parts), make([]int, parts)
+	}
+	return pol
 }
 
 // blocks reports whether job r, which passed its gates, is pending for
-// Priority without a node scan. For a backfill job that ends before the
-// reservation it also lifts the node holds from r's filter chain.
-func (pol *policy) blocks(p *pass, r *Request) bool {
+// Priority without a node scan, and with which detail. Under
+// PolicyBackfill it counts r as tested when its partition has a job that
+// could not start.
+func (pol *policy) blocks(p *pass, r *Request) (bool, string) {
 	switch pol.kind {
 	case PolicyFIFO:
-		return pol.fifoBlocked
+		return pol.fifoBlocked, detailPriority
 	case PolicyBackfill:
-		if pol.bf == bfTimed && pol.endsBy(r.TimeLimit, pol.bfAt) {
-			if r.AnyReserved {
-				r.AnyReserved = false
-				p.chain.prepare(r)
+		if p.blockedByPriority(r.Part) {
+			return true, detailPriority
+		}
+		if pol.blocked[r.Part] {
+			if detail := pol.test(r); detail != "" {
+				return true, detail
 			}
-			return false
 		}
-		if pol.moreReservations() {
-			// The job may still get a reservation of its own.
-			return false
-		}
+		return false, ""
 	}
-	return p.blockedByPriority(r.Part)
+	return p.blockedByPriority(r.Part), detailPriority
 }
 
-// endsBy reports whether a job with limit (seconds) started now ends no
-// later than at.
-func (pol *policy) endsBy(limit int64, at time.Time) bool {
-	if limit == api.Infinite || limit < 0 {
-		return false
+// test counts job r as tested in its partition, or returns the detail of
+// the limit that leaves it untested.
+func (pol *policy) test(r *Request) string {
+	id, user := r.Job.ID, r.Job.User
+	if pol.counted == id && slices.Contains(pol.countedParts, r.Part) {
+		return ""
 	}
-	return !pol.now.Add(time.Duration(limit) * time.Second).After(at)
+	first := pol.counted != id
+	if first {
+		if pol.tested >= pol.bf.MaxJobTest {
+			return detailBackfillTest
+		}
+		if pol.bf.MaxJobUser > 0 && pol.testedUser[user] >= pol.bf.MaxJobUser {
+			return detailBackfillUser
+		}
+	}
+	if pol.bf.MaxJobPart > 0 && pol.testedPart[r.Part] >= pol.bf.MaxJobPart {
+		return detailBackfillPart
+	}
+	if first {
+		pol.counted, pol.countedParts = id, pol.countedParts[:0]
+		pol.tested++
+		if pol.bf.MaxJobUser > 0 {
+			if pol.testedUser == nil {
+				pol.testedUser = map[string]int{}
+			}
+			pol.testedUser[user]++
+		}
+	}
+	pol.countedParts = append(pol.countedParts, r.Part)
+	pol.testedPart[r.Part]++
+	return ""
 }
 
 // noFit applies the policy to job r, which passed its gates and did not
@@ -178,72 +269,143 @@ func (pol *policy) noFit(p *pass, r *Request, reason api.ReasonCode) {
 			pol.fifoBlocked = true
 		}
 	case PolicyBackfill:
-		if pol.moreReservations() && (reason == api.ReasonResources || reason == api.ReasonPriority) {
-			// Deeper backfill: the next blocked jobs get reservations
-			// too, on nodes the earlier ones do not hold.
-			if at, ok := pol.reserveInTime(p, r, true); ok {
-				if at.Before(pol.bfAt) {
-					pol.bfAt = at
-				}
-			} else {
-				pol.bfDone = true
-			}
+		if reason != api.ReasonResources && reason != api.ReasonPriority && reason != api.ReasonTopology {
+			// It cannot start by waiting for running jobs.
 			return
 		}
-		if reason != api.ReasonResources && !(reason == api.ReasonPriority && pol.bf == bfNone) {
-			// Before any reservation, nodes can only be held for
-			// preemptors: a job they turn away is blocked too.
-			return
-		}
-		switch pol.bf {
-		case bfNone:
-			if at, ok := pol.reserveInTime(p, r, true); ok {
-				pol.bf, pol.bfAt = bfTimed, at
+		if !pol.blocked[r.Part] {
+			// The partition's first job that could not start: it was
+			// not counted yet.
+			pol.blocked[r.Part] = true
+			if pol.test(r) != "" {
 				return
 			}
-			pol.bf = bfFallback
+		}
+		if reason == api.ReasonTopology || pol.reserved(r.Job.ID) {
+			// --switches waits for its own placement; a job of several
+			// partitions is reserved in the first where it waits.
+			return
+		}
+		if pol.reserve(p, r) == fitNever {
+			// It waits for jobs without a time limit: hold what it
+			// could use, as priority blocking does.
+			p.holdForPriority(r)
+		}
+	case PolicyEASY:
+		switch pol.easy {
+		case bfNone:
+			if reason != api.ReasonResources && reason != api.ReasonPriority {
+				return
+			}
+			if pol.reserve(p, r) == fitAt {
+				pol.easy = bfTimed
+				return
+			}
+			pol.easy = bfFallback
 			p.holdForPriority(r)
 		case bfFallback:
-			p.holdForPriority(r)
+			if reason == api.ReasonResources {
+				p.holdForPriority(r)
+			}
 		}
 	}
 }
 
-// onStart records the resources of a job started in this pass, so that a
-// later reservation knows when they come back.
+// cachedNoFit applies the policy to job r, whose failure to fit came
+// from the failed-shape cache: under PolicyBackfill the job still gets
+// its own reservation. (The other policies' holds were made by the
+// earlier job of the shape, on the same nodes.)
+func (pol *policy) cachedNoFit(p *pass, r *Request, reason api.ReasonCode) {
+	if pol.kind == PolicyBackfill {
+		pol.noFit(p, r, reason)
+	}
+}
+
+// reserved reports whether the pass reserved for job id last.
+func (pol *policy) reserved(id uint64) bool {
+	n := len(pol.reservations)
+	return n > 0 && pol.reservations[n-1].JobID == id
+}
+
+// plan returns the pass's plan in time, built on first use.
+func (pol *policy) plan(p *pass) *timeline {
+	if pol.tl == nil {
+		pol.tl = newTimeline(p, pol.now, pol.bf, pol.kind == PolicyBackfill, pol.started)
+		pol.started = nil
+	}
+	return pol.tl
+}
+
+// reserve finds the earliest instant at which r fits for its whole time
+// limit in the plan and, within the window (PolicyBackfill's; EASY has
+// none), reserves what it needs there (Plan.Reservations).
+func (pol *policy) reserve(p *pass, r *Request) fit {
+	tl := pol.plan(p)
+	if p.anyReserved && !r.AnyReserved {
+		// Nodes held for earlier jobs stay theirs in the future too.
+		r.AnyReserved = true
+		p.chain.prepare(r)
+	}
+	at, f := tl.earliest(p, r, limitNanos(r.TimeLimit))
+	if f != fitAt {
+		return f
+	}
+	res := Reservation{JobID: r.Job.ID, At: time.Unix(0, at).In(pol.now.Location()), Nodes: make([]string, len(p.picked))}
+	for k, i := range p.picked {
+		res.Nodes[k] = p.nodes[i].Info.Name
+	}
+	pol.reservations = append(pol.reservations, res)
+	return fitAt
+}
+
+// narrow makes the pass's nodes, for job r that would start now, what
+// stays free over its whole limit around the reservations (see
+// timeline.narrow); restore undoes it, and sets pol.mayFit when r, which
+// did not fit (placed false), might fit on the nodes as they are.
+func (pol *policy) narrow(p *pass, r *Request) {
+	pol.narrowed = pol.tl != nil && pol.tl.narrow(p, limitNanos(r.TimeLimit))
+}
+
+func (pol *policy) restore(p *pass, r *Request, placed bool) {
+	if pol.narrowed {
+		pol.mayFit = !placed && pol.tl.mayDiffer(p, r)
+		pol.tl.restore(p)
+	}
+}
+
+// onStart records the resources of a job started in this pass, so that
+// the plan (or an estimate) knows when they come back.
 func (pol *policy) onStart(p *pass, s *Start) {
 	if s.TimeLimit == api.Infinite || s.TimeLimit < 0 {
 		return
 	}
-	switch pol.kind {
-	case PolicyBackfill:
-		if !(pol.bf == bfNone || pol.moreReservations()) {
-			return
-		}
-	default:
-		if len(pol.estimates) >= pol.depth {
-			return
-		}
+	if !pol.kind.Backfills() && len(pol.estimates) >= pol.depth {
+		return
 	}
 	at := pol.now.Add(time.Duration(s.TimeLimit) * time.Second).UnixNano()
 	for _, a := range s.Alloc {
-		if i, ok := p.byName[a.Node]; ok {
-			pol.started = append(pol.started, relEvent{at: at, node: i, cpus: a.CPUs, mem: a.MemoryMB, gpus: a.GPUs})
+		i, ok := p.byName[a.Node]
+		if !ok {
+			continue
 		}
+		gpus := a.GPUs
+		if a.Sliced() {
+			// A slice's end frees no whole GPU for sure.
+			gpus = nil
+		}
+		if pol.tl != nil {
+			pol.tl.release(p, i, at, a.CPUs, a.MemoryMB, gpus)
+			continue
+		}
+		pol.started = append(pol.started, relEvent{at: at, node: i, cpus: a.CPUs, mem: a.MemoryMB, gpus: gpus})
 	}
-}
-
-// moreReservations reports whether a timed reservation exists and more
-// blocked jobs may get one (Config.BackfillDepth).
-func (pol *policy) moreReservations() bool {
-	return pol.kind == PolicyBackfill && pol.bf == bfTimed && !pol.bfDone && len(pol.reservations) < pol.depth
 }
 
 // expected returns the reservation's start of job id when the pass
 // just reserved for it, or the estimate it just computed for it.
 func (pol *policy) expected(id uint64) (time.Time, bool) {
-	if n := len(pol.reservations); n > 0 && pol.reservations[n-1].JobID == id {
-		return pol.reservations[n-1].At, true
+	if pol.reserved(id) {
+		return pol.reservations[len(pol.reservations)-1].At, true
 	}
 	if n := len(pol.estimates); n > 0 && pol.estimates[n-1].JobID == id {
 		return pol.estimates[n-1].At, true
@@ -253,33 +415,30 @@ func (pol *policy) expected(id uint64) (time.Time, bool) {
 
 // estimate computes, for job r blocked for Resources under
 // PolicyPriority or PolicyFIFO, when it is expected to start (squeue
-// --start): the instant reserveInTime finds, without holding nodes for
+// --start): the instant estimateStart finds, without holding nodes for
 // it in time (those policies hold nodes for the rest of the pass only).
 // Slurm's builtin scheduler estimates start times the same way. Only the
-// first Config.BackfillDepth blocked jobs (at least one) get one.
+// first BackfillConfig.MaxJobTest blocked jobs get one.
 func (pol *policy) estimate(p *pass, r *Request) {
 	if len(pol.estimates) >= pol.depth {
 		return
 	}
-	if at, ok := pol.reserveInTime(p, r, false); ok {
+	if at, ok := pol.estimateStart(p, r); ok {
 		pol.estimates = append(pol.estimates, Reservation{JobID: r.Job.ID, At: at})
 	}
 }
 
-// reserveInTime finds the earliest instant at which r fits, replaying the
-// releases of running jobs in time order on a copy of the pass's nodes,
-// and holds the nodes it would get then. It uses the same filters and
-// node choice as a start, on the copy.
+// estimateStart finds the earliest instant at which r fits, replaying
+// the releases of running jobs (and of the pass's starts) in time order
+// on a copy of the pass's nodes, with the same filters and node choice
+// as a start. Nothing is held: under PolicyPriority and PolicyFIFO the
+// instant is only the job's expected start.
 //
-// It runs once per pass with a blocked job, over every running job, so
-// it keeps the work per release small: events are sorted as 16-byte keys
-// that hold no pointers, the copy is two allocations, and the full node
-// choice (find) runs only at instants where enough partition nodes pass
-// the filters for r's smallest slot, a count kept per release.
-//
-// hold false only computes the instant: no node is held and no
-// reservation is recorded (pol.estimate).
-func (pol *policy) reserveInTime(p *pass, r *Request, hold bool) (time.Time, bool) {
+// It keeps the work per release small: events are sorted as 16-byte
+// keys that hold no pointers, the copy is two allocations, and the full
+// node choice (find) runs only at instants where enough partition nodes
+// pass the filters for r's smallest slot, a count kept per release.
+func (pol *policy) estimateStart(p *pass, r *Request) (time.Time, bool) {
 	if p.anyReserved && !r.AnyReserved {
 		// Nodes held for earlier jobs stay theirs in the future too.
 		r.AnyReserved = true
@@ -376,23 +535,14 @@ func (pol *policy) reserveInTime(p *pass, r *Request, hold bool) (time.Time, boo
 		p.nodes = future
 		ok := p.find(r)
 		p.nodes = saved
-		if ok && !hold {
-			return time.Unix(0, at).In(pol.now.Location()), true
-		}
 		if ok {
-			res := Reservation{JobID: r.Job.ID, At: time.Unix(0, at).In(pol.now.Location()), Nodes: make([]string, len(p.picked))}
-			for k, i := range p.picked {
-				p.reserve(i)
-				res.Nodes[k] = p.nodes[i].Info.Name
-			}
-			pol.reservations = append(pol.reservations, res)
-			return res.At, true
+			return time.Unix(0, at).In(pol.now.Location()), true
 		}
 	}
 	return time.Time{}, false
 }
 
-// relKey is one release in the replay order of reserveInTime: by time,
+// relKey is one release in the replay order of estimateStart: by time,
 // then input order (ord: the nodes' Releases node by node, then the
 // pass's own starts).
 type relKey struct {
@@ -422,20 +572,33 @@ func (pol *policy) closed(p *pass, plan *Plan) []string {
 	all := pol.fifoBlocked || p.cfg.MaxStarts > 0 && len(plan.Starts) >= p.cfg.MaxStarts
 	var out []string
 	for pi := range p.parts {
-		// Under a timed backfill reservation a short job may still pass.
-		if all || p.blockedByPriority(pi) && !(pol.kind == PolicyBackfill && pol.bf == bfTimed) {
+		// Node holds are absolute under every policy (a reservation in
+		// time is no hold). Under PolicyBackfill a partition whose jobs
+		// are counted is closed once the test limit is reached.
+		if all || p.blockedByPriority(pi) || pol.untested(pi) {
 			out = append(out, p.parts[pi].info.Name)
 		}
 	}
 	return out
 }
 
+// untested reports whether, under PolicyBackfill, every later job of
+// partition pi would be left untested by the test limits.
+func (pol *policy) untested(pi int) bool {
+	if pol.kind != PolicyBackfill || !pol.blocked[pi] {
+		return false
+	}
+	return pol.tested >= pol.bf.MaxJobTest || pol.bf.MaxJobPart > 0 && pol.testedPart[pi] >= pol.bf.MaxJobPart
+}
+
 // A deep queue holds many jobs of the same shape. Within a pass
-// resources only shrink and holds only grow, so once a job of some shape
-// failed to fit, the next job of that shape fails the same way for as
-// long as nothing was started or held in between. The pass then reuses
+// resources only shrink and holds and reservations only grow, so once a
+// job of some shape failed to fit, the next job of that shape fails the
+// same way for as long as nothing was started, held or reserved in
+// between, unless reservations turned the first away and the next one
+// has a shorter limit (which may end before them). The pass then reuses
 // the decision instead of scanning the partition again; that is what
-// keeps backfill (where most jobs are scanned) linear in the queue.
+// keeps EASY (where most jobs are scanned) linear in the queue.
 
 // shapeKey is what decides a node scan's outcome for jobs without -w,
 // -x or --switches whose slots are all alike.
@@ -451,15 +614,19 @@ type shapeKey struct {
 	features *Constraint
 }
 
-// stateGen changes whenever the pass starts a job, holds a node or
-// changes its backfill state.
-type stateGen struct{ starts, reserved, bf int }
+// stateGen changes whenever the pass starts a job, holds a node, makes
+// a reservation or changes PolicyEASY's state.
+type stateGen struct{ starts, reserved, reservations, easy int }
 
 type failedShape struct {
 	key    shapeKey
 	gen    stateGen
 	reason api.ReasonCode
 	detail string
+	// narrowed is set when reservations narrowed the nodes (the outcome
+	// then holds for limits no shorter than limit).
+	narrowed bool
+	limit    int64
 }
 
 // shapeOf returns r's key, or false when r's outcome depends on more
@@ -474,7 +641,7 @@ func shapeOf(r *Request) (shapeKey, bool) {
 }
 
 func (pol *policy) gen(p *pass, plan *Plan) stateGen {
-	g := stateGen{starts: len(plan.Starts), bf: pol.bf}
+	g := stateGen{starts: len(plan.Starts), reservations: len(pol.reservations), easy: pol.easy}
 	for i := range p.parts {
 		g.reserved += p.parts[i].reserved
 	}
@@ -493,7 +660,7 @@ func (pol *policy) knownFailure(p *pass, r *Request, plan *Plan) (api.ReasonCode
 	}
 	for i := range pol.failed {
 		if f := &pol.failed[i]; f.key == k {
-			if f.gen != pol.gen(p, plan) {
+			if f.gen != pol.gen(p, plan) || f.narrowed && limitNanos(r.TimeLimit) < limitNanos(f.limit) {
 				return "", "", false
 			}
 			return f.reason, f.detail, true
@@ -509,10 +676,18 @@ func (pol *policy) remember(p *pass, r *Request, plan *Plan, reason api.ReasonCo
 	if !ok {
 		return
 	}
-	f := failedShape{key: k, gen: pol.gen(p, plan), reason: reason, detail: detail}
+	f := failedShape{key: k, gen: pol.gen(p, plan), reason: reason, detail: detail, narrowed: pol.narrowed, limit: r.TimeLimit}
 	for i := range pol.failed {
-		if pol.failed[i].key == k {
-			pol.failed[i] = f
+		if old := &pol.failed[i]; old.key == k {
+			if old.gen == f.gen && limitNanos(old.limit) < limitNanos(f.limit) {
+				// Nothing changed since a shorter job of the shape
+				// failed: it stands for more limits.
+				f.limit = old.limit
+			}
+			if old.gen == f.gen && !old.narrowed {
+				f.narrowed = false
+			}
+			*old = f
 			return
 		}
 	}

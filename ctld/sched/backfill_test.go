@@ -129,18 +129,41 @@ func TestPolicies(t *testing.T) {
 			want:   []string{"1:Resources", "2:[n2]", "3:Priority"},
 		},
 		{
-			name: "backfill: only the first blocked job is protected",
+			name: "easy: only the first blocked job is protected",
+			snap: snap([]sched.NodeInfo{busy("n1"), busy("n2")},
+				job(1, 8, 1000).Obj(), job(2, 8, 1000).Obj(), job(3, 4, 5000).Obj()),
+			policy: sched.PolicyEASY,
+			want:   []string{"1:Resources", "2:Resources", "3:[n2]"},
+		},
+		{
+			name: "backfill: every blocked job is protected",
 			snap: snap([]sched.NodeInfo{busy("n1"), busy("n2")},
 				job(1, 8, 1000).Obj(), job(2, 8, 1000).Obj(), job(3, 4, 5000).Obj()),
 			policy: sched.PolicyBackfill,
-			want:   []string{"1:Resources", "2:Priority", "3:[n2]"},
+			want:   []string{"1:Resources", "2:Resources", "3:Priority"},
+		},
+		{
+			name: "easy: a job ending before the reservation starts on the reserved node",
+			snap: snap([]sched.NodeInfo{busy("n1")},
+				job(1, 8, 1000).Obj(), job(2, 2, 100).Obj(), job(3, 2, 101).Obj()),
+			policy: sched.PolicyEASY,
+			want:   []string{"1:Resources", "2:[n1]", "3:Priority"},
 		},
 		{
 			name: "backfill: jobs started earlier in the pass count as releases",
 			snap: snap([]sched.NodeInfo{free("n1", 8)},
 				job(1, 4, 100).Obj(), job(2, 8, 1000).Obj(), job(3, 4, 100).Obj(), job(4, 4, 101).Obj()),
 			policy: sched.PolicyBackfill,
-			want:   []string{"1:[n1]", "2:Resources", "3:[n1]", "4:Priority"},
+			// 4 would run past 2's reservation at 100s, and nothing
+			// is free now anyway.
+			want: []string{"1:[n1]", "2:Resources", "3:[n1]", "4:Resources"},
+		},
+		{
+			name: "easy: without known ends it holds nodes like priority",
+			snap: snap([]sched.NodeInfo{stuck("n1"), free("n2", 2)},
+				job(1, 8, 1000).Obj(), job(2, 2, 10).Obj(), job(3, 1, 10).Obj()),
+			policy: sched.PolicyEASY,
+			want:   []string{"1:Resources", "2:[n2]", "3:Priority"},
 		},
 		{
 			name: "backfill: without known ends it holds nodes like priority",
@@ -169,11 +192,12 @@ func TestPolicies(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			plan := sched.Schedule(tc.snap, now, sched.Config{Policy: tc.policy})
+			cfg := sched.Config{Policy: tc.policy, Backfill: exact}
+			plan := sched.Schedule(tc.snap, now, cfg)
 			if diff := cmp.Diff(tc.want, outcome(plan)); diff != "" {
 				t.Errorf("plan (-want +got):\n%s", diff)
 			}
-			again := sched.Schedule(tc.snap, now, sched.Config{Policy: tc.policy})
+			again := sched.Schedule(tc.snap, now, cfg)
 			if diff := cmp.Diff(plan, again); diff != "" {
 				t.Errorf("second pass differs (-first +second):\n%s", diff)
 			}
@@ -207,6 +231,7 @@ func TestParsePolicy(t *testing.T) {
 		{name: "default", in: "Default", want: sched.PolicyPriority},
 		{name: "fifo", in: "FIFO", want: sched.PolicyFIFO},
 		{name: "backfill", in: " backfill ", want: sched.PolicyBackfill},
+		{name: "easy", in: "EASY", want: sched.PolicyEASY},
 		{name: "unknown", in: "lottery", err: true},
 	}
 	for _, tc := range tests {
@@ -232,7 +257,7 @@ func TestParsePolicy(t *testing.T) {
 // pass over the first k jobs closes the partition, the pass over all
 // jobs starts exactly the same jobs in the same places.
 func TestClosedPrefix(t *testing.T) {
-	for _, pol := range []sched.Policy{sched.PolicyPriority, sched.PolicyFIFO, sched.PolicyBackfill} {
+	for _, pol := range []sched.Policy{sched.PolicyPriority, sched.PolicyFIFO, sched.PolicyBackfill, sched.PolicyEASY} {
 		for seed := range uint64(20) {
 			t.Run(fmt.Sprintf("%s/seed=%d", pol, seed), func(t *testing.T) {
 				rng := rand.New(rand.NewPCG(seed, 11))
@@ -255,7 +280,9 @@ func TestClosedPrefix(t *testing.T) {
 				for _, j := range jobs {
 					j.TimeLimit = int64(60 * (1 + rng.IntN(120)))
 				}
-				cfg := sched.Config{DefMemPerCPUMB: 1000, Policy: pol}
+				// A test limit below the queue, so that backfill's prefixes
+				// close once it is reached.
+				cfg := sched.Config{DefMemPerCPUMB: 1000, Policy: pol, Backfill: sched.BackfillConfig{MaxJobTest: 40}}
 				full := sched.Schedule(w.Jobs(jobs...).Obj(), now, cfg)
 				ordered := slices.Clone(jobs)
 				slices.SortStableFunc(ordered, func(a, b *api.Job) int { return int(b.EffPriority) - int(a.EffPriority) })
@@ -271,7 +298,7 @@ func TestClosedPrefix(t *testing.T) {
 						t.Fatalf("prefix %d closed the partition but starts differ (-full +prefix):\n%s", k, diff)
 					}
 				}
-				if pol != sched.PolicyBackfill && !closedOnce {
+				if pol != sched.PolicyEASY && !closedOnce {
 					t.Logf("no prefix closed the partition")
 				}
 			})
@@ -279,9 +306,10 @@ func TestClosedPrefix(t *testing.T) {
 	}
 }
 
-// TestPlanReservations checks what Plan.Reservations reports: the first
-// blocked job, the instant it fits and the nodes it gets then, and
-// nothing under the other policies or when no job is blocked.
+// TestPlanReservations checks what Plan.Reservations reports: each
+// reserved job, the instant it fits and the nodes it gets then (EASY:
+// the first blocked job only), and nothing under the other policies or
+// when no job is blocked.
 func TestPlanReservations(t *testing.T) {
 	busy := func(name string, secs int) sched.NodeInfo {
 		n := st.MakeNode(name).CPUs(64).GPUs(8).UsedGPUs(0, 1, 2, 3, 4, 5).UsedCPUs(6).Obj()
@@ -294,9 +322,17 @@ func TestPlanReservations(t *testing.T) {
 		jobs   []*api.Job
 		want   []sched.Reservation
 	}{
-		{name: "4 GPUs fit on the node freed first", policy: sched.PolicyBackfill,
+		{name: "4 GPUs fit on the node freed first, 8 then on the other", policy: sched.PolicyBackfill,
+			jobs: []*api.Job{job(1, 4, 600).Obj(), job(2, 8, 600).Obj()},
+			want: []sched.Reservation{{JobID: 1, At: now.Add(100 * time.Second), Nodes: []string{"n2"}},
+				{JobID: 2, At: now.Add(300 * time.Second), Nodes: []string{"n1"}}}},
+		{name: "easy reserves for the first only", policy: sched.PolicyEASY,
 			jobs: []*api.Job{job(1, 4, 600).Obj(), job(2, 8, 600).Obj()},
 			want: []sched.Reservation{{JobID: 1, At: now.Add(100 * time.Second), Nodes: []string{"n2"}}}},
+		{name: "8 GPUs wait for the end of the 4-GPU reservation", policy: sched.PolicyBackfill,
+			jobs: []*api.Job{job(1, 4, 600).Obj(), job(2, 8, 600).NodeList("n2").Obj()},
+			want: []sched.Reservation{{JobID: 1, At: now.Add(100 * time.Second), Nodes: []string{"n2"}},
+				{JobID: 2, At: now.Add(700 * time.Second), Nodes: []string{"n2"}}}},
 		{name: "16 GPUs wait for both", policy: sched.PolicyBackfill,
 			jobs: []*api.Job{st.MakeJob().ID(3).Nodes(2).GPUs(16).CPUsPerGPU(1).TimeLimit(600).Obj()},
 			want: []sched.Reservation{{JobID: 3, At: now.Add(300 * time.Second), Nodes: []string{"n1", "n2"}}}},
@@ -307,7 +343,7 @@ func TestPlanReservations(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			s := st.MakeSnapshot().Nodes(busy("n1", 300), busy("n2", 100)).
 				Partitions(st.MakePartition("gpu", "n1", "n2").Obj()).Jobs(tc.jobs...).Obj()
-			plan := sched.Schedule(s, now, sched.Config{Policy: tc.policy})
+			plan := sched.Schedule(s, now, sched.Config{Policy: tc.policy, Backfill: exact})
 			if diff := cmp.Diff(tc.want, plan.Reservations); diff != "" {
 				t.Errorf("reservations (-want +got):\n%s", diff)
 			}

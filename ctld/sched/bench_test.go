@@ -181,12 +181,23 @@ func BenchmarkPlace(b *testing.B) {
 
 // BenchmarkSchedulePolicy is BenchmarkSchedule's 10k-job pass under each
 // policy. Running jobs end at staggered times (NodeInfo.Releases) so
-// that backfill computes a reservation and scans the queue for jobs that
-// end before it.
+// that backfill has a plan in time to reserve in and EASY scans the
+// queue for jobs that leave its one reservation alone. Backfill runs at
+// its default test limit (500) and at others, for the cost per tested
+// job; reservations/op counts the jobs reserved.
 func BenchmarkSchedulePolicy(b *testing.B) {
 	const nodes, gpus, pending = 512, 8, 10000
-	for _, pol := range []sched.Policy{sched.PolicyPriority, sched.PolicyFIFO, sched.PolicyBackfill} {
-		b.Run(fmt.Sprintf("nodes=%d/gpus=%d/pending=%d/policy=%s", nodes, gpus, pending, pol), func(b *testing.B) {
+	cases := []struct {
+		pol  sched.Policy
+		test int
+	}{{sched.PolicyPriority, 0}, {sched.PolicyFIFO, 0}, {sched.PolicyEASY, 0}, {sched.PolicyBackfill, 0},
+		{sched.PolicyBackfill, 100}, {sched.PolicyBackfill, 2000}, {sched.PolicyBackfill, pending}}
+	for _, bc := range cases {
+		name := fmt.Sprintf("nodes=%d/gpus=%d/pending=%d/policy=%s", nodes, gpus, pending, bc.pol)
+		if bc.test > 0 {
+			name += fmt.Sprintf(",max_job_test=%d", bc.test)
+		}
+		b.Run(name, func(b *testing.B) {
 			rng := rand.New(rand.NewPCG(3, pending))
 			w := benchCluster(rng, nodes, gpus)
 			s := w.Obj()
@@ -208,7 +219,7 @@ func BenchmarkSchedulePolicy(b *testing.B) {
 				j.TimeLimit = int64(60 * (1 + rng.IntN(240)))
 			}
 			snap := w.Jobs(jobs...).Obj()
-			cfg := sched.Config{DefMemPerCPUMB: 1000, Policy: pol}
+			cfg := sched.Config{DefMemPerCPUMB: 1000, Policy: bc.pol, Backfill: sched.BackfillConfig{MaxJobTest: bc.test}}
 			plan := sched.Schedule(snap, now, cfg)
 			if len(plan.Starts)+len(plan.Pending) != pending {
 				b.Fatalf("bad plan: %d starts, %d pending for %d jobs", len(plan.Starts), len(plan.Pending), pending)
@@ -218,6 +229,7 @@ func BenchmarkSchedulePolicy(b *testing.B) {
 				sched.Schedule(snap, now, cfg)
 			}
 			b.ReportMetric(float64(len(plan.Starts)), "starts/op")
+			b.ReportMetric(float64(len(plan.Reservations)), "reservations/op")
 		})
 	}
 }

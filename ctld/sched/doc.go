@@ -8,5 +8,8 @@
 // of small node Filters and a best-fit choice, and takes what a started
 // job uses from its working copy of the free resources. CheckFeasible is
 // the same judgement against total capacity, for the controller to refuse
-// impossible jobs at submit. README.md draws the pipeline.
+// impossible jobs at submit. The Policy (backfill.go) decides what jobs
+// behind one that does not fit may do; PolicyBackfill (Slurm's backfill)
+// and PolicyEASY plan in time (timeline.go). README.md draws the
+// pipeline.
 package sched

@@ -251,7 +251,7 @@ func TestPartitionListRequeued(t *testing.T) {
 // running jobs reach their limits (squeue --start), and holds nothing in
 // time for it.
 func TestExpectedStartWithoutBackfill(t *testing.T) {
-	for _, pol := range []sched.Policy{sched.PolicyPriority, sched.PolicyFIFO, sched.PolicyBackfill} {
+	for _, pol := range []sched.Policy{sched.PolicyPriority, sched.PolicyFIFO, sched.PolicyBackfill, sched.PolicyEASY} {
 		t.Run(pol.String(), func(t *testing.T) {
 			snap := fourNodes().Obj()
 			for i := range snap.Nodes {
@@ -270,9 +270,9 @@ func TestExpectedStartWithoutBackfill(t *testing.T) {
 			}
 			d2, _ := decision(t, plan, 2)
 			if !d2.ExpectedStart.IsZero() && pol != sched.PolicyBackfill {
-				t.Errorf("job 2 expected start %v, want none (depth 1)", d2.ExpectedStart)
+				t.Errorf("job 2 expected start %v, want none (blocked behind job 1)", d2.ExpectedStart)
 			}
-			if pol != sched.PolicyBackfill && len(plan.Reservations) != 0 {
+			if !pol.Backfills() && len(plan.Reservations) != 0 {
 				t.Errorf("reservations %+v under %s", plan.Reservations, pol)
 			}
 		})
@@ -317,7 +317,8 @@ func TestRequestProperties(t *testing.T) {
 				j.GPUs, j.GPUsPerTask, j.GPUsPerNode = 0, 0, 0
 			}
 		}
-		cfg := sched.Config{DefMemPerCPUMB: int64(seed % 2 * 500), Policy: sched.Policy(seed % 3), BackfillDepth: seed % 3}
+		cfg := sched.Config{DefMemPerCPUMB: int64(seed % 2 * 500), Policy: sched.Policy(seed % 4),
+			Backfill: sched.BackfillConfig{MaxJobTest: seed % 3, MaxJobPart: seed % 4}}
 		plan := sched.Schedule(snap, now, cfg)
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
 			checkPlan(t, snap, plan)

@@ -35,7 +35,7 @@ func Schedule(snap *Snapshot, now time.Time, cfg Config) Plan {
 	}
 	p := newPass(snap, cfg)
 	p.sh = newShare(snap, cfg, now)
-	pol := newPolicy(cfg, now)
+	pol := newPolicy(cfg, now, len(p.parts))
 	it := newOrder(snap.Pending, p.sh, now)
 	plan.Pending = make([]Decision, 0, len(snap.Pending))
 	for e := it.next(); e != nil; e = it.next() {
@@ -190,8 +190,8 @@ func (p *pass) schedule(e *entry, part string, now time.Time, plan *Plan, pol *p
 		}
 		p.borrowing = v.borrowed
 	}
-	if pol.blocks(p, r) {
-		return pend(api.ReasonPriority, detailPriority)
+	if blocked, detail := pol.blocks(p, r); blocked {
+		return pend(api.ReasonPriority, detail)
 	}
 	if p.cfg.MaxStarts > 0 && len(plan.Starts) >= p.cfg.MaxStarts {
 		return pend(api.ReasonPriority, detailMaxStarts)
@@ -204,9 +204,12 @@ func (p *pass) schedule(e *entry, part string, now time.Time, plan *Plan, pol *p
 				return pend(reason, detail)
 			}
 		}
+		if !p.probe {
+			pol.cachedNoFit(p, r, reason)
+		}
 		return pend(reason, detail)
 	}
-	if start, ok := p.place(r); ok {
+	if start, ok := p.place(r, pol); ok {
 		if p.sh != nil && e.queue >= 0 {
 			start.Borrowed = p.sh.over(e.queue, allocGPUs(start.Alloc)) - p.sh.over(e.queue, 0)
 		}
@@ -215,6 +218,16 @@ func (p *pass) schedule(e *entry, part string, now time.Time, plan *Plan, pol *p
 	if p.probe {
 		// Discarded: the job is decided again after its probes.
 		return pend(api.ReasonResources, "")
+	}
+	if pol.narrowed && pol.mayFit {
+		// Reservations in time turned it away: if it fits now around
+		// nothing else, it waits for higher-priority jobs.
+		p.topoWait = false
+		if p.findFeatures(r) {
+			pol.noFit(p, r, api.ReasonPriority)
+			pol.remember(p, r, plan, api.ReasonPriority, detailPriority)
+			return pend(api.ReasonPriority, detailPriority)
+		}
 	}
 	if p.topoWait {
 		pol.noFit(p, r, api.ReasonTopology)
@@ -384,9 +397,12 @@ func (p *pass) resolve(job *api.Job, pi int) (api.ReasonCode, string, bool) {
 }
 
 // place runs the filter chain over the partition and, when enough nodes
-// pass, chooses them and takes their resources. On failure p.hist holds
-// why nodes were turned away and p.cand the nodes that passed.
-func (p *pass) place(r *Request) (Start, bool) {
+// pass, chooses them and takes their resources. Under a plan in time
+// (PolicyBackfill, PolicyEASY) the nodes it sees are what stays free
+// over the job's whole limit around the reservations (pol.narrowed tells
+// whether that changed any). On failure p.hist holds why nodes were
+// turned away and p.cand the nodes that passed.
+func (p *pass) place(r *Request, pol *policy) (Start, bool) {
 	// Marked here, not in resolve: only jobs that reach a node scan pay
 	// for reading the far end of the Job (PrevNodes).
 	for _, name := range r.Job.PrevNodes {
@@ -401,7 +417,10 @@ func (p *pass) place(r *Request) (Start, bool) {
 			r.HasAvoid = true
 		}
 	}
-	if !p.findFeatures(r) {
+	pol.narrow(p, r)
+	ok := p.findFeatures(r)
+	pol.restore(p, r, ok)
+	if !ok {
 		return Start{}, false
 	}
 	return p.commit(r), true

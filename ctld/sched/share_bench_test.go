@@ -86,7 +86,7 @@ func BenchmarkScheduleShare(b *testing.B) {
 	for _, pol := range []sched.Policy{sched.PolicyPriority, sched.PolicyBackfill} {
 		b.Run(fmt.Sprintf("nodes=512/gpus=8/pending=%d/queues=8/policy=%s", pending, pol), func(b *testing.B) {
 			snap := shareBenchSnapshot(pending)
-			cfg := sched.Config{DefMemPerCPUMB: 1000, Policy: pol, BackfillDepth: 4}
+			cfg := sched.Config{DefMemPerCPUMB: 1000, Policy: pol}
 			plan := sched.Schedule(snap, now, cfg)
 			if len(plan.Starts)+len(plan.Pending) != pending {
 				b.Fatalf("bad plan: %d starts, %d pending for %d jobs", len(plan.Starts), len(plan.Pending), pending)

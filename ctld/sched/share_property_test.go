@@ -209,7 +209,8 @@ func TestShareProperties(t *testing.T) {
 			addTopology(t, snap, int64(seed))
 		}
 		addSharing(snap, int64(seed))
-		cfg := sched.Config{DefMemPerCPUMB: int64(seed % 3 * 500), Policy: sched.Policy(seed % 3), BackfillDepth: seed % 4}
+		cfg := sched.Config{DefMemPerCPUMB: int64(seed % 3 * 500), Policy: sched.Policy(seed % 4),
+			Backfill: sched.BackfillConfig{MaxJobTest: seed % 5, MaxJobUser: seed % 3, Resolution: time.Duration(seed%3) * 30 * time.Second}}
 		plan := sched.Schedule(snap, now, cfg)
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
 			checkPlan(t, snap, plan)

@@ -588,7 +588,7 @@ func TestGoldenShare(t *testing.T) {
 		sjob(15, "rts", "batch", 8).Level(1).Obj(),                                  // behind 13 in rts
 		sjob(16, "", "batch", 2).TimeLimit(300).Submit(now.Add(-time.Second)).Obj(), // outside any queue, short
 	)
-	plan := sched.Schedule(w.Obj(), now, sched.Config{Policy: sched.PolicyBackfill, BackfillDepth: 2})
+	plan := sched.Schedule(w.Obj(), now, sched.Config{Policy: sched.PolicyBackfill})
 	golden(t, "share", renderSharePlan(plan))
 }
 

@@ -57,8 +57,9 @@ type NodeInfo struct {
 	Features []string
 	// Releases lists what the node's running jobs give back and when
 	// their time limits expire (start + limit; jobs without a limit are
-	// left out). Only PolicyBackfill reads it, to compute when a blocked
-	// job could start; nil is fine for the other policies.
+	// left out, and never come back). PolicyBackfill and PolicyEASY
+	// build their plan in time from it; the other policies read it for
+	// the expected start of blocked jobs. Nil is fine.
 	Releases []Release
 }
 
@@ -134,9 +135,11 @@ type Config struct {
 	// Starving and rises one level per further StarvationAge (0 = 30
 	// minutes; negative turns aging off).
 	StarvationAge time.Duration
-	// BackfillDepth bounds how many blocked jobs get a reservation in
-	// time under PolicyBackfill (0 = 1, EASY).
-	BackfillDepth int
+	// Backfill tunes PolicyBackfill's plan (see backfill.go); its zero
+	// value is Slurm's defaults. BackfillMaxJobTest also bounds how many
+	// blocked jobs get an expected start under PolicyPriority and
+	// PolicyFIFO.
+	Backfill BackfillConfig
 	// NoPreemption turns preemption off (jobs then only wait).
 	NoPreemption bool
 	// SliceFit chooses how GPU slices are placed: SliceBestFit (the
@@ -144,6 +147,36 @@ type Config struct {
 	// simulator compares it with.
 	SliceFit SliceFit
 }
+
+// BackfillConfig holds the limits of the multi-reservation backfill
+// (PolicyBackfill), named after Slurm's SchedulerParameters. Zero values
+// take the defaults below; negative ones read as zero.
+type BackfillConfig struct {
+	// MaxJobTest bounds the jobs a pass tests once a job of their
+	// partition could not start (Slurm's bf_max_job_test; 0 =
+	// DefaultBackfillMaxJobTest): each of them starts now or gets a
+	// reservation; later ones stay pending for Priority untested.
+	MaxJobTest int
+	// MaxJobUser and MaxJobPart bound the jobs tested per user and per
+	// partition (bf_max_job_user, bf_max_job_part; 0 = no bound).
+	MaxJobUser, MaxJobPart int
+	// Resolution is the plan's time step (bf_resolution; 0 =
+	// DefaultBackfillResolution): running jobs' ends and reservations'
+	// starts and ends are rounded up to multiples of it (since the Unix
+	// epoch), which bounds the plan's size.
+	Resolution time.Duration
+	// Window is how far ahead reservations are made (bf_window; 0 =
+	// DefaultBackfillWindow): a job whose earliest start is later gets
+	// no reservation (and no start).
+	Window time.Duration
+}
+
+// Defaults of BackfillConfig, Slurm's.
+const (
+	DefaultBackfillMaxJobTest = 500
+	DefaultBackfillResolution = time.Minute
+	DefaultBackfillWindow     = 24 * time.Hour
+)
 
 // SliceFit is a slice placement rule.
 type SliceFit int
@@ -290,8 +323,9 @@ type Decision struct {
 	// (without them levels mean nothing: jobs go by EffPriority).
 	Level         int
 	StarvingSince time.Time
-	// ExpectedStart is the backfill estimate of its start (zero when
-	// unknown), for squeue --start.
+	// ExpectedStart is the job's planned start (zero when unknown), for
+	// squeue --start: its reservation under PolicyBackfill and
+	// PolicyEASY, the estimate of an unreserved start under the others.
 	ExpectedStart time.Time
 }
 
@@ -309,11 +343,14 @@ type Plan struct {
 	// a deep queue in growing prefixes and stops at the first prefix
 	// that closes every partition.
 	Closed []string
-	// Reservations lists the pass's timed backfill reservations
-	// (PolicyBackfill; EASY makes at most one): the blocked job, when it
-	// is expected to start and the nodes held for it until then. Jobs
-	// ordered after it start only if they end by At or stay off Nodes.
-	// The simulator reads it to decide the jobs a prefix pass left out.
+	// Reservations lists the pass's reservations in time, in the order
+	// they were made (PolicyBackfill: one per tested job that could not
+	// start and fits within the window; PolicyEASY: at most one): the
+	// blocked job, when it is planned to start and the nodes it would
+	// get then. A job ordered after it starts only where what it takes
+	// until its own limit leaves the reserved job's resources free from
+	// At (see timeline.go). The simulator reads it to decide the jobs a
+	// prefix pass left out.
 	Reservations []Reservation
 	// Preemptions are the victims chosen in this pass; the jobs they make
 	// room for stay pending (WaitingForReclaim or Preempting) until the
@@ -324,8 +361,9 @@ type Plan struct {
 // Reservation is one job's backfill reservation in time.
 type Reservation struct {
 	JobID uint64
-	// At is the earliest instant at which the job fits once running
-	// jobs end at their time limits.
+	// At is the earliest instant (on the resolution grid, or now) at
+	// which the job fits for its whole time limit once running jobs end
+	// at their time limits, around the reservations made before it.
 	At time.Time
 	// Nodes are the nodes it would get then, in slot order.
 	Nodes []string

@@ -7,7 +7,9 @@
 // made from an older view never gives a CPU, a byte of memory or a GPU
 // twice. The controller (ctld) and the trace-driven simulator (sim) go
 // through this package alone, so the simulator replays exactly what
-// the controller would do.
+// the controller would do. It also holds the job lifecycle (Lifecycle,
+// Transition): the one table of a job's state changes and the one
+// function that makes them.
 //
 // The package is pure: no I/O, no clock, no locks (the caller
 // serialises access, as the controller does under its mutex).
