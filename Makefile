@@ -18,7 +18,7 @@ TEST_TIMEOUT ?= 20m
 # step stream protocol, the MUNGE client, salloc, and the store under
 # concurrent writers, and srun's step streams. make test runs their
 # tests a second time under the race detector (which needs cgo, on above).
-RACE_PKGS ?= ./ctld/ ./ctld/client/ ./noded/ ./noded/stepd/ ./internal/stepio/ ./internal/munge/ ./cli/salloc/ ./cli/srun/ ./accounting/
+RACE_PKGS ?= ./ctld/ ./ctld/client/ ./noded/ ./noded/stepd/ ./noded/steps/ ./noded/runtime/ ./ctld/state/ ./internal/stepio/ ./internal/munge/ ./cli/salloc/ ./cli/srun/ ./accounting/
 
 .PHONY: help build test test-gpu test-short bench bench-go bench-vs-slurm up down demo conformance lint fmt vet install clean tidy cover
 

@@ -42,7 +42,5 @@ var (
 	parseProcStat   = stepd.ParseProcStat
 	selfIdentity    = stepd.SelfIdentity
 	identityOf      = stepd.IdentityOf
-	signalGroup     = stepd.SignalGroup
-	signalProcess   = stepd.SignalProcess
 	withTaskPID     = stepd.WithTaskPID
 )

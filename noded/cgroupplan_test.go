@@ -191,33 +191,6 @@ func TestCgroupStatus(t *testing.T) {
 	}
 }
 
-func TestRemoveJobCgroup(t *testing.T) {
-	root := t.TempDir()
-	// A lost job's cgroup in two v1 hierarchies (empty directories stand
-	// in for cgroups without processes).
-	for _, d := range []string{"memory/cgroup.procs", "freezer/cgroup.procs"} {
-		if err := os.MkdirAll(filepath.Join(root, filepath.Dir(d), "tide", "job_9"), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(root, d), nil, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	old := cgroupRoot
-	cgroupRoot = root
-	t.Cleanup(func() { cgroupRoot = old })
-	removeJobCgroup(DefaultConfig(), 9, slog.New(slog.DiscardHandler))
-	for _, d := range []string{"memory/tide/job_9", "freezer/tide/job_9"} {
-		if _, err := os.Stat(filepath.Join(root, d)); !errors.Is(err, os.ErrNotExist) {
-			t.Errorf("%s left (%v)", d, err)
-		}
-	}
-	// The parent stays.
-	if _, err := os.Stat(filepath.Join(root, "memory/tide")); err != nil {
-		t.Error(err)
-	}
-}
-
 // TestSupervisorCgroupAsUser runs a job as nobody through the exec
 // child in a real job cgroup (root with a writable hierarchy that has a
 // memory controller, else skipped): the supervisor moves the child into

@@ -4,11 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	gresnvml "github.com/tide-hpc/tide/gres/nvml"
 	"log/slog"
 	"os"
 	"path/filepath"
-	"runtime"
+	goruntime "runtime"
 	"slices"
 	"sync"
 	"time"
@@ -16,7 +15,10 @@ import (
 	"github.com/tide-hpc/tide/ctld/api"
 	"github.com/tide-hpc/tide/ctld/client"
 	"github.com/tide-hpc/tide/gres"
+	gresnvml "github.com/tide-hpc/tide/gres/nvml"
 	"github.com/tide-hpc/tide/noded/ctr"
+	"github.com/tide-hpc/tide/noded/runtime"
+	"github.com/tide-hpc/tide/noded/steps"
 )
 
 // Version is tided's version, reported at registration; set with
@@ -45,6 +47,13 @@ type Options struct {
 	// StepdIdle is how long the shared supervisor lingers without jobs
 	// (default stepd.DefaultIdle; tests shorten it).
 	StepdIdle time.Duration
+	// Runtime runs the jobs without a container image (default: the
+	// supervisor, runtime.Process). Tests give a runtime.Fake.
+	Runtime runtime.Runtime
+	// ContainerRuntime runs the jobs with a container image (default:
+	// containerd at containerd.socket, none without one). A node with
+	// one registers the containerd feature.
+	ContainerRuntime runtime.Runtime
 }
 
 // Backoff bounds while the controller cannot be reached.
@@ -61,7 +70,6 @@ type Daemon struct {
 	closeAPI func()
 	exe      string
 	jobsDir  string
-	stepd    sharedStepd
 	memMB    int64
 	gpus     []gres.Device
 	groups   groupCache
@@ -78,8 +86,10 @@ type Daemon struct {
 	gpuSentAt time.Time
 	asRoot    bool
 	hostname  string
-	// ctr runs container jobs; nil without containerd.socket.
-	ctr *ctrRuntime
+	// proc runs the jobs without an image (runtime.go); ctr runs those
+	// with one, nil without containerd.socket.
+	proc runtime.Runtime
+	ctr  runtime.Runtime
 	// features are the configured features plus the runtime's
 	// (containerd), as registered.
 	features []string
@@ -113,7 +123,7 @@ type Daemon struct {
 
 	// steps is the srun step listener (issue 7); nil when step_addr is
 	// empty or it could not listen.
-	steps *stepServer
+	steps *steps.Server
 	// hosted is the controller's list of the jobs this node runs steps
 	// of without having launched them (stepauth.go, issue 21).
 	hosted hostedJobs
@@ -150,7 +160,6 @@ func Setup(ctx context.Context, cfg Config, opts Options) (*Daemon, error) {
 		log:     log.With("node", cfg.Name),
 		api:     opts.API,
 		exe:     opts.Executable,
-		stepd:   sharedStepd{idle: opts.StepdIdle},
 		jobsDir: filepath.Join(cfg.StateDir, "jobs"),
 		asRoot:  os.Geteuid() == 0,
 		jobs:    make(map[api.JobRef]*job),
@@ -219,20 +228,33 @@ func Setup(ctx context.Context, cfg Config, opts Options) (*Daemon, error) {
 		return nil, err
 	}
 	d.cgroups = cg
-	if cfg.Containerd.Socket != "" {
+	d.proc = opts.Runtime
+	if d.proc == nil {
+		pc := runtime.ProcessConfig{Executable: d.exe, StateDir: cfg.StateDir, PerJob: cfg.Supervisor == SupervisorPerJob,
+			Idle: opts.StepdIdle, CgroupRoot: cgroupRoot, Logger: d.log}
+		if cfg.Cgroups != CgroupsOff {
+			pc.CgroupParent = cfg.CgroupParent
+		}
+		d.proc = runtime.NewProcess(pc)
+	}
+	d.ctr = opts.ContainerRuntime
+	if d.ctr == nil && cfg.Containerd.Socket != "" {
 		c, err := ctr.Connect(ctx, cfg.Containerd.Socket, cfg.Containerd.Namespace, cfg.Containerd.Snapshotter)
 		if err != nil {
 			d.closeGPUs()
 			return nil, fmt.Errorf("containerd (containerd.socket): %w", err)
 		}
-		d.ctr = newCtrRuntime(d, c)
-		if !slices.Contains(d.features, api.FeatureContainerd) {
-			d.features = append(d.features, api.FeatureContainerd)
-		}
+		cc := cfg.Containerd
+		d.ctr = runtime.NewContainerd(c, runtime.ContainerdConfig{Node: cfg.Name, StateDir: cfg.StateDir,
+			Pull: cc.Pull, PullTimeout: cc.PullTimeout, Registry: ctr.RegistryConfig{Insecure: cc.InsecureRegistries, AuthFile: cc.AuthFile},
+			CDISpecDirs: cc.CDISpecDirs, NvidiaHook: d.newNvidiaHook(), GPUs: d.gpus, Logger: d.log})
 		d.log.Info("containerd connected", "socket", cfg.Containerd.Socket, "namespace", c.Namespace, "version", c.ServerVersion)
 	}
-	if err := d.recover(); err != nil {
-		d.closeCtr()
+	if d.ctr != nil && !slices.Contains(d.features, api.FeatureContainerd) {
+		d.features = append(d.features, api.FeatureContainerd)
+	}
+	if err := d.recover(ctx); err != nil {
+		d.closeRuntimes()
 		return nil, err
 	}
 	// Issue 7: the step listener. A node that cannot listen still runs
@@ -257,7 +279,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 		d.waitLaunches()
 		d.stop()
 	}()
-	go d.watchReattached(ctx)
+	go d.watchAcks(ctx)
 	go d.watchGPUs(ctx)
 	go d.sampleUsage(ctx) // usage.go
 	if d.tls != nil && d.tls.client != nil {
@@ -341,7 +363,7 @@ func (d *Daemon) stop() {
 		d.closeAPI()
 	}
 	d.closeGPUs()
-	d.closeCtr()
+	d.closeRuntimes()
 	d.stopSteps() // issue 7: steps end with their connections
 	d.log.Info("tided stopped; jobs keep running")
 }
@@ -392,8 +414,8 @@ func (d *Daemon) register(ctx context.Context) (api.NodeSyncResponse, error) {
 		Features:  d.features,
 		StepAddr:  d.stepAddr(),
 		Version:   Version,
-		OS:        runtime.GOOS,
-		Arch:      runtime.GOARCH,
+		OS:        goruntime.GOOS,
+		Arch:      goruntime.GOARCH,
 		BootTime:  bootTime(),
 		Jobs:      d.withJobUsage(jobs), // usage.go
 	}
@@ -564,11 +586,4 @@ const StepdBinary = "tide-stepd"
 func isExecutable(path string) bool {
 	fi, err := os.Stat(path)
 	return err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0
-}
-
-// closeCtr closes the containerd connection; tasks keep running.
-func (d *Daemon) closeCtr() {
-	if d.ctr != nil {
-		d.ctr.c.Close()
-	}
 }

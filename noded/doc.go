@@ -17,9 +17,13 @@
 // "stepd-exec", which drops to the job's user, opens the output files
 // as that user and execs the script (for jobs of its own user it does
 // that itself).
-// A job with a container image runs instead as a containerd task
-// (containerd.go, ctrspec.go): the runtime is chosen per job behind the
-// jobRuntime seam (runtime.go), and both keep the job directory below.
+// A job with a container image runs instead as a containerd task: the
+// runtime is chosen per job behind the runtime seam (noded/runtime, and
+// runtime.go here for the daemon's side), and every runtime keeps the
+// job directory below. srun's tasks come through the step server
+// (noded/steps; steps.go here is the daemon's side of it), and the
+// environment rules both share live in noded/jobenv. Neither package
+// imports this one.
 // Everything a job needs is written to its directory under
 // <state_dir>/jobs/<jobid>.<restart>/ before anything starts, and the
 // final status is written there atomically, so that neither a tided

@@ -16,6 +16,7 @@ import (
 
 	"github.com/tide-hpc/tide/ctld/api"
 	"github.com/tide-hpc/tide/noded/cgroup"
+	"github.com/tide-hpc/tide/noded/runtime"
 	"github.com/tide-hpc/tide/noded/stepd"
 )
 
@@ -48,6 +49,9 @@ type testNode struct {
 	stepdIdle time.Duration
 	// hook is the daemon's launch hook (launch.go), nil for none.
 	hook launchHook
+	// rt and ctrRT replace the process and the container runtime (nil:
+	// the supervisor, and containerd where configured).
+	rt, ctrRT runtime.Runtime
 }
 
 func newTestNode(t testing.TB, stateDir string) *testNode {
@@ -116,7 +120,8 @@ func killLeftJobs(stateDir string) {
 // on running) and is also registered as a cleanup.
 func (n *testNode) start(t testing.TB) (stop func()) {
 	t.Helper()
-	d, err := Setup(context.Background(), n.cfg, Options{Logger: testLogger(), Executable: testExe, StepdIdle: n.stepdIdle})
+	d, err := Setup(context.Background(), n.cfg, Options{Logger: testLogger(), Executable: testExe, StepdIdle: n.stepdIdle,
+		Runtime: n.rt, ContainerRuntime: n.ctrRT})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,25 +9,23 @@ import (
 	"github.com/tide-hpc/tide/gres"
 	"github.com/tide-hpc/tide/hostlist"
 	"github.com/tide-hpc/tide/internal/envlist"
+	"github.com/tide-hpc/tide/noded/jobenv"
+	"github.com/tide-hpc/tide/noded/runtime"
 )
 
-// defaultPath is given to jobs whose captured environment has no PATH
-// (sbatch --export=NONE), so that scripts still find sleep and friends.
-const defaultPath = "/usr/local/bin:/usr/bin:/bin"
+// The environment rules a batch script shares with srun's tasks live in
+// noded/jobenv; these names keep the daemon's code in its own words.
+const defaultPath = jobenv.DefaultPath
 
-// nodeAlloc returns node's part of the allocation; the batch script runs
-// on the first node, so that one stands in when node is not listed.
-func nodeAlloc(spec *api.LaunchSpec, node string) api.NodeAlloc {
-	for _, a := range spec.Alloc {
-		if a.Node == node {
-			return a
-		}
-	}
-	if len(spec.Alloc) > 0 {
-		return spec.Alloc[0]
-	}
-	return api.NodeAlloc{Node: node}
-}
+var (
+	nodeAlloc      = jobenv.NodeAlloc
+	mergeWithTwins = jobenv.MergeWithTwins
+	setSliceEnv    = jobenv.SetSliceEnv
+	withMPSEnv     = jobenv.WithMPSEnv
+	tideTwin       = jobenv.TideTwin
+	compressCounts = jobenv.CompressCounts
+	umaskFromEnv   = jobenv.UmaskFromEnv
+)
 
 // BuildEnv returns the batch script's environment: the environment
 // captured at submit, overridden by the SLURM_* variables slurmstepd
@@ -210,125 +208,9 @@ func isInt(s string) bool {
 	return err == nil
 }
 
-// mergeWithTwins sets ours's variables in e, then the TIDE_* twin of
-// each SLURM_* one.
-func mergeWithTwins(e, ours *envlist.List) {
-	ours.Each(func(k, _, kv string) { e.SetEntry(k, kv) })
-	ours.Each(func(k, v, _ string) {
-		if t, ok := tideTwin(k); ok {
-			e.Set(t, v)
-		}
-	})
-}
-
-// setSliceEnv sets the limits of a job's GPU slices, for the CUDA MPS
-// client (they bind only where an MPS control daemon serves the GPU;
-// without one CUDA ignores them) and, as TIDE_GPU_MEM_MB and
-// TIDE_GPU_COMPUTE_PCT, for frameworks that cap themselves.
-//
-// CUDA_MPS_PINNED_DEVICE_MEM_LIMIT is NVIDIA's comma list of
-// "ordinal=limit" with the ordinals CUDA gives the visible devices
-// (0..n-1 after CUDA_VISIBLE_DEVICES), the limit in MB ("0=8192M").
-// CUDA_MPS_ACTIVE_THREAD_PERCENTAGE is one percentage for every device.
-func setSliceEnv(set func(k, v string), a api.NodeAlloc) {
-	if a.GPUMemMB > 0 {
-		limit := strconv.FormatInt(a.GPUMemMB, 10) + "M"
-		parts := make([]string, len(a.GPUs))
-		for i := range a.GPUs {
-			parts[i] = strconv.Itoa(i) + "=" + limit
-		}
-		set("CUDA_MPS_PINNED_DEVICE_MEM_LIMIT", strings.Join(parts, ","))
-		set("TIDE_GPU_MEM_MB", strconv.FormatInt(a.GPUMemMB, 10))
-	}
-	if a.GPUComputePct > 0 {
-		set("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", strconv.Itoa(a.GPUComputePct))
-		set("TIDE_GPU_COMPUTE_PCT", strconv.Itoa(a.GPUComputePct))
-	}
-}
-
-// MPS client variables: where a process finds its GPU's MPS control
-// daemon (see mps.go).
-const (
-	envMPSPipe = "CUDA_MPS_PIPE_DIRECTORY"
-	envMPSLog  = "CUDA_MPS_LOG_DIRECTORY"
-)
-
-// sliceEnvKeys are the variables setSliceEnv may set.
-var sliceEnvKeys = []string{"CUDA_MPS_PINNED_DEVICE_MEM_LIMIT", "TIDE_GPU_MEM_MB", "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", "TIDE_GPU_COMPUTE_PCT"}
-
-// setMPSEnv points a process that sees the sliced GPUs gpus at its
-// GPU's MPS control daemon (dirs holds the GPUs whose daemon runs). An
-// MPS client talks to one control daemon, and a daemon serves the one
-// GPU it was started for; so only a process that sees exactly one
-// sliced GPU is made a client. One that sees several (a batch script of
-// a job with slices on several GPUs) gets no MPS variables: it runs
-// without MPS, with every GPU it was given visible and its limits
-// advisory; its srun --gpus-per-task=1 tasks each get their GPU's daemon.
-func setMPSEnv(set func(k, v string), gpus []int, dirs map[int]mpsDirs) {
-	if len(gpus) != 1 {
-		return
-	}
-	d, ok := dirs[gpus[0]]
-	if !ok {
-		return
-	}
-	set(envMPSPipe, d.Pipe)
-	set(envMPSLog, d.Log)
-}
-
-// withMPSEnv is env with setMPSEnv's variables for a process that sees
-// the sliced GPUs gpus; it is pure.
-func withMPSEnv(env []string, gpus []int, dirs map[int]mpsDirs) []string {
-	e := envlist.New(len(env) + 2)
-	for _, kv := range env {
-		if k, _, _ := strings.Cut(kv, "="); k != envMPSPipe && k != envMPSLog {
-			e.SetEntry(k, kv)
-		}
-	}
-	setMPSEnv(e.Set, gpus, dirs)
-	return e.Entries()
-}
-
-// tideTwin names the TIDE_* twin of a SLURM_* variable.
-func tideTwin(k string) (string, bool) {
-	if k == "SLURMD_NODENAME" {
-		return "TIDE_NODENAME", true
-	}
-	if rest, ok := strings.CutPrefix(k, "SLURM_"); ok {
-		return "TIDE_" + rest, true
-	}
-	return "", false
-}
-
-// compressCounts writes per-node counts the way SLURM_JOB_CPUS_PER_NODE
-// and SLURM_TASKS_PER_NODE do: runs of equal values as "N(xK)", e.g.
-// [4 4 2] → "4(x2),2".
-func compressCounts(ns []int) string {
-	var b strings.Builder
-	for i := 0; i < len(ns); {
-		j := i
-		for j < len(ns) && ns[j] == ns[i] {
-			j++
-		}
-		if b.Len() > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteString(strconv.Itoa(ns[i]))
-		if j-i > 1 {
-			b.WriteString("(x" + strconv.Itoa(j-i) + ")")
-		}
-		i = j
-	}
-	return b.String()
-}
-
-// JobFiles are a job's standard files as absolute paths.
-type JobFiles struct {
-	Stdin  string
-	Stdout string
-	// Stderr is empty when stderr goes to stdout's file descriptor.
-	Stderr string
-}
+// JobFiles are a job's standard files as absolute paths; Stderr is
+// empty when stderr goes to stdout's file descriptor.
+type JobFiles = runtime.Files
 
 // ResolveFiles expands the job's -o/-e/-i patterns (every letter of
 // api.ExpandPattern, %J %s %n %t as Slurm's batch step has them) for
@@ -375,19 +257,4 @@ func workDir(spec *api.LaunchSpec) string {
 		return spec.SubmitDir
 	}
 	return "/"
-}
-
-// umaskFromEnv reads SLURM_UMASK (octal, set by sbatch) from a captured
-// environment; -1 when absent or malformed.
-func umaskFromEnv(env []string) int {
-	for _, kv := range env {
-		if v, ok := strings.CutPrefix(kv, "SLURM_UMASK="); ok {
-			n, err := strconv.ParseUint(v, 8, 32)
-			if err != nil || n > 0o777 {
-				return -1
-			}
-			return int(n)
-		}
-	}
-	return -1
 }

@@ -3,6 +3,8 @@ package noded
 import (
 	"syscall"
 	"time"
+
+	"github.com/tide-hpc/tide/noded/runtime"
 )
 
 // heldSignal is a signal for a job whose process has not started yet.
@@ -19,9 +21,10 @@ const (
 	heldSignalWait  = 30 * time.Second
 )
 
-// holdSignalLocked keeps sig for process job j until its process runs,
-// then delivers it (in arrival order with the others held). Called with
-// d.mu held.
+// holdSignalLocked keeps sig for job j until its runtime says that its
+// process runs (a supervisor records the script's pid only once the
+// script runs), then delivers it (in arrival order with the others
+// held). Called with d.mu held.
 func (d *Daemon) holdSignalLocked(j *job, sig syscall.Signal, batchOnly bool) {
 	j.held = append(j.held, heldSignal{sig, batchOnly})
 	if len(j.held) > 1 {
@@ -33,16 +36,14 @@ func (d *Daemon) holdSignalLocked(j *job, sig syscall.Signal, batchOnly bool) {
 	retry = func() {
 		d.mu.Lock()
 		defer d.mu.Unlock()
-		rt := processRuntime{d}
-		_, alive := rt.pidLocked(j)
+		running := d.runtimeFor(j).State(runtimeJob(j)) == runtime.Running
 		switch {
-		case j.finished() || (!alive && time.Now().After(deadline)):
+		case j.finished() || (!running && time.Now().After(deadline)):
 			if len(j.held) > 0 {
 				d.log.Debug("held signals dropped: the job's process never ran", "job_id", j.ref.JobID, "signals", len(j.held))
 			}
 			j.held = nil
-		case !alive:
-			j.pid = procIdentity{} // read the pid file again next time
+		case !running:
 			time.AfterFunc(heldSignalEvery, retry)
 		default:
 			held := j.held

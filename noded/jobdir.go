@@ -10,14 +10,14 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/tide-hpc/tide/ctld/api"
+	"github.com/tide-hpc/tide/noded/runtime"
 )
 
 // lostError is the report of a job whose supervisor vanished without a
 // status, which happens when the node rebooted under it.
-const lostError = "job lost: supervisor gone"
+const lostError = runtime.LostError
 
 // dirName is the directory name of one job incarnation.
 func dirName(ref api.JobRef) string {
@@ -147,6 +147,4 @@ func validJSONFile(path string) bool {
 
 // lostStatus is the status written for a job whose supervisor vanished:
 // Slurm's NODE_FAIL exit, 0:9.
-func lostStatus(now time.Time) jobStatus {
-	return jobStatus{Exit: api.ExitStatus{Code: 0, Signal: 9}, EndTime: now, Error: lostError}
-}
+var lostStatus = runtime.LostStatus

@@ -6,13 +6,14 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"syscall"
 	"time"
 
 	"github.com/tide-hpc/tide/ctld/api"
+	"github.com/tide-hpc/tide/noded/runtime"
+	"github.com/tide-hpc/tide/noded/steps"
 )
 
 // job is tided's record of one job incarnation. Every field is guarded
@@ -26,10 +27,6 @@ type job struct {
 	marks   markers
 	// status is set once the job finished.
 	status *jobStatus
-	// stepd identifies the supervisor of a reattached job, which is
-	// watched by polling because it is not tided's child.
-	stepd      procIdentity
-	reattached bool
 	// pid identifies the job's process (the process group leader), read
 	// from the pid file the supervisor writes.
 	pid procIdentity
@@ -43,8 +40,8 @@ type job struct {
 	// recovered marks a job found in the state directory at start: it
 	// may have been signalled by the tided before this one.
 	recovered bool
-	// ops runs the job's slow runtime calls (freeze, thaw, container
-	// signals) in order, outside Daemon.mu (suspend.go).
+	// ops runs the job's runtime calls (signals, freeze, thaw) in
+	// order, outside Daemon.mu (suspend.go).
 	ops serialOps
 	// held are signals that arrived before the job's process existed,
 	// delivered once it does (holdSignalLocked).
@@ -100,7 +97,7 @@ func (d *Daemon) writeJobDir(j *job) error {
 		Stderr:  files.Stderr,
 		Append:  j.spec.OpenMode == "append",
 		Umask:   umaskFromEnv(j.spec.Env),
-		Rlimits: planRlimits(j.spec.Env),
+		Rlimits: steps.PlanRlimits(j.spec.Env),
 		SetUser: d.asRoot,
 		UID:     j.spec.UserID,
 		GID:     j.spec.GroupID,
@@ -142,30 +139,6 @@ func (d *Daemon) writeScript(path string, j *job) error {
 	return err
 }
 
-// startSupervisor re-execs tided as "stepd" in a session of its own, so
-// that neither a signal to tided's process group nor tided's exit
-// reaches it.
-func (d *Daemon) startSupervisor(dir string) (wait func(), err error) {
-	logf, err := os.OpenFile(filepath.Join(dir, fileStepdLog), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
-	if err != nil {
-		return nil, err
-	}
-	defer logf.Close()
-	cmd := exec.Command(d.exe, "stepd", "--job-dir", dir)
-	cmd.Dir = "/"
-	// The supervisor and its exec child only wait; one P spares them
-	// starting threads, which is a tenth of a job start. The script gets
-	// its own environment (exec.json), not this one.
-	cmd.Env = append(os.Environ(), "GOMAXPROCS=1")
-	cmd.Stdout = logf
-	cmd.Stderr = logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	return func() { _ = cmd.Wait() }, nil
-}
-
 // finishNow records a job that ended without a supervisor (refused or
 // failed to start): status.json first, then the table.
 func (d *Daemon) finishNow(j *job, st jobStatus) {
@@ -192,12 +165,11 @@ func (d *Daemon) supervisorDone(j *job) {
 	}
 	st, err := readStatus(filepath.Join(j.dir, fileStatus))
 	if err != nil {
-		d.log.Error("supervisor ended without a status", "job_id", j.ref.JobID, "err", err)
-		if id, _ := readIdentity(filepath.Join(j.dir, filePID)); id.Alive() {
-			_ = signalGroup(id.PID, syscall.SIGKILL)
-		}
+		rt := d.runtimeFor(j)
+		// The message is the one operators alert on (operations.md).
+		d.log.Error("supervisor ended without a status", "job_id", j.ref.JobID, "runtime", rt.Name(), "err", err)
+		d.deleteLost(rt, j.ref, runtimeJob(j))
 		st = lostStatus(time.Now())
-		removeJobCgroup(d.cfg, j.ref.JobID, d.log)
 		if err := writeJSONAtomic(filepath.Join(j.dir, fileStatus), &st, 0o644); err != nil {
 			d.log.Error("cannot record job status", "job_id", j.ref.JobID, "err", err)
 		}
@@ -206,6 +178,16 @@ func (d *Daemon) supervisorDone(j *job) {
 	d.finishLocked(j, st)
 	d.mu.Unlock()
 	d.wake()
+}
+
+// deleteLost has the runtime remove what is left of a lost job: its
+// processes (which could run on unaccounted), its cgroup or container.
+func (d *Daemon) deleteLost(rt runtime.Runtime, ref api.JobRef, rj runtime.Job) {
+	ctx, cancel := runtimeCtx()
+	defer cancel()
+	if err := rt.Delete(ctx, rj); err != nil {
+		d.log.Error("cannot remove what is left of a lost job", "job_id", ref.JobID, "runtime", rt.Name(), "err", err)
+	}
 }
 
 // finishLocked marks j finished; a forgotten job is dropped at once.
@@ -356,6 +338,12 @@ func (d *Daemon) sendWarning(j *job) {
 // nothing to signal; kill markers cover that window. SIGSTOP and SIGCONT
 // to the whole job suspend and resume it through the freezer
 // (suspend.go); a SIGCONT to a job that is not frozen is a plain signal.
+//
+// The runtime's state decides under d.mu: a job whose first process has
+// not started yet gets the signal held (holdSignalLocked), one with
+// nothing running does not get it, and a running one gets it from the
+// job's ops queue, outside d.mu and in order with its freezes and thaws
+// (a thaw queued before a kill reaches the job first).
 func (d *Daemon) signalLocked(j *job, sig syscall.Signal, batchOnly bool) {
 	if j.preparingLocked() {
 		// Its launch delivers it once the runtime started the job.
@@ -371,7 +359,32 @@ func (d *Daemon) signalLocked(j *job, sig syscall.Signal, batchOnly bool) {
 			return
 		}
 	}
-	d.runtimeFor(j).signalLocked(j, sig, batchOnly)
+	rt, rj := d.runtimeFor(j), runtimeJob(j)
+	switch rt.State(rj) {
+	case runtime.Starting:
+		if !j.finished() {
+			// Launched, but the supervisor has not started the script
+			// yet: hold the signal for it (a preemption's checkpoint
+			// signal right after the start must not be lost).
+			d.holdSignalLocked(j, sig, batchOnly)
+			return
+		}
+		fallthrough
+	case runtime.Stopped:
+		d.log.Debug("job not running, signal not sent", "job_id", j.ref.JobID, "runtime", rt.Name(), "signal", int(sig))
+		return
+	}
+	log := d.log
+	j.ops.do(func() {
+		ctx, cancel := runtimeCtx()
+		defer cancel()
+		switch err := rt.Signal(ctx, rj, sig, batchOnly); {
+		case errors.Is(err, runtime.ErrNotRunning):
+			log.Debug("job not running, signal not sent", "job_id", rj.Ref.JobID, "runtime", rt.Name(), "signal", int(sig))
+		case err != nil:
+			log.Error("cannot signal job", "job_id", rj.Ref.JobID, "runtime", rt.Name(), "signal", int(sig), "err", err)
+		}
+	})
 }
 
 // applySignal carries out one SignalCommand and reports whether it did
@@ -507,14 +520,17 @@ func (d *Daemon) reportsLocked() []api.NodeJobReport {
 }
 
 // recover rebuilds the job table from the state directory at start.
-func (d *Daemon) recover() error {
+// Every job without a status is the runtime's to find again
+// (Runtime.Reattach): a live supervisor, a containerd task; what its
+// runtime does not find is lost, and what is left of it is removed.
+func (d *Daemon) recover(ctx context.Context) error {
 	found, err := scanJobDirs(d.jobsDir)
 	if err != nil {
 		return err
 	}
 	type reattached struct {
-		j    *job
-		wait func()
+		j      *job
+		exited <-chan struct{}
 	}
 	var waits []reattached
 	for _, sj := range found {
@@ -529,61 +545,47 @@ func (d *Daemon) recover() error {
 			}
 			continue
 		}
-		j := &job{ref: sj.Ref, dir: sj.Dir, marks: sj.Markers, stepd: sj.Stepd, recovered: true}
+		j := &job{ref: sj.Ref, dir: sj.Dir, marks: sj.Markers, recovered: true}
 		if sj.Spec != nil {
 			j.spec, j.hasSpec = *sj.Spec, true
 		}
 		log := d.log.With("job_id", sj.Ref.JobID, "restart", sj.Ref.Restart)
-		class := sj.Class
-		if class != scanFinished && j.hasSpec && j.spec.ContainerImage != "" {
-			// No supervisor: containerd says whether the task runs.
-			st, wait, err := d.reattachContainer(j)
+		rt := d.runtimeFor(j)
+		lost := sj.Status == nil
+		if sj.Status != nil {
+			j.status = sj.Status
+		} else if j.hasSpec {
+			exited, st, err := rt.Reattach(ctx, d.startJob(j))
 			switch {
 			case err != nil:
-				log.Warn("container job lost", "err", err)
-				sj.Problem = nil
-				class = scanLost
+				log.Warn("job not found running", "runtime", rt.Name(), "err", err)
 			case st != nil:
-				j.status, class = st, scanFinished
-				log.Info("container job ended while tided was down", "exit", st.Exit.String())
+				j.status, lost = st, false
+				log.Info("job ended while tided was down", "runtime", rt.Name(), "exit", st.Exit.String())
 			default:
-				class = scanRunning
-				log.Info("reattached running container job")
-				waits = append(waits, reattached{j, wait})
+				lost = false
+				log.Info("reattached running job", "runtime", rt.Name())
+				waits = append(waits, reattached{j, exited})
 			}
 		}
-		switch class {
-		case scanFinished:
-			if j.status != nil {
-				break
-			}
-			j.status = sj.Status
-		case scanRunning:
-			if j.spec.ContainerImage != "" {
-				break // watched by its wait, below
-			}
-			j.reattached = true
-			log.Info("reattached running job", "supervisor_pid", sj.Stepd.PID)
-		case scanLost:
-			if sj.Problem != nil {
+		if lost {
+			if !j.hasSpec {
 				log.Warn("job directory damaged", "err", sj.Problem)
 			}
-			if id, _ := readIdentity(filepath.Join(sj.Dir, filePID)); id.Alive() {
-				_ = signalGroup(id.PID, syscall.SIGKILL)
-			}
-			removeJobCgroup(d.cfg, sj.Ref.JobID, d.log)
+			rj := runtimeJob(j)
 			st := lostStatus(time.Now())
-			if j.spec.ContainerImage == "" && !exists(filepath.Join(sj.Dir, filePID)) {
-				// The supervisor records the script's pid as it starts
-				// it: without one the script never ran, and the
+			if rt.State(rj) == runtime.Starting {
+				// The job's first process never started (the supervisor
+				// records the script's pid as it starts it): the
 				// controller may launch the job again elsewhere.
 				st.LaunchFailed = true
 				st.Error = "launch interrupted: tided stopped before the job's script started"
 			}
+			d.deleteLost(rt, sj.Ref, rj)
 			if err := writeJSONAtomic(filepath.Join(sj.Dir, fileStatus), &st, 0o644); err != nil {
 				return fmt.Errorf("record lost job %d: %w", sj.Ref.JobID, err)
 			}
-			log.Warn("job lost: supervisor gone")
+			log.Warn("job lost: supervisor gone", "runtime", rt.Name(), "problem", sj.Problem)
 			j.status = &st
 		}
 		if j.finished() && j.marks.Forgotten {
@@ -596,21 +598,27 @@ func (d *Daemon) recover() error {
 	}
 	for _, r := range waits {
 		go func() {
-			r.wait()
+			<-r.exited
 			d.supervisorDone(r.j)
 		}()
 	}
-	if d.ctr != nil {
-		d.ctr.removeOrphans(d.jobs)
+	if o, ok := d.ctr.(runtime.OrphanRemover); ok {
+		keep := func(ref api.JobRef) bool {
+			j := d.jobs[ref]
+			return j != nil && !j.finished()
+		}
+		if err := o.RemoveOrphans(ctx, keep); err != nil {
+			d.log.Warn("cannot remove orphaned containers", "err", err)
+		}
 	}
 	d.recoverMPS()
 	return nil
 }
 
-// watchReattached polls the supervisors tided did not start itself
-// (they are not its children, so it cannot wait for them), and the
-// checkpoint acknowledgements of jobs signalled since.
-func (d *Daemon) watchReattached(ctx context.Context) {
+// watchAcks looks for the checkpoint acknowledgements of jobs
+// signalled since (checkpoint.go): a job acknowledges by touching a
+// file, which nothing announces.
+func (d *Daemon) watchAcks(ctx context.Context) {
 	t := time.NewTicker(200 * time.Millisecond)
 	defer t.Stop()
 	for {
@@ -619,22 +627,11 @@ func (d *Daemon) watchReattached(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		var gone []*job
 		d.mu.Lock()
 		acked := d.newCheckpointAcksLocked()
-		for _, j := range d.jobs {
-			// A shared supervisor outlives its jobs: status.json says
-			// that this one is over.
-			if j.reattached && !j.finished() && (!j.stepd.Alive() || exists(filepath.Join(j.dir, fileStatus))) {
-				gone = append(gone, j)
-			}
-		}
 		d.mu.Unlock()
 		if acked {
 			d.wake() // the controller ends the job's grace time now
-		}
-		for _, j := range gone {
-			d.supervisorDone(j)
 		}
 	}
 }

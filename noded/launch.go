@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tide-hpc/tide/ctld/api"
+	"github.com/tide-hpc/tide/noded/runtime"
 )
 
 // A job's launch runs beside the sync loop, never on it: the loop
@@ -80,29 +81,6 @@ type launchState struct {
 // calls it at each step, outside Daemon.mu, with the launch's context,
 // which ends at the deadline. An error fails the launch at that step.
 type launchHook func(ctx context.Context, ref api.JobRef, step string) error
-
-// launchFault is a launch failure the job's own request caused (its
-// output files, work directory, mounts, an image nobody has): another
-// node would fail it the same way, so it is reported as an error of the
-// job (FAILED), not as a launch the controller may retry elsewhere.
-type launchFault struct{ err error }
-
-func (e launchFault) Error() string { return e.err.Error() }
-func (e launchFault) Unwrap() error { return e.err }
-
-// jobFault marks err as the job's own (see launchFault); nil stays nil.
-func jobFault(err error) error {
-	if err == nil {
-		return nil
-	}
-	return launchFault{err}
-}
-
-// isJobFault reports whether err is the job's own fault.
-func isJobFault(err error) bool {
-	var f launchFault
-	return errors.As(err, &f)
-}
 
 // applyLaunches registers every launch that names an incarnation not
 // known yet and starts its launch in the background. It reports whether
@@ -183,10 +161,13 @@ func (d *Daemon) launch(j *job, l *launchState) {
 		return
 	}
 	rt := d.runtimeFor(j)
-	if !d.launchStep(j, l, stepStart+rt.name(), true) {
+	if !d.launchStep(j, l, stepStart+rt.Name(), true) {
 		return
 	}
-	wait, err := rt.start(j)
+	// Not the launch's context: a start cancelled halfway could leave
+	// the job running with nobody waiting for it. The deadline reaches
+	// a start in flight through the SIGKILL marker instead.
+	exited, err := rt.Start(context.Background(), d.startJob(j))
 
 	d.mu.Lock()
 	if l.expired {
@@ -195,7 +176,7 @@ func (d *Daemon) launch(j *job, l *launchState) {
 		// runtime finish with it, then clean up.
 		d.mu.Unlock()
 		if err == nil {
-			wait()
+			<-exited
 		}
 		d.mu.Lock()
 		d.launchCleanupLocked(j)
@@ -204,8 +185,8 @@ func (d *Daemon) launch(j *job, l *launchState) {
 	}
 	if err != nil {
 		d.mu.Unlock()
-		log.Error("cannot start "+rt.name(), "err", err)
-		d.launchFailed(j, l, "start "+rt.name()+": "+err.Error(), !isJobFault(err))
+		log.Error("cannot start "+rt.Name(), "err", err)
+		d.launchFailed(j, l, "start "+rt.Name()+": "+err.Error(), !runtime.IsJobFault(err))
 		return
 	}
 	d.decideLaunchLocked(l)
@@ -229,7 +210,7 @@ func (d *Daemon) launch(j *job, l *launchState) {
 	d.mu.Unlock()
 	log.Info("job launched", "user", j.spec.User)
 	go func() {
-		wait() // the job's exit is in status.json
+		<-exited // the job's exit is in status.json
 		d.supervisorDone(j)
 	}()
 }
@@ -280,7 +261,7 @@ func (d *Daemon) launchGoOnLocked(j *job, l *launchState) bool {
 	case j.marks.Killed != nil && !l.committed:
 		d.decideLaunchLocked(l)
 		j.launching = nil
-		st := killedStatus(j.marks.Killed, time.Now())
+		st := runtime.KilledStatus(j.marks.Killed, time.Now())
 		st.StartTime = time.Time{}
 		// Recorded as any end is, so that a tided restarted before the
 		// controller acknowledges it reports the same.

@@ -35,6 +35,7 @@ import (
 
 	"github.com/tide-hpc/tide/ctld/api"
 	"github.com/tide-hpc/tide/gres"
+	"github.com/tide-hpc/tide/noded/jobenv"
 )
 
 // MPS modes (Config.MPS).
@@ -61,13 +62,8 @@ const (
 	mpsCommandTimeout = 30 * time.Second
 )
 
-// mpsDirs are the directories of one GPU's MPS daemon, which its
-// clients find through CUDA_MPS_PIPE_DIRECTORY and
-// CUDA_MPS_LOG_DIRECTORY.
-type mpsDirs struct {
-	Pipe string `json:"pipe_dir"`
-	Log  string `json:"log_dir"`
-}
+// mpsDirs are the directories of one GPU's MPS daemon (jobenv.MPSDirs).
+type mpsDirs = jobenv.MPSDirs
 
 // mpsRecord is daemon.json: what tided knows of a daemon it started.
 type mpsRecord struct {

@@ -1,32 +1,20 @@
 package noded
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
-
-	"github.com/containerd/containerd/v2/core/containers"
-	"github.com/containerd/containerd/v2/pkg/oci"
-	specs "github.com/opencontainers/runtime-spec/specs-go"
-
-	"github.com/tide-hpc/tide/gres"
 )
 
 // The NVIDIA container hook. A container job gets its GPUs' device
-// nodes in any case (ctrSpecOpts), but a CUDA program also needs the
-// user-space driver (libcuda, libnvidia-ml…) of the node's kernel
-// module, which an image must not bring itself. The NVIDIA Container
-// Toolkit's OCI hook mounts those libraries (and nvidia-smi) into the
-// container before it starts, for the GPUs that NVIDIA_VISIBLE_DEVICES
-// in the container's environment names. tided adds the hook as a
-// prestart hook, as NVIDIA's own legacy runtime does, with
-// NVIDIA_VISIBLE_DEVICES set to the UUIDs of the job's GPUs, overriding
-// the image's value (CUDA base images say "all", which would make the
-// hook expose every GPU of the node).
+// nodes in any case, but a CUDA program also needs the user-space
+// driver (libcuda, libnvidia-ml…) of the node's kernel module, which an
+// image must not bring itself: the NVIDIA Container Toolkit's OCI hook
+// mounts it. The containerd runtime adds the hook to GPU jobs' specs
+// (runtime.WithNvidiaHook); which hook, if any, tided decides here once
+// at start.
 
 // Values of containerd.nvidia_hook besides a path.
 const (
@@ -96,57 +84,4 @@ func (d *Daemon) newNvidiaHook() string {
 		d.log.Debug("no NVIDIA container hook", "why", why)
 	}
 	return hook
-}
-
-// gpuUUIDs names the GPUs of indices idx for NVIDIA_VISIBLE_DEVICES: by
-// UUID, which names the same GPU inside and outside the container
-// whatever the enumeration order, else by index.
-func gpuUUIDs(devs []gres.Device, idx []int) []string {
-	out := make([]string, 0, len(idx))
-	for _, i := range idx {
-		id := strconv.Itoa(i)
-		for _, d := range devs {
-			if d.Index == i && d.UUID != "" {
-				id = d.UUID
-				break
-			}
-		}
-		out = append(out, id)
-	}
-	return out
-}
-
-// nvidiaHookOpts adds the hook at path to the spec of a job with the
-// GPUs visible, and the variables it reads. It must come after the
-// options that set the environment. No hook or no GPUs adds nothing.
-func nvidiaHookOpts(path string, visible []string) []oci.SpecOpts {
-	if path == "" || len(visible) == 0 {
-		return nil
-	}
-	return []oci.SpecOpts{func(_ context.Context, _ oci.Client, _ *containers.Container, s *oci.Spec) error {
-		if s.Hooks == nil {
-			s.Hooks = &specs.Hooks{}
-		}
-		s.Hooks.Prestart = append(s.Hooks.Prestart, specs.Hook{Path: path, Args: []string{path, "prestart"}})
-		if s.Process == nil {
-			s.Process = &specs.Process{}
-		}
-		over := []string{"NVIDIA_VISIBLE_DEVICES=" + strings.Join(visible, ",")}
-		if !hasEnv(s.Process.Env, "NVIDIA_DRIVER_CAPABILITIES") {
-			// Older hooks default to utility alone (nvidia-smi, no CUDA).
-			over = append(over, "NVIDIA_DRIVER_CAPABILITIES=compute,utility")
-		}
-		s.Process.Env = mergeEnv(s.Process.Env, over)
-		return nil
-	}}
-}
-
-// hasEnv reports whether env sets key.
-func hasEnv(env []string, key string) bool {
-	for _, kv := range env {
-		if k, _, _ := strings.Cut(kv, "="); k == key {
-			return true
-		}
-	}
-	return false
 }

@@ -1,118 +1,96 @@
 package noded
 
 import (
-	"errors"
+	"context"
 	"fmt"
-	"path/filepath"
-	"syscall"
+	"os"
+	"time"
+
+	"github.com/tide-hpc/tide/ctld/api"
+	"github.com/tide-hpc/tide/noded/runtime"
 )
 
-// jobRuntime runs jobs of one kind. tided picks one per job (runtimeFor):
-// a job with a container image runs as a containerd task, every other
-// job as a process under the supervisor. Both keep the job directory's
-// contract, so that reporting, markers and restarts work the same: the
-// runtime writes status.json when the job ends.
-type jobRuntime interface {
-	// name says what failed in an error message ("supervisor", "container").
-	name() string
-	// start runs a prepared job directory. wait blocks until the job's
-	// status.json is written, or the runtime lost the job (then
-	// supervisorDone records it as lost).
-	start(j *job) (wait func(), err error)
-	// signalLocked sends sig to every process of the job, or to its batch
-	// shell alone. It is called with Daemon.mu held and must not wait
-	// for the job. A job not started yet is not signalled: the kill
-	// markers, written first, cover that window.
-	signalLocked(j *job, sig syscall.Signal, batchOnly bool)
-	// freezeOpLocked returns the work that freezes every process of the
-	// job, or nil when nothing of it runs. It is called with Daemon.mu
-	// held; the work runs on the job's ops queue (suspend.go), calls
-	// mark with the way it chose just before it freezes, and returns
-	// that way (a stepd.Freeze* constant).
-	freezeOpLocked(j *job) func(mark func(how string)) (string, error)
-	// thawOpLocked returns the work that lets a job frozen the way how
-	// says run again, or nil when nothing of it runs; as freezeOpLocked.
-	thawOpLocked(j *job) func(how string) error
-}
+// The daemon's side of the runtime seam (noded/runtime): which runtime
+// runs a job, and the plain values it hands the runtime. The daemon keeps
+// its own locking: it asks a runtime's State under d.mu (State never
+// blocks) and makes every other call outside it, on the job's ops queue
+// (suspend.go), so that a job's signals, freezes and thaws reach its
+// runtime in the order the daemon decided them.
 
-// runtimeFor picks the job's runtime.
-func (d *Daemon) runtimeFor(j *job) jobRuntime {
+// runtimeCallTimeout bounds one runtime call the daemon makes for a
+// signal, freeze, thaw or cleanup.
+const runtimeCallTimeout = 30 * time.Second
+
+// runtimeFor picks the job's runtime: a job with a container image runs
+// under the container runtime (refused on a node without one), every
+// other job under the process runtime. It reads only what a job never
+// changes after its creation, so it needs no lock.
+func (d *Daemon) runtimeFor(j *job) runtime.Runtime {
 	if j.hasSpec && j.spec.ContainerImage != "" {
 		if d.ctr == nil {
-			return noContainers{node: d.cfg.Name}
+			return runtime.Unavailable{Kind: "container",
+				Err: fmt.Errorf("no container runtime on node %s (tided has no containerd.socket configured)", d.cfg.Name)}
 		}
 		return d.ctr
 	}
-	return processRuntime{d}
+	return d.proc
 }
 
-// processRuntime runs jobs as processes under the shared or per-job
-// supervisor (tide-stepd).
-type processRuntime struct{ d *Daemon }
+// runtimeJob names j to its runtime, for every call but Start and
+// Reattach.
+func runtimeJob(j *job) runtime.Job {
+	return runtime.Job{Ref: j.ref, Dir: j.dir}
+}
 
-func (processRuntime) name() string { return "supervisor" }
+// startJob describes j to its runtime for Start or Reattach: with a copy
+// of its launch (applyLimit changes j.spec under d.mu while a runtime
+// may read its copy) and what the launch resolves to on this node.
+// Called under d.mu, or by the launch, which alone touches the spec
+// meanwhile.
+func (d *Daemon) startJob(j *job) runtime.Job {
+	spec := j.spec
+	rj := runtimeJob(j)
+	rj.Spec = &spec
+	rj.Resolve = func() runtime.Launch { return d.resolveLaunch(&spec) }
+	return rj
+}
 
-func (p processRuntime) start(j *job) (func(), error) {
-	if p.d.cfg.Supervisor == SupervisorPerJob {
-		return p.d.startSupervisor(j.dir)
+// resolveLaunch is what spec runs on this node, for runtimes that do not
+// read exec.json: the environment, files and work directory the
+// supervisor's plan would have, the user with the groups NSS gives it
+// (tided as root), and the node's share of the allocation.
+func (d *Daemon) resolveLaunch(spec *api.LaunchSpec) runtime.Launch {
+	alloc := nodeAlloc(spec, d.cfg.Name)
+	u := runtime.User{UID: spec.UserID, GID: spec.GroupID, Umask: umaskFromEnv(spec.Env)}
+	u.Switch = d.asRoot && (u.UID != uint32(os.Geteuid()) || u.GID != uint32(os.Getegid()))
+	u.Groups = []uint32{u.GID}
+	if d.asRoot {
+		u.Groups = d.groups.get(u.UID, u.GID, d.log)
 	}
-	return p.d.superviseShared(j.dir)
+	return runtime.Launch{
+		Env:     BuildEnv(spec, d.cfg.Name),
+		Files:   ResolveFiles(spec, d.cfg.Name),
+		WorkDir: workDir(spec),
+		Append:  spec.OpenMode == "append",
+		User:    u,
+		CPUs:    alloc.CPUs, MemoryMB: alloc.MemoryMB, GPUs: alloc.GPUs,
+	}
 }
 
-// pidLocked returns the job's process (the process group leader), read
-// from the pid file the supervisor writes, and whether it still runs.
-func (p processRuntime) pidLocked(j *job) (int, bool) {
-	if j.pid.PID == 0 {
-		id, err := readIdentity(filepath.Join(j.dir, filePID))
-		if err != nil {
-			p.d.log.Error("cannot read job pid", "job_id", j.ref.JobID, "err", err)
+// runtimeCtx bounds one runtime call made on a job's ops queue.
+func runtimeCtx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), runtimeCallTimeout)
+}
+
+// closeRuntimes closes the runtimes' connections when tided stops; jobs
+// keep running.
+func (d *Daemon) closeRuntimes() {
+	for _, rt := range []runtime.Runtime{d.proc, d.ctr} {
+		if rt == nil {
+			continue
 		}
-		j.pid = id
-	}
-	return j.pid.PID, j.pid.Alive()
-}
-
-// signalLocked signals the job's process group (or the batch shell
-// alone), found through the pid file the supervisor writes.
-func (p processRuntime) signalLocked(j *job, sig syscall.Signal, batchOnly bool) {
-	d := p.d
-	if _, alive := p.pidLocked(j); !alive {
-		if j.pid.PID == 0 && !j.finished() {
-			// Launched, but the supervisor has not started the script
-			// yet: hold the signal for it (a preemption's checkpoint
-			// signal right after the start must not be lost).
-			d.holdSignalLocked(j, sig, batchOnly)
-			return
+		if err := rt.Close(); err != nil {
+			d.log.Warn("closing job runtime", "runtime", rt.Name(), "err", err)
 		}
-		d.log.Debug("job process not running, signal not sent", "job_id", j.ref.JobID, "signal", int(sig))
-		return
-	}
-	var err error
-	if batchOnly {
-		err = signalProcess(j.pid.PID, sig)
-	} else {
-		err = signalGroup(j.pid.PID, sig)
-	}
-	if err != nil {
-		d.log.Error("cannot signal job", "job_id", j.ref.JobID, "err", err)
 	}
 }
-
-// noContainers is the runtime of container jobs on a node without
-// containerd: the controller should not send them (feature containerd),
-// and a node that lost containerd refuses them with a clear error.
-type noContainers struct{ node string }
-
-var errNoContainers = errors.New("no container runtime")
-
-func (noContainers) name() string { return "container" }
-
-func (n noContainers) start(*job) (func(), error) {
-	return nil, fmt.Errorf("%w on node %s (tided has no containerd.socket configured)", errNoContainers, n.node)
-}
-
-func (noContainers) signalLocked(*job, syscall.Signal, bool) {}
-
-func (noContainers) freezeOpLocked(*job) func(func(string)) (string, error) { return nil }
-
-func (noContainers) thawOpLocked(*job) func(string) error { return nil }

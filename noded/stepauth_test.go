@@ -14,22 +14,15 @@ import (
 	"github.com/tide-hpc/tide/internal/stepio"
 )
 
-// shortHostedWait makes s give up on unknown jobs quickly.
-func shortHostedWait(s *stepServer) {
-	s.mu.Lock()
-	s.hostedWait = 200 * time.Millisecond
-	s.mu.Unlock()
-}
-
 // TestStepGrantBatchJob: a step of a batch job this node launched needs
 // no hosted entry, and is refused once the job finished or for another
 // uid.
 func TestStepGrantBatchJob(t *testing.T) {
 	d := fenceDaemon(t, "off", nil, nil)
 	d.hosted.set(nil, 2) // the controller: nothing hosted here
-	shortHostedWait(d.steps)
+	d.steps.SetHostedWait(200 * time.Millisecond)
 	grant := func(step uint32, edit func(*api.StepGrant)) api.SignedGrant {
-		return stepGrant(t, d.steps.advertised, func(g *api.StepGrant) {
+		return stepGrant(t, d.steps.Advertised(), func(g *api.StepGrant) {
 			g.StepID = step
 			if edit != nil {
 				edit(g)
@@ -70,7 +63,7 @@ func TestStepGrantWaitsForHostedList(t *testing.T) {
 // disk and survives a restart of tided; another key is refused, with a
 // hint, whether it comes later or the pin was put there beforehand.
 func TestStepKeyPinning(t *testing.T) {
-	newServer := func(dir string) *stepServer {
+	newServer := func(dir string) *testSteps {
 		cfg := DefaultConfig()
 		cfg.Name, cfg.StateDir, cfg.StepAddr, cfg.AllowRootJobs = "n1", dir, "127.0.0.1:0", true
 		d := &Daemon{cfg: cfg, log: testLogger(), asRoot: os.Geteuid() == 0}
@@ -79,18 +72,18 @@ func TestStepKeyPinning(t *testing.T) {
 		}
 		t.Cleanup(d.stopSteps)
 		hostTestJob(d)
-		return d.steps
+		return &testSteps{Server: d.steps, d: d, advertised: d.steps.Advertised()}
 	}
 	_, otherPriv, _ := ed25519.GenerateKey(nil)
 	other := stepcred.NewSigner(otherPriv)
-	signWith := func(s *stepServer, sg *stepcred.Signer, step uint32) api.SignedGrant {
+	signWith := func(s *testSteps, sg *stepcred.Signer, step uint32) api.SignedGrant {
 		sg2, err := sg.Sign(mustDecode(t, stepGrant(t, s.advertised, func(g *api.StepGrant) { g.StepID = step }, "/bin/true")))
 		if err != nil {
 			t.Fatal(err)
 		}
 		return sg2
 	}
-	answer := func(s *stepServer, sg api.SignedGrant) stepio.Frame {
+	answer := func(s *testSteps, sg api.SignedGrant) stepio.Frame {
 		_, f := dialStep(t, s, sg, stepio.StdinNone)
 		return f
 	}
@@ -159,13 +152,13 @@ func TestStepsThroughController(t *testing.T) {
 	n.start(t)
 	n.fake.waitFor(t, "registration", func() bool { return n.fake.registered })
 	waitUntil(t, "key pinned", func() bool {
-		pub, _ := n.d.steps.pinnedKey()
+		pub := n.d.steps.PinnedKey()
 		return pub != nil
 	})
-	shortHostedWait(n.d.steps)
+	n.d.steps.SetHostedWait(200 * time.Millisecond)
 	uid, gid := uint32(os.Getuid()), uint32(os.Getgid())
 	grant := func(job uint64, step uint32, argv ...string) api.SignedGrant {
-		return stepGrant(t, n.d.steps.advertised, func(g *api.StepGrant) {
+		return stepGrant(t, n.d.steps.Advertised(), func(g *api.StepGrant) {
 			g.JobID, g.StepID = job, step
 			g.Nodes = g.Nodes[:1]
 		}, argv...)

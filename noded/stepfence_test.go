@@ -207,7 +207,7 @@ func TestStepCgroups(t *testing.T) {
 			if tt.setup != nil {
 				tt.setup(t, d)
 			}
-			out, nodeErr := runStep(t, d, oneNodeGrant(t, d.steps.advertised, nil, "cat", "/proc/self/cgroup"))
+			out, nodeErr := runStep(t, d, oneNodeGrant(t, d.steps.Advertised(), nil, "cat", "/proc/self/cgroup"))
 			if tt.wantErr != "" || nodeErr != "" {
 				if tt.wantErr == "" || !strings.Contains(nodeErr, tt.wantErr) {
 					t.Fatalf("node error %q, want %q", nodeErr, tt.wantErr)
@@ -266,7 +266,7 @@ func TestStepMPS(t *testing.T) {
 	d = fenceDaemon(t, "off", []gres.Device{{Index: 1, UUID: "GPU-1111"}}, func(c *Config) { state = c.StateDir })
 	calls := installFakeMPS(t, state)
 	addBatchJob(t, d, api.NodeAlloc{Node: "n1", CPUs: 2, GPUs: []int{1}, GPUMemMB: 4096, GPUComputePct: 30}, 0)
-	out, nodeErr := runStep(t, d, oneNodeGrant(t, d.steps.advertised, []int{1},
+	out, nodeErr := runStep(t, d, oneNodeGrant(t, d.steps.Advertised(), []int{1},
 		"sh", "-c", `echo "$CUDA_VISIBLE_DEVICES|$CUDA_MPS_PIPE_DIRECTORY|$CUDA_MPS_LOG_DIRECTORY|$CUDA_MPS_PINNED_DEVICE_MEM_LIMIT|$CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"`))
 	if nodeErr != "" {
 		t.Fatal(nodeErr)
@@ -279,31 +279,5 @@ func TestStepMPS(t *testing.T) {
 	wantCalls := []string{"start GPU-1111 $S/mps/gpu1/pipe $S/mps/gpu1/log", "quit GPU-1111 $S/mps/gpu1/pipe $S/mps/gpu1/log"}
 	if diff := cmp.Diff(wantCalls, mpsCalls(t, calls, state)); diff != "" {
 		t.Errorf("control calls (-want +got):\n%s", diff)
-	}
-}
-
-// TestStepSliceFromGrant: where tided runs no batch script of the job,
-// the step's slice size comes from the grant's node entry.
-func TestStepSliceFromGrant(t *testing.T) {
-	tests := []struct {
-		name   string
-		sn     *api.StepNode
-		sliced bool
-		isNil  bool
-	}{
-		{name: "slice in the grant", sn: &api.StepNode{Name: "n2", GPUMemMB: 8192, GPUComputePct: 25}, sliced: true},
-		{name: "whole GPUs", sn: &api.StepNode{Name: "n2"}},
-		{name: "nothing known", isNil: true},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got := stepSlice(nil, tt.sn, "n2")
-			if (got == nil) != tt.isNil {
-				t.Fatalf("stepSlice = %+v, want nil %v", got, tt.isNil)
-			}
-			if got != nil && got.Sliced() != tt.sliced {
-				t.Errorf("Sliced() = %v, want %v (%+v)", got.Sliced(), tt.sliced, got)
-			}
-		})
 	}
 }

@@ -1,94 +1,36 @@
 package noded
 
-// Job steps (issue 7): tided accepts srun's connections on its step
-// listener, checks the controller's signed grant and that the grant's job
-// runs here under its user (stepauth.go, issue 21), starts this node's
-// tasks of the step as the job's user and streams their standard
-// streams, signals and exits over the connection (internal/stepio).
-// The connection is the step's lifeline: when it closes before the
-// tasks end (srun died, or the job ended and took srun with it) the
-// tasks are killed, SIGTERM first and SIGKILL after the kill wait, so
-// that no task outlives its srun.
+// The daemon's side of the srun step server (noded/steps): it starts the
+// server with the node's configuration, answers what the server asks of
+// it (stepHost: which jobs run here and as whom, a job's batch script,
+// the user's groups, the MPS daemons, where a step's usage goes), and
+// hands it the controller's key, hosted jobs and step signals from the
+// sync loop.
 
 import (
-	"crypto/tls"
-	"encoding/json"
-	"errors"
-	"fmt"
-	"log/slog"
-	"net"
-	"os"
-	"os/exec"
-	"strings"
+	"path/filepath"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/tide-hpc/tide/ctld/api"
 	"github.com/tide-hpc/tide/internal/pki"
-	"github.com/tide-hpc/tide/internal/stepcred"
-	"github.com/tide-hpc/tide/internal/stepio"
+	"github.com/tide-hpc/tide/noded/cgroup"
+	"github.com/tide-hpc/tide/noded/jobenv"
+	"github.com/tide-hpc/tide/noded/steps"
 )
 
 // DefaultStepAddr is where tided listens for steps unless step_addr says
 // otherwise (Slurm's slurmd port).
-const DefaultStepAddr = "0.0.0.0:6818"
+const DefaultStepAddr = steps.DefaultAddr
 
 // defaultStepAddr is DefaultConfig's step_addr; the package's tests put
 // it on loopback, where test servers belong.
 var defaultStepAddr = DefaultStepAddr
 
-// helloTimeout bounds how long a new connection may take to say which
-// step it is.
-const helloTimeout = 10 * time.Second
-
-// outputGrace is how long a task's exit waits for its output pipes to
-// drain: a background child may hold them open, and its output still
-// flows after the exit is reported.
-const outputGrace = 2 * time.Second
-
-// stepLinger bounds how long a node, once it has sent all of a step
-// connection, waits for srun to close its end (endConn); srun closes as
-// soon as it has read the end, so only a stopped or broken srun waits
-// this long. stepDrainMax bounds what is read and dropped meanwhile.
-const (
-	stepLinger   = 10 * time.Second
-	stepDrainMax = 4 << 20
-)
-
-// stepServer is tided's step listener and the steps it runs.
-type stepServer struct {
-	d   *Daemon
-	ln  net.Listener
-	log *slog.Logger
-	// advertised is the address registered with the controller.
-	advertised string
-	// keys holds the controller's pinned step key (stepauth.go); since
-	// is when the listener started: older grants are refused.
-	keys  stepKeys
-	since time.Time
-	// hostedWait bounds a grant's wait for its job to be listed here
-	// (the constant hostedWait; tests shorten it). Guarded by mu.
-	hostedWait time.Duration
-
-	mu      sync.Mutex
-	running map[*stepRun]struct{}
-	closed  bool
-	wg      sync.WaitGroup
-	// started holds the steps started here whose grants have not expired
-	// yet, with their expiry: a grant starts its step once.
-	started map[stepID]time.Time
-	// cancelled holds the steps scancel J.S ended while their srun may
-	// not have reached this node yet, until they can no longer start
-	// (their grants expire well before): a cancel that comes first is
-	// not lost.
-	cancelled map[stepID]time.Time
-
-	// cgMu guards jobCgroups, the job cgroups tided made for steps of
-	// jobs whose batch script runs elsewhere (cgroupplan.go).
-	cgMu       sync.Mutex
-	jobCgroups map[uint64]*stepJobCgroup
-}
+// PinnedStepKeyFile is the controller's public step key as this node
+// pinned it, in state_dir.
+const PinnedStepKeyFile = steps.PinnedKeyFile
 
 // startSteps opens the step listener on cfg.StepAddr. An empty address
 // disables steps.
@@ -96,43 +38,23 @@ func (d *Daemon) startSteps() error {
 	if d.cfg.StepAddr == "" {
 		return nil
 	}
-	s := &stepServer{d: d, log: d.log.With("component", "steps"), running: map[*stepRun]struct{}{},
-		started: map[stepID]time.Time{}, since: time.Now(), hostedWait: hostedWait}
-	if err := s.loadPin(); err != nil {
-		return err
-	}
-	ln, err := net.Listen("tcp", d.cfg.StepAddr)
-	if err != nil {
-		return fmt.Errorf("step listener (step_addr %s): %w", d.cfg.StepAddr, err)
+	cfg := steps.Config{
+		Node: d.cfg.Name, Addr: d.cfg.StepAddr, Hostname: d.hostname, StateDir: d.cfg.StateDir,
+		KillWait: d.cfg.KillWait, AsRoot: d.asRoot, AllowRootJobs: d.cfg.AllowRootJobs, LogLevel: d.cfg.LogLevel,
+		Cgroups: d.stepCgroupsUsable(), CgroupsRequired: d.cfg.Cgroups == CgroupsRequired,
+		CgroupRoot: cgroupRoot, CgroupParent: d.cfg.CgroupParent,
+		DeviceFence: func(gpus []int) *cgroup.DeviceFence { return gpuFence(cgroupDevDir, gpus) },
+		Logger:      d.log.With("component", "steps"),
 	}
 	if d.tls != nil {
-		// srun checks the node's certificate against the cluster CA
-		// (the controller hands it the CA with the grant), and the
-		// step's frames, the grant included, travel encrypted. The
-		// handshake happens in the hello's read, under its deadline.
-		ln = tls.NewListener(ln, pki.ServerConfig(&d.tls.cert, nil))
+		cfg.TLS = pki.ServerConfig(&d.tls.cert, nil)
 	}
-	s.ln = ln
-	s.advertised = advertiseAddr(ln.Addr().String(), d.hostname)
-	d.steps = s
-	s.wg.Add(1)
-	go s.accept()
-	d.log.Info("step listener ready", "addr", ln.Addr().String(), "advertised", s.advertised, "tls", d.tls != nil)
-	return nil
-}
-
-// advertiseAddr is the address srun should dial for a listener bound to
-// bound: an unspecified host becomes the hostname (the controller
-// prefers the node's registered address when it has one).
-func advertiseAddr(bound, hostname string) string {
-	host, port, err := net.SplitHostPort(bound)
+	s, err := steps.Start(cfg, stepHost{d})
 	if err != nil {
-		return bound
+		return err
 	}
-	if ip := net.ParseIP(host); (host == "" || ip != nil && ip.IsUnspecified()) && hostname != "" {
-		return net.JoinHostPort(hostname, port)
-	}
-	return bound
+	d.steps = s
+	return nil
 }
 
 // stepAddr is the registered step address ("" without a listener).
@@ -140,7 +62,7 @@ func (d *Daemon) stepAddr() string {
 	if d.steps == nil {
 		return ""
 	}
-	return d.steps.advertised
+	return d.steps.Advertised()
 }
 
 // StepAddr is the bound step listener address, for tests ("" when
@@ -149,482 +71,181 @@ func (d *Daemon) StepAddr() string {
 	if d.steps == nil {
 		return ""
 	}
-	return d.steps.ln.Addr().String()
+	return d.steps.Addr()
 }
 
-// stopSteps closes the listener and kills every running step: tided's
-// end is the end of the connections the steps depend on.
+// stopSteps closes the step listener and kills every running step.
 func (d *Daemon) stopSteps() {
-	s := d.steps
-	if s == nil {
-		return
-	}
-	s.ln.Close()
-	s.mu.Lock()
-	s.closed = true
-	runs := make([]*stepRun, 0, len(s.running))
-	for r := range s.running {
-		runs = append(runs, r)
-	}
-	s.mu.Unlock()
-	for _, r := range runs {
-		r.signalAll(syscall.SIGKILL)
-		r.conn.Close()
+	if d.steps != nil {
+		d.steps.Close()
 	}
 }
 
-func (s *stepServer) accept() {
-	defer s.wg.Done()
-	for {
-		c, err := s.ln.Accept()
-		if err != nil {
-			if errors.Is(err, net.ErrClosed) {
-				return
-			}
-			s.log.Warn("accept step connection", "err", err)
-			time.Sleep(100 * time.Millisecond)
-			continue
-		}
-		go s.serve(c)
+// applySteps takes a sync or registration answer's step key and hosted
+// jobs, and reports whether the list changed.
+func (d *Daemon) applySteps(r api.NodeSyncResponse) bool {
+	if r.StepKey != "" && d.steps != nil {
+		d.steps.LearnKey(r.StepKey)
 	}
+	if r.HostedGen == 0 {
+		return false
+	}
+	return d.hosted.set(r.Hosted, r.HostedGen)
 }
 
-// stepTask is one task of a step on this node.
-type stepTask struct {
-	rank, local int
-	cmd         *exec.Cmd
-	stdin       *stdinQueue // nil when the task reads /dev/null
-	outputs     sync.WaitGroup
-	done        bool
-	// env is the task's environment, for its epilog.
-	env []string
+// hostedJobs is the controller's list of the jobs this node hosts
+// without having launched them (api.NodeSyncResponse.Hosted).
+type hostedJobs struct {
+	mu   sync.Mutex
+	jobs map[uint64]api.HostedJob
+	gen  uint64
+	// changed is closed (and replaced) when the list changes.
+	changed chan struct{}
 }
 
-// stepRun is one step's part on this node, bound to one connection.
-type stepRun struct {
-	s     *stepServer
-	g     *api.StepGrant
-	node  int
-	conn  net.Conn
-	w     *stepio.Writer
-	log   *slog.Logger
-	tasks []*stepTask
-	// pty is the master side of a --pty step's terminal.
-	pty *os.File
-	// pumps start forwarding the tasks' output; they run once the Ready
-	// frame is out, so that srun hears of the start first.
-	pumps []func()
-	// fence is the cgroup the tasks join (nil: none); mpsHolder names
-	// the step as a holder of MPS daemons ("" when it holds none).
-	fence     *stepFence
-	mpsHolder string
-	// slice is the job's slice size on this node, nil when the job's
-	// GPUs here are not slices or tided does not know (stepSlice).
-	slice *api.NodeAlloc
-	// mps holds the directories of the step's GPUs whose MPS daemon runs.
-	mps map[int]mpsDirs
-	// cred is what the tasks run as (nil: tided's own user).
-	cred *syscall.Credential
-	// held are the gates of tasks started held (--debugger-test): they
-	// stay shut until the step ends.
-	held []*os.File
-	// notes are frames for srun that start() made before the Ready
-	// frame could go out (binding reports); serve sends them after it.
-	notes []stepio.Frame
-	// cancelOnce: scancel J.S ends the step here once; killed (under
-	// mu) tells start() to start no more tasks and kill any it starts.
-	cancelOnce sync.Once
-	killed     bool
-	// readySent (under mu): the Ready frame is out, so other frames may
-	// follow; a cancel notice from before waits in notice.
-	readySent bool
-	notice    *stepio.Frame
-
-	mu       sync.Mutex
-	left     int
-	allDone  chan struct{}
-	teardown sync.Once
+// set replaces the list and reports whether it changed.
+func (h *hostedJobs) set(list []api.HostedJob, gen uint64) bool {
+	m := make(map[uint64]api.HostedJob, len(list))
+	for _, x := range list {
+		m[x.JobID] = x
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	same := h.gen == gen && len(m) == len(h.jobs)
+	for id, x := range m {
+		same = same && h.jobs[id] == x
+	}
+	h.jobs, h.gen = m, gen
+	if same {
+		return false
+	}
+	if h.changed != nil {
+		close(h.changed)
+		h.changed = nil
+	}
+	return true
 }
 
-// serve runs one step connection from hello to the last exit.
-func (s *stepServer) serve(c net.Conn) {
-	// reading is closed when readControl, srun's reader, has returned
-	// (nil while none runs): endConn leaves the draining to it.
-	var reading chan struct{}
-	defer func() { endConn(c, reading, stepLinger) }()
-	w := stepio.NewWriter(c)
-	fail := func(msg string) {
-		_ = w.Write(stepio.Frame{Type: stepio.Error, Payload: []byte(msg)})
+// get returns job id's entry, and a channel closed at the list's next
+// change.
+func (h *hostedJobs) get(id uint64) (api.HostedJob, bool, <-chan struct{}) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.changed == nil {
+		h.changed = make(chan struct{})
 	}
-	_ = c.SetReadDeadline(time.Now().Add(helloTimeout))
-	f, err := stepio.ReadFrame(c)
-	if err != nil || f.Type != stepio.Hello {
-		s.log.Warn("step connection without hello", "remote", c.RemoteAddr().String(), "err", err)
-		fail("expected a hello frame")
-		return
-	}
-	_ = c.SetReadDeadline(time.Time{})
-	var hello stepio.HelloMsg
-	if err := json.Unmarshal(f.Payload, &hello); err != nil {
-		fail("bad hello: " + err.Error())
-		return
-	}
-	pub, hint := s.pinnedKey()
-	g, idx, err := stepcred.Verify(pub, hello.Grant, s.d.cfg.Name, time.Now())
-	if err != nil {
-		if errors.Is(err, stepcred.ErrBadCredential) {
-			err = fmt.Errorf("%w%s", err, hint)
-		}
-		s.log.Warn("step refused", "remote", c.RemoteAddr().String(), "err", err)
-		fail(fmt.Sprintf("%s: %v", s.d.cfg.Name, err))
-		return
-	}
-	log := s.log.With("job_id", g.JobID, "step", g.StepID)
-	if s.d.asRoot && g.UserID == 0 && !s.d.cfg.AllowRootJobs {
-		fail(fmt.Sprintf("root jobs are not allowed on node %s", s.d.cfg.Name))
-		return
-	}
-	if err := s.admit(g); err != nil {
-		log.Warn("step refused", "remote", c.RemoteAddr().String(), "user_id", g.UserID, "err", err)
-		fail(fmt.Sprintf("%s: %v", s.d.cfg.Name, err))
-		return
-	}
-	r := &stepRun{s: s, g: g, node: idx, conn: c, w: w, log: log, allDone: make(chan struct{})}
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		fail("tided is stopping")
-		return
-	}
-	if _, ok := s.cancelled[stepID{api.JobRef{JobID: g.JobID, Restart: g.Restart}, g.StepID}]; ok {
-		s.mu.Unlock()
-		log.Info("step refused: it was cancelled")
-		fail(fmt.Sprintf("%s: step %s was cancelled", s.d.cfg.Name, g.ID()))
-		return
-	}
-	s.running[r] = struct{}{}
-	s.mu.Unlock()
-	defer func() {
-		s.mu.Lock()
-		delete(s.running, r)
-		s.mu.Unlock()
-	}()
-	// Runs first of the deferred calls: the tasks are dead by then.
-	defer r.release()
-	if err := r.start(&hello); err != nil {
-		log.Warn("step start failed", "err", err)
-		r.signalAll(syscall.SIGKILL)
-		r.closePumps()
-		fail(fmt.Sprintf("%s: %v", s.d.cfg.Name, err))
-		return
-	}
-	log.Info("step started", "user", g.User, "tasks", len(r.tasks), "pty", g.Pty)
-	pids := make([]int, len(r.tasks))
-	for i, t := range r.tasks {
-		pids[i] = t.cmd.Process.Pid
-	}
-	if rf, err := stepio.JSON(stepio.Ready, 0, stepio.ReadyMsg{Node: s.d.cfg.Name, Pids: pids}); err == nil {
-		_ = w.Write(rf)
-	}
-	for _, f := range r.notes {
-		_ = w.Write(f)
-	}
-	r.mu.Lock()
-	r.readySent = true
-	notice := r.notice
-	r.mu.Unlock()
-	if notice != nil {
-		_ = w.Write(*notice)
-	}
-	for _, p := range r.pumps {
-		go p()
-	}
-	expiry := time.AfterFunc(time.Until(g.JobEnd), func() { r.expire(time.Now()) })
-	defer expiry.Stop()
-	for _, t := range r.tasks {
-		go r.wait(t)
-	}
-	reading = make(chan struct{})
-	go func() {
-		defer close(reading)
-		r.readControl()
-	}()
-	<-r.allDone
-	// Whatever the tasks left behind in their groups goes with them.
-	r.signalAll(syscall.SIGKILL)
-	s.stepUsageEnd(r) // usage.go: before release removes the step's cgroup
-	if r.pty != nil {
-		r.pty.Close()
-	}
-	log.Info("step ended on node")
+	x, ok := h.jobs[id]
+	return x, ok, h.changed
 }
 
-// start launches the node's tasks.
-func (r *stepRun) start(hello *stepio.HelloMsg) error {
-	g := r.g
-	sn := g.Nodes[r.node]
-	if len(sn.Ranks) == 0 {
-		return errors.New("no tasks for this node")
-	}
-	cred, err := r.s.d.stepCred(g)
-	if err != nil {
-		return err
-	}
-	if err := r.prepareFences(); err != nil {
-		return err
-	}
-	if g.Pty {
-		return r.startPty(hello, cred)
-	}
-	r.mu.Lock()
-	r.left = len(sn.Ranks)
-	r.mu.Unlock()
-	r.cred = cred
-	// --cpu-bind (validated by srun; one that does not parse binds
-	// nothing): the CPUs each task gets among those tided may use.
-	bind, _ := api.ParseCPUBind(g.CPUBind)
-	var avail []int
-	var topo cpuTopology
-	binding := g.CPUBind != "" && (bind.Kind != "" && bind.Kind != "none" || bind.Unit != "")
-	if binding {
-		avail, topo = usableCPUs(), readCPUTopology("/sys")
-	}
-	cpt := 1
-	if sn.StepCPUs > 0 {
-		cpt = max(sn.StepCPUs/len(sn.Ranks), 1)
-	}
-	gpuVerbose := strings.HasPrefix(strings.ToLower(g.GPUBind), "verbose")
-	dbg := newStepDebug(hello.Debug, sn.Ranks[0])
-	dbg.verbose(r, "debug levels are stderr='%s', logfile='%s', syslog='quiet'", hello.Debug, strings.ToLower(r.s.d.cfg.LogLevel))
-	dbg.verbose(r, "starting %d tasks", len(sn.Ranks))
-	if r.fence != nil {
-		dbg.debug(r, "step %d.%d confined to its cgroup on %s", g.JobID, g.StepID, sn.Name)
-	}
-	for k, rank := range sn.Ranks {
-		t := &stepTask{rank: rank, local: k}
-		env, lims := takeRlimits(r.taskEnv(k))
-		t.env = env
-		argv := taskArgv(g, rank)
-		base, err := taskCmd(argv, env, g.Cwd)
-		if err != nil {
-			return err
-		}
-		if g.TaskProlog != "" {
-			withTaskProlog(base, g.TaskProlog)
-		}
-		cmd := viaTaskPIDShell(base)
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: cred}
-		var cpus []int
-		if binding {
-			cpus = taskCPUs(bind, k, len(sn.Ranks), cpt, avail, topo)
-		}
-		reads := hello.StdinMode == stepio.StdinAll || hello.StdinMode == stepio.StdinTask && hello.StdinTask == rank
-		var closeAfter []*os.File
-		// gate holds the task until it is in its cgroup (cgroupplan.go),
-		// bound to its CPUs and under srun's limits.
-		var gate *os.File
-		if r.fence != nil || cpus != nil || len(lims) > 0 || hello.Hold {
-			gr, gw, err := os.Pipe()
-			if err != nil {
-				return err
-			}
-			gateCmd(cmd, gr)
-			closeAfter, gate = append(closeAfter, gr), gw
-		}
-		if reads {
-			pr, pw, err := os.Pipe()
-			if err != nil {
-				return err
-			}
-			cmd.Stdin = pr
-			closeAfter = append(closeAfter, pr)
-			t.stdin = newStdinQueue()
-			go feedStdin(pw, t.stdin.ch)
-		} else {
-			null, err := os.Open(os.DevNull)
-			if err != nil {
-				return err
-			}
-			cmd.Stdin = null
-			closeAfter = append(closeAfter, null)
-		}
-		for _, typ := range []stepio.Type{stepio.Stdout, stepio.Stderr} {
-			pr, pw, err := os.Pipe()
-			if err != nil {
-				return err
-			}
-			if typ == stepio.Stdout {
-				cmd.Stdout = pw
-			} else {
-				cmd.Stderr = pw
-			}
-			closeAfter = append(closeAfter, pw)
-			t.outputs.Add(1)
-			r.pumps = append(r.pumps, func() { r.pump(pr, typ, uint32(rank), &t.outputs) })
-		}
-		err = cmd.Start()
-		for _, f := range closeAfter {
-			f.Close()
-		}
-		if err == nil {
-			pid := cmd.Process.Pid
-			if lerr := applyRlimits(pid, lims); lerr != nil {
-				r.log.Warn("resource limits not propagated", "task", rank, "err", lerr)
-				dbg.verbose(r, "task %d: %v", rank, lerr)
-			}
-			dbg.debug(r, "task %d (local %d) started as pid %d: %s", rank, k, pid, argv[0])
-			for _, l := range lims {
-				dbg.debug2(r, "task %d: RLIMIT_%s from srun: %d", rank, l.name, l.cur)
-			}
-			if bind.Verbose {
-				shown, failed := cpus, false
-				if cpus != nil {
-					if berr := bindTask(pid, cpus); berr != nil {
-						r.log.Warn("cpu binding failed", "task", rank, "cpus", cpus, "err", berr)
-						failed = true
-					}
-				} else {
-					shown = usableCPUs()
-				}
-				r.note(rank, cpuBindLine(bind, sn.Name, rank, k, pid, shown, failed))
-			} else if cpus != nil {
-				if berr := bindTask(pid, cpus); berr != nil {
-					r.log.Warn("cpu binding failed", "task", rank, "cpus", cpus, "err", berr)
-				}
-			}
-			if gpuVerbose && k < len(sn.GPUs) {
-				r.note(rank, gpuBindLine(stepGPUs(sn), sn.GPUs[k], k))
-			}
-		}
-		switch {
-		case err == nil && gate != nil && hello.Hold:
-			if r.fence != nil {
-				err = r.fence.enter(cmd.Process.Pid)
-			}
-			if err != nil {
-				gate.Close()
-				go func() { _ = cmd.Wait() }() // it exits 126 at the closed gate
-			} else {
-				r.held = append(r.held, gate)
-			}
-		case err == nil && gate != nil && r.fence != nil:
-			if err = r.fence.admit(cmd.Process.Pid, gate); err != nil {
-				go func() { _ = cmd.Wait() }() // it exits 126 at the closed gate
-			}
-		case err == nil && gate != nil:
-			_, err = gate.Write([]byte("\n"))
-			gate.Close()
-		case gate != nil:
-			gate.Close()
-		}
-		if err != nil {
-			if t.stdin != nil {
-				t.stdin.close()
-			}
-			r.closePumps()
-			return fmt.Errorf("execve %s: %w", argv[0], err)
-		}
-		t.cmd = cmd
-		r.mu.Lock() // stopSteps may signal the tasks started so far
-		r.tasks = append(r.tasks, t)
-		killed := r.killed
-		r.mu.Unlock()
-		if killed {
-			// scancel J.S came while the tasks started.
-			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		}
-	}
-	return nil
+// held is the hash of the list the node holds, for its syncs.
+func (h *hostedJobs) held() uint64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.gen
 }
 
-// note queues a line of the node's for task rank's standard error,
-// sent once srun has the Ready frame.
-func (r *stepRun) note(rank int, line string) {
-	r.notes = append(r.notes, stepio.Frame{Type: stepio.Stderr, Task: uint32(rank), Payload: []byte(line)})
+// signalSteps carries out a SignalCommand addressed to a job's steps
+// (Slurm's default target of scancel --signal and --signal=SIG@TIME):
+// the tasks of every step of the job's incarnation running on this
+// node get the signal, the batch shell and its other children do not.
+// A node may run steps of a job it did not launch, so the job need not
+// be in the job table. It reports whether any step got the signal.
+func (d *Daemon) signalSteps(c api.SignalCommand) bool {
+	if c.Signal <= 0 || c.Signal > api.MaxSignal {
+		return false
+	}
+	sig := syscall.Signal(c.Signal)
+	d.mu.Lock()
+	if j := d.jobs[c.JobRef]; j != nil && !j.finished() && sig != syscall.SIGSTOP && sig != syscall.SIGCONT {
+		// A checkpoint signal: an acknowledgement counts from now, as
+		// for one sent to the batch shell.
+		j.signalledAt, j.ackWatch = time.Now(), true
+	}
+	d.mu.Unlock()
+	n := 0
+	if d.steps != nil {
+		n = d.steps.Signal(c.JobRef, c.StepIDs, sig)
+	}
+	if n == 0 {
+		d.log.Debug("signal for the job's steps: none runs here", "job_id", c.JobID, "restart", c.Restart, "signal", c.Signal)
+		return false
+	}
+	d.log.Info("signalled the job's steps", "job_id", c.JobID, "restart", c.Restart, "signal", c.Signal, "steps", n)
+	return true
 }
 
-// prepareFences sets up what the step's tasks run inside on this node:
-// the job's or the step's cgroup, and for slices of shared GPUs the
-// slice limits and MPS daemons (issue 3 item 4).
-func (r *stepRun) prepareFences() error {
-	g, d := r.g, r.s.d
-	spec, jobPID := d.jobHereAwait(g.JobID, scriptPIDWait, time.Sleep)
-	r.slice = stepSlice(spec, &g.Nodes[r.node], d.cfg.Name)
-	if r.slice != nil && r.slice.Sliced() {
-		if gpus := stepGPUs(g.Nodes[r.node]); len(gpus) > 0 && d.mpsOf().enabled() {
-			r.mpsHolder = mpsStepHolder(g.JobID, g.StepID)
-			r.mps = d.mpsOf().acquire(r.mpsHolder, gpus)
+// stepHost is the daemon as the step server sees it (steps.Host).
+type stepHost struct{ d *Daemon }
+
+var _ steps.Host = stepHost{}
+
+// JobUser returns the uid and gid job ref runs as on this node, if it
+// runs here: a batch job tided launched, or one the controller says the
+// node hosts. changed is closed at the hosted list's next change.
+func (h stepHost) JobUser(ref api.JobRef) (uid, gid uint32, ok bool, changed <-chan struct{}) {
+	d := h.d
+	x, ok, changed := d.hosted.get(ref.JobID)
+	if ok && x.JobRef == ref {
+		return x.UserID, x.GroupID, true, changed
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if j := d.jobs[ref]; j != nil && j.hasSpec && !j.finished() {
+		return j.spec.UserID, j.spec.GroupID, true, changed
+	}
+	return 0, 0, false, changed
+}
+
+// Wake has the sync loop ask the controller now.
+func (h stepHost) Wake() { h.d.wake() }
+
+// BatchJob is jobHere.
+func (h stepHost) BatchJob(id uint64) (*api.LaunchSpec, int, bool) { return h.d.jobHere(id) }
+
+// Groups are the user's groups as tided's cache has them.
+func (h stepHost) Groups(uid, gid uint32) []uint32 { return h.d.groups.get(uid, gid, h.d.log) }
+
+// AcquireMPS holds the MPS daemons of gpus for the step.
+func (h stepHost) AcquireMPS(job uint64, step uint32, gpus []int) (map[int]jobenv.MPSDirs, bool) {
+	m := h.d.mpsOf()
+	if !m.enabled() {
+		return nil, false
+	}
+	return m.acquire(mpsStepHolder(job, step), gpus), true
+}
+
+// ReleaseMPS lets the step's MPS daemons go.
+func (h stepHost) ReleaseMPS(job uint64, step uint32) { h.d.mpsOf().release(mpsStepHolder(job, step)) }
+
+// StepEnded records the final usage of a step's part on this node
+// (usage.go).
+func (h stepHost) StepEnded(u steps.StepUsage) { h.d.stepUsageEnd(u) }
+
+// jobHere returns a copy of job id's launch when this node runs its
+// batch script, the script's pid (0 when unknown or no longer running)
+// and whether the supervisor has recorded that pid yet; nil, 0 and
+// false when the job's batch script runs elsewhere or there is none (an
+// allocation).
+func (d *Daemon) jobHere(id uint64) (spec *api.LaunchSpec, pid int, recorded bool) {
+	d.mu.Lock()
+	var found *job
+	for _, j := range d.jobs {
+		if j.ref.JobID == id && j.hasSpec && !j.finished() && (found == nil || j.ref.Restart > found.ref.Restart) {
+			found = j
 		}
 	}
-	f, err := r.s.openStepFence(g, r.node, spec, jobPID)
-	if err != nil {
-		return err
+	if found == nil {
+		d.mu.Unlock()
+		return nil, 0, false
 	}
-	r.fence = f
-	return nil
-}
-
-// taskEnv is local task k's environment: stepEnv, then its slice
-// limits and MPS daemon.
-func (r *stepRun) taskEnv(k int) []string {
-	sn := r.g.Nodes[r.node]
-	var gpus []int
-	if k < len(sn.GPUs) {
-		gpus = sn.GPUs[k]
+	launch, ident, dir := found.spec, found.pid, found.dir
+	d.mu.Unlock()
+	if ident.PID == 0 {
+		ident, _ = readIdentity(filepath.Join(dir, filePID))
 	}
-	env := stepSliceEnv(withLaunchNode(stepEnv(r.g, r.node, k), r.conn.RemoteAddr()), r.slice, gpus, r.mps)
-	return withTaskExtras(r.g, r.node, k, env)
-}
-
-// release undoes prepareFences once the tasks are gone: the step's
-// cgroups go, and its hold on MPS daemons. It is idempotent.
-func (r *stepRun) release() {
-	for _, g := range r.held {
-		g.Close()
+	if !ident.Alive() {
+		return &launch, 0, ident.PID != 0
 	}
-	r.held = nil
-	r.s.closeStepFence(r.fence)
-	r.fence = nil
-	if r.mpsHolder != "" {
-		r.s.d.mpsOf().release(r.mpsHolder)
-		r.mpsHolder = ""
-	}
-}
-
-// wait reaps task t and reports its exit.
-func (r *stepRun) wait(t *stepTask) {
-	err := t.cmd.Wait()
-	exit := exitOf(t.cmd.ProcessState, err)
-	drained := make(chan struct{})
-	go func() { t.outputs.Wait(); close(drained) }()
-	select {
-	case <-drained:
-	case <-time.After(outputGrace):
-	}
-	if r.g.TaskEpilog != "" {
-		runTaskEpilog(r.g.TaskEpilog, r.g.Cwd, t.env, r.cred, r.stream(stepio.Stdout, t.rank), r.stream(stepio.Stderr, t.rank))
-	}
-	_ = r.w.Write(stepio.Frame{Type: stepio.Exit, Task: uint32(t.rank), Payload: stepio.ExitPayload(exit)})
-	if t.stdin != nil {
-		t.stdin.close()
-	}
-	r.mu.Lock()
-	t.done = true
-	r.left--
-	last := r.left == 0
-	r.mu.Unlock()
-	if last {
-		close(r.allDone)
-	}
-}
-
-// exitOf turns a reaped process into an exit status.
-func exitOf(ps *os.ProcessState, err error) api.ExitStatus {
-	if ps == nil {
-		return api.ExitStatus{Code: 1}
-	}
-	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		return api.ExitStatus{Signal: int(ws.Signal())}
-	}
-	return api.ExitStatus{Code: ps.ExitCode()}
+	return &launch, ident.PID, true
 }

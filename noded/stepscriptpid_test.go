@@ -4,71 +4,44 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/tide-hpc/tide/ctld/api"
 )
 
-// TestJobHereAwaitsScriptPID: the supervisor records the batch script's
-// pid only after the script started, and a step the script starts at
-// once can come first; where the pid decides the step's cgroup, the
-// step waits for the record (a step that went on without it took the
-// job's own cgroup for a foreign one: "cgroup in use ... job_42
-// exists").
-func TestJobHereAwaitsScriptPID(t *testing.T) {
-	tests := []struct {
-		name      string
-		cgroups   string
-		container bool
-		// meanwhile runs at the first pause.
-		meanwhile         func(t *testing.T, d *Daemon, j *job)
-		wantSpec, wantPID bool
-		wantPauses        bool
-	}{
-		{name: "pid recorded after the first look", cgroups: "v2 (cpu,memory,pids)",
-			meanwhile: func(t *testing.T, d *Daemon, j *job) {
-				id, err := selfIdentity()
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := writeJSONNew(filepath.Join(j.dir, filePID), &id, 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}, wantSpec: true, wantPID: true, wantPauses: true},
-		{name: "launch failed meanwhile", cgroups: "v2 (cpu,memory,pids)",
-			meanwhile: func(t *testing.T, d *Daemon, j *job) {
-				d.mu.Lock()
-				j.status = &jobStatus{}
-				d.mu.Unlock()
-			}, wantPauses: true},
-		{name: "never recorded: gives up", cgroups: "v2 (cpu,memory,pids)", wantSpec: true, wantPauses: true},
-		{name: "cgroups off: no wait", cgroups: "off", wantSpec: true},
-		{name: "container job: no wait", cgroups: "v2 (cpu,memory,pids)", container: true, wantSpec: true},
+// TestJobHere: what the daemon tells the step server of a job's batch
+// script (steps.Host.BatchJob): nothing for a job it does not run the
+// script of, the launch without a pid until the supervisor recorded
+// one, the pid while the script runs, no pid (but recorded) once it
+// ended, nothing once the job finished.
+func TestJobHere(t *testing.T) {
+	d := fenceDaemon(t, "off", nil, nil)
+	check := func(what string, wantSpec bool, wantPID int, wantRecorded bool) {
+		t.Helper()
+		spec, pid, recorded := stepHost{d}.BatchJob(42)
+		if (spec != nil) != wantSpec || pid != wantPID || recorded != wantRecorded {
+			t.Errorf("%s: spec %v, pid %d, recorded %v; want %v, %d, %v", what, spec != nil, pid, recorded, wantSpec, wantPID, wantRecorded)
+		}
+		if spec != nil && (spec.JobID != 42 || spec.UserID != uint32(os.Getuid())) {
+			t.Errorf("%s: launch %+v", what, spec)
+		}
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			d := fenceDaemon(t, tt.cgroups, nil, nil)
-			addBatchJob(t, d, api.NodeAlloc{Node: "n1", CPUs: 2}, 0)
-			d.mu.Lock()
-			j := d.jobs[api.JobRef{JobID: 42}]
-			if tt.container {
-				j.spec.ContainerImage = "docker.io/library/busybox:1"
-			}
-			d.mu.Unlock()
-			pauses := 0
-			sleep := func(p time.Duration) {
-				if pauses++; pauses == 1 && tt.meanwhile != nil {
-					tt.meanwhile(t, d, j)
-				}
-				time.Sleep(p)
-			}
-			spec, pid := d.jobHereAwait(42, 50*time.Millisecond, sleep)
-			if (spec != nil) != tt.wantSpec || (pid == os.Getpid()) != tt.wantPID || (pid != 0 && pid != os.Getpid()) {
-				t.Errorf("spec %v, pid %d; want spec %v, pid %v (ours: %d)", spec != nil, pid, tt.wantSpec, tt.wantPID, os.Getpid())
-			}
-			if (pauses > 0) != tt.wantPauses {
-				t.Errorf("%d pauses, want some: %v", pauses, tt.wantPauses)
-			}
-		})
+	check("no such job", false, 0, false)
+	addBatchJob(t, d, api.NodeAlloc{Node: "n1", CPUs: 2}, 0)
+	check("pid not recorded yet", true, 0, false)
+	id, err := selfIdentity()
+	if err != nil {
+		t.Fatal(err)
 	}
+	if err := writeJSONNew(filepath.Join(d.jobs[api.JobRef{JobID: 42}].dir, filePID), &id, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	check("script running", true, os.Getpid(), true)
+	d.mu.Lock()
+	d.jobs[api.JobRef{JobID: 42}].pid = procIdentity{PID: id.PID, StartTime: id.StartTime + 1} // a pid reused since
+	d.mu.Unlock()
+	check("script ended", true, 0, true)
+	d.mu.Lock()
+	d.jobs[api.JobRef{JobID: 42}].status = &jobStatus{}
+	d.mu.Unlock()
+	check("job finished", false, 0, false)
 }

@@ -2,13 +2,11 @@ package noded
 
 import (
 	"errors"
-	"fmt"
 	"path/filepath"
 	"sync"
-	"syscall"
 	"time"
 
-	"github.com/tide-hpc/tide/noded/ctr"
+	"github.com/tide-hpc/tide/noded/runtime"
 	"github.com/tide-hpc/tide/noded/stepd"
 )
 
@@ -35,12 +33,13 @@ import (
 // is suspended (the controller's clock does too).
 //
 // Freezing waits for the kernel and containerd, so it runs outside
-// Daemon.mu on the job's ops queue, in order with the job's other slow
-// runtime calls (container signals, thaws).
+// Daemon.mu on the job's ops queue, in order with the job's other
+// runtime calls (signals, thaws). How each runtime freezes is its own
+// (noded/runtime: Process, Containerd).
 
-// serialOps runs a job's slow runtime calls one after another, in the
-// order they were asked for, outside Daemon.mu: a thaw queued before a
-// kill happens before it, and a freeze and thaw asked for in quick
+// serialOps runs a job's runtime calls one after another, in the order
+// they were asked for, outside Daemon.mu: a thaw queued before a kill
+// happens before it, and a freeze and thaw asked for in quick
 // succession cannot overtake each other. The zero value is ready.
 type serialOps struct {
 	mu    sync.Mutex
@@ -96,8 +95,8 @@ func (d *Daemon) suspendLocked(j *job) bool {
 		log.Info("job is being killed, not suspended")
 		return false
 	}
-	op := d.runtimeFor(j).freezeOpLocked(j)
-	if op == nil {
+	rt, rj := d.runtimeFor(j), runtimeJob(j)
+	if rt.State(rj) != runtime.Running {
 		log.Info("job not running here yet, not suspended")
 		return false
 	}
@@ -105,7 +104,9 @@ func (d *Daemon) suspendLocked(j *job) bool {
 	j.marks.Frozen = &stepd.FrozenMarker{Time: now}
 	dir := j.dir
 	j.ops.do(func() {
-		how, err := op(func(how string) {
+		ctx, cancel := runtimeCtx()
+		defer cancel()
+		how, err := rt.Freeze(ctx, rj, func(how string) {
 			if err := stepd.WriteFrozenMarker(dir, stepd.FrozenMarker{Time: now, How: how}); err != nil {
 				log.Error("cannot record frozen marker", "err", err)
 			}
@@ -119,21 +120,27 @@ func (d *Daemon) suspendLocked(j *job) bool {
 	return true
 }
 
-// resumeLocked thaws j if it is frozen, and reports whether it was.
+// resumeLocked thaws j if it is frozen, and reports whether it was. A
+// job whose processes no longer run has nothing to thaw: only its
+// marker goes.
 func (d *Daemon) resumeLocked(j *job) bool {
 	if j.marks.Frozen == nil {
 		return false
 	}
 	log := d.log.With("job_id", j.ref.JobID, "restart", j.ref.Restart)
-	op := d.runtimeFor(j).thawOpLocked(j)
+	rt, rj := d.runtimeFor(j), runtimeJob(j)
+	running := rt.State(rj) == runtime.Running
 	j.marks.Frozen = nil
 	dir := j.dir
 	j.ops.do(func() {
 		// The freeze queued before this has written how it froze.
 		var m stepd.FrozenMarker
 		_ = readJSON(filepath.Join(dir, stepd.MarkFrozen), &m)
-		if op != nil {
-			if err := op(m.How); err != nil {
+		if running {
+			ctx, cancel := runtimeCtx()
+			err := rt.Thaw(ctx, rj, m.How)
+			cancel()
+			if err != nil && !errors.Is(err, runtime.ErrNotRunning) {
 				log.Error("cannot resume job", "how", m.How, "err", err)
 				// Still frozen: a later SIGCONT or kill tries again.
 				d.mu.Lock()
@@ -150,91 +157,4 @@ func (d *Daemon) resumeLocked(j *job) bool {
 		log.Info("job resumed", "how", m.How)
 	})
 	return true
-}
-
-// freezeOpLocked freezes the job's cgroup when the job runs in one,
-// else stops its process group.
-func (p processRuntime) freezeOpLocked(j *job) func(func(string)) (string, error) {
-	pid, alive := p.pidLocked(j)
-	if !alive {
-		return nil
-	}
-	dir, log := j.dir, p.d.log.With("job_id", j.ref.JobID)
-	return func(mark func(string)) (string, error) {
-		cg, err := stepd.JobCgroup(dir, pid)
-		if err == nil {
-			mark(stepd.FreezeCgroup)
-			if err := cg.Freeze(stepd.FreezeWait); err != nil {
-				return stepd.FreezeCgroup, fmt.Errorf("freeze job cgroup: %w", err)
-			}
-			return stepd.FreezeCgroup, nil
-		}
-		if !errors.Is(err, stepd.ErrNoJobCgroup) {
-			log.Warn("cannot use the job cgroup's freezer, stopping the process group instead", "err", err)
-		} else {
-			log.Debug("no job cgroup, stopping the process group", "why", err)
-		}
-		mark(stepd.FreezeSignal)
-		return stepd.FreezeSignal, signalGroup(pid, syscall.SIGSTOP)
-	}
-}
-
-// thawOpLocked undoes freezeOpLocked's work. A marker that does not say
-// how (unreadable) thaws the cgroup where there is one, else continues
-// the process group.
-func (p processRuntime) thawOpLocked(j *job) func(string) error {
-	pid, alive := p.pidLocked(j)
-	if !alive {
-		return nil
-	}
-	dir, id := j.dir, j.pid
-	return func(how string) error {
-		if how == stepd.FreezeSignal {
-			return signalGroup(pid, syscall.SIGCONT)
-		}
-		cg, err := stepd.JobCgroup(dir, pid)
-		if err != nil {
-			if how == stepd.FreezeCgroup {
-				if errors.Is(err, stepd.ErrNoJobCgroup) && !id.Alive() {
-					// The job ended meanwhile (a kill thawed by another
-					// path, or its cgroup removed): its supervisor's end
-					// kills and removes what is left, nothing to thaw.
-					return nil
-				}
-				return err
-			}
-			return signalGroup(pid, syscall.SIGCONT)
-		}
-		if err := cg.Thaw(stepd.FreezeWait); err != nil {
-			return fmt.Errorf("thaw job cgroup: %w", err)
-		}
-		return nil
-	}
-}
-
-// freezeOpLocked pauses the job's task.
-func (r *ctrRuntime) freezeOpLocked(j *job) func(func(string)) (string, error) {
-	task := r.task(j)
-	if task == nil {
-		return nil
-	}
-	return func(mark func(string)) (string, error) {
-		mark(stepd.FreezeContainer)
-		ctx, cancel := r.ctx()
-		defer cancel()
-		return stepd.FreezeContainer, ctr.Pause(ctx, task)
-	}
-}
-
-// thawOpLocked resumes the job's paused task.
-func (r *ctrRuntime) thawOpLocked(j *job) func(string) error {
-	task := r.task(j)
-	if task == nil {
-		return nil
-	}
-	return func(string) error {
-		ctx, cancel := r.ctx()
-		defer cancel()
-		return ctr.Resume(ctx, task)
-	}
 }

@@ -41,7 +41,7 @@ import (
 
 	"github.com/tide-hpc/tide/ctld/api"
 	"github.com/tide-hpc/tide/noded/cgroup"
-	"github.com/tide-hpc/tide/noded/stepd"
+	"github.com/tide-hpc/tide/noded/steps"
 )
 
 // DefaultAcctGatherFrequency is acct_gather_frequency's default, as
@@ -49,7 +49,7 @@ import (
 const DefaultAcctGatherFrequency = 30 * time.Second
 
 // usageState is the node's usage accounting, guarded by its own lock
-// (taken after Daemon.mu and stepServer.mu, never before).
+// (taken after Daemon.mu and the step server's locks, never before).
 type usageState struct {
 	mu    sync.Mutex
 	units map[usageUnit]*unitUsage
@@ -221,65 +221,31 @@ func (d *Daemon) usageUnits() ([]unitSpec, map[usageUnit]bool) {
 		specs = append(specs, sp)
 	}
 	if s := d.steps; s != nil {
-		s.mu.Lock()
-		runs := slices.Collect(maps.Keys(s.running))
-		s.mu.Unlock()
-		for _, r := range runs {
-			key := usageUnit{r.g.JobID, r.g.Restart, r.g.StepID}
+		for _, u := range s.Units() {
+			key := usageUnit{u.Ref.JobID, u.Ref.Restart, u.Step}
 			keep[key] = true
-			sp := unitSpec{key: key, roots: map[int]int{}}
-			r.mu.Lock()
-			for _, t := range r.tasks {
-				if t.cmd != nil && t.cmd.Process != nil && !t.done {
-					sp.roots[t.cmd.Process.Pid] = t.rank
-				}
-			}
-			r.mu.Unlock()
-			if len(sp.roots) > 0 {
-				specs = append(specs, sp)
+			if len(u.Tasks) > 0 {
+				specs = append(specs, unitSpec{key: key, roots: u.Tasks})
 			}
 		}
 	}
 	return specs, keep
 }
 
-// stepUsageEnd records the final usage of step run r on this node. It
-// is called once every task of r has been reaped and before r's cgroup
-// is removed (serve, after allDone).
-func (s *stepServer) stepUsageEnd(r *stepRun) {
-	g := r.g
-	key := usageUnit{g.JobID, g.Restart, g.StepID}
-	r.mu.Lock()
-	tasks := slices.Clone(r.tasks)
-	r.mu.Unlock()
-	ended := map[int]api.TaskUsage{}
-	for _, t := range tasks {
-		if t.cmd != nil && t.cmd.ProcessState != nil {
-			ended[t.rank] = stepd.RusageTask(t.cmd.ProcessState, t.rank)
-		}
-	}
-	var cg *api.CgroupTotals
-	joined := false
-	if f := r.fence; f != nil {
-		switch {
-		case f.step != nil:
-			if st, err := f.step.Stats(); err == nil && st.HasCPU {
-				cg = &api.CgroupTotals{UserUsec: st.UserUsec, SystemUsec: st.SystemUsec,
-					HasIO: st.HasIO, ReadBytes: st.ReadBytes, WriteBytes: st.WriteBytes}
-			}
-		case f.join != nil:
-			joined = true // the batch script's job cgroup
-		}
-	}
-	us := &s.d.usage
+// stepUsageEnd records the final usage of a step's part on this node
+// (steps.Host.StepEnded): once every task of the step has been reaped
+// and before the step's cgroup is removed.
+func (d *Daemon) stepUsageEnd(su steps.StepUsage) {
+	key := usageUnit{su.Ref.JobID, su.Ref.Restart, su.Step}
+	us := &d.usage
 	us.mu.Lock()
-	u := us.mergeLocked(key, ended)
-	u.Cgroup = cg
-	if joined {
+	u := us.mergeLocked(key, su.Tasks)
+	u.Cgroup = su.Cgroup
+	if su.InJobCgroup {
 		if us.joined == nil {
 			us.joined = map[uint64]bool{}
 		}
-		us.joined[g.JobID] = true
+		us.joined[su.Ref.JobID] = true
 	}
 	delete(us.units, key)
 	us.nextID++
@@ -289,7 +255,7 @@ func (s *stepServer) stepUsageEnd(r *stepRun) {
 		us.final = slices.Delete(us.final, 0, len(us.final)-maxPendingUsage)
 	}
 	us.mu.Unlock()
-	s.d.wake()
+	d.wake()
 }
 
 // maxPendingUsage bounds the final reports kept for a controller that

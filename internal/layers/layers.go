@@ -202,6 +202,20 @@ var Core = m("ctld/sched/...", "ctld/state/...", "topology/...", "hostlist/...",
 // included: the CLI imports them, never the reverse.
 var Daemons = m("ctld/...", "noded/...", "cmd/tidectld", "cmd/tided", "cmd/tide-stepd")
 
+// NodeSeams are the packages tided is built from that stand apart from
+// its agent loop (docs/architecture.md, "Runtime seam"): the job
+// runtimes (noded/runtime), the srun step server (noded/steps) and the
+// environment rules they share with the daemon (noded/jobenv). The
+// daemon (noded) imports them, never the reverse: what they need of it
+// comes in as plain values, callbacks and small interfaces.
+var NodeSeams = m("noded/runtime/...", "noded/steps/...", "noded/jobenv/...")
+
+// nodeSeamsForbidden is what NodeSeams must not reach: the daemon, the
+// controller (its wire types in ctld/api excepted), the CLI and the
+// mains.
+var nodeSeamsForbidden = m("noded", "ctld", "ctld/client/...", "ctld/config/...", "ctld/sched/...", "ctld/state/...",
+	"accounting/...", "sim/...", "cli/...", "cmd/...")
+
 // coreForbidden is what the core must not reach: the standard library's
 // process, network, database and logging packages, the accounting
 // store, NVML, the runtimes (noded, containerd), the controller daemon,
@@ -233,6 +247,13 @@ var Rules = []Rule{
 		Name:       "a daemon does not import the CLI",
 		From:       Daemons,
 		Forbid:     m("cli/..."),
+		Transitive: true,
+		Tests:      true,
+	},
+	{
+		Name:       "the node's runtime seam and step server reach neither the node daemon, the controller nor the CLI",
+		From:       NodeSeams,
+		Forbid:     nodeSeamsForbidden,
 		Transitive: true,
 		Tests:      true,
 	},

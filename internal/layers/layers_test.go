@@ -54,7 +54,11 @@ var clean = []string{
 	"tide/gres/nvml: tide/gres github.com/NVIDIA/go-nvml/pkg/nvml",
 	"tide/gres/nvml [test]: github.com/NVIDIA/go-nvml/pkg/nvml/mock",
 	"tide/accounting: tide/ctld/api database/sql github.com/mattn/go-sqlite3",
-	"tide/noded: tide/ctld/client tide/gres/nvml tide/noded/ctr tide/internal/image os/exec",
+	"tide/noded: tide/ctld/client tide/gres/nvml tide/noded/ctr tide/noded/runtime tide/noded/steps tide/internal/image os/exec",
+	"tide/noded/runtime: tide/ctld/api tide/noded/ctr tide/noded/stepd github.com/containerd/containerd/v2/client",
+	"tide/noded/runtime [test]: tide/noded/stepd",
+	"tide/noded/steps: tide/ctld/api tide/internal/stepio net",
+	"tide/noded/stepd: tide/ctld/api",
 	"tide/noded/ctr: github.com/containerd/containerd/v2/client",
 	"tide/internal/image: tide/noded/ctr",
 	"tide/cmd/tided: tide/noded",
@@ -68,6 +72,7 @@ var clean = []string{
 
 func TestCheck(t *testing.T) {
 	core := "the scheduling core does no I/O and reaches no store, NVML, runtime, daemon or CLI"
+	seams := "the node's runtime seam and step server reach neither the node daemon, the controller nor the CLI"
 	tests := []struct {
 		name string
 		add  []string // lines added to clean
@@ -121,6 +126,24 @@ func TestCheck(t *testing.T) {
 		{name: "a daemon's test imports the CLI",
 			add:  []string{"tide/noded/ctr [test]: tide/cli/cmdutil"},
 			want: []string{"noded/ctr imports cli/cmdutil (rule: a daemon does not import the CLI)"}},
+		{name: "the runtime imports the daemon",
+			add:  []string{"tide/noded/runtime: tide/noded"},
+			want: []string{"noded/runtime imports noded (rule: " + seams + ")"}},
+		{name: "the step server reaches the controller",
+			add:  []string{"tide/noded/steps: tide/internal/helper", "tide/internal/helper: tide/ctld"},
+			want: []string{"noded/steps imports ctld (rule: " + seams + "; via noded/steps → internal/helper → ctld)"}},
+		{name: "the step server's test imports the daemon",
+			add:  []string{"tide/noded/steps [test]: tide/noded"},
+			want: []string{"noded/steps imports noded (rule: " + seams + ")"}},
+		{name: "the runtime imports the CLI",
+			add: []string{"tide/noded/runtime/fakes: tide/cli/cmdutil"},
+			want: []string{
+				"noded/runtime/fakes imports cli/cmdutil (rule: a daemon does not import the CLI)",
+				"noded/runtime/fakes imports cli/cmdutil (rule: " + seams + ")",
+			}},
+		{name: "the core imports the runtime seam",
+			add:  []string{"tide/ctld/state: tide/noded/runtime"},
+			want: []string{"ctld/state imports noded/runtime (rule: " + core + ")"}},
 		{name: "go-nvml outside gres/nvml",
 			add:  []string{"tide/noded: github.com/NVIDIA/go-nvml/pkg/nvml"},
 			want: []string{"noded imports github.com/NVIDIA/go-nvml/pkg/nvml (rule: only gres/nvml imports go-nvml)"}},

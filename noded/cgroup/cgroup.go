@@ -311,6 +311,24 @@ func (c *Cgroup) OOMKills() (uint64, error) {
 	return n, err
 }
 
+// MemoryCurrent returns the memory charged to the cgroup now, page
+// cache included: v2 memory.current, v1 memory.usage_in_bytes.
+func (c *Cgroup) MemoryCurrent() (uint64, error) {
+	d := c.dir(Memory)
+	if d == "" {
+		return 0, fmt.Errorf("no memory controller for cgroup %s", c.Rel)
+	}
+	name := "memory.usage_in_bytes"
+	if c.h.Version == V2 {
+		name = "memory.current"
+	}
+	v, err := readInt(filepath.Join(d, name))
+	if err != nil {
+		return 0, fmt.Errorf("cgroup %s: %w", c.Rel, err)
+	}
+	return uint64(max(v, 0)), nil
+}
+
 // Freeze stops every process of the cgroup (v2 cgroup.freeze, v1
 // freezer.state) and waits up to timeout until the kernel says they all
 // are.

@@ -415,6 +415,42 @@ func TestOOMKills(t *testing.T) {
 	}
 }
 
+func TestMemoryCurrent(t *testing.T) {
+	tests := []struct {
+		name    string
+		v2      bool
+		files   map[string]string
+		want    uint64
+		wantErr bool
+	}{
+		{name: "v2", v2: true, files: map[string]string{"memory.current": "1052672\n"}, want: 1052672},
+		{name: "v1", files: map[string]string{"memory.usage_in_bytes": "4096\n"}, want: 4096},
+		{name: "v1 without the file", files: map[string]string{"memory.failcnt": "0\n"}, wantErr: true},
+		{name: "v2 garbage", v2: true, files: map[string]string{"memory.current": "lots\n"}, wantErr: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			root := t.TempDir()
+			h := &Hierarchy{Root: root, Version: V1, Controllers: []string{Memory}}
+			dir := filepath.Join(root, "memory", "tide", "job_1")
+			if tt.v2 {
+				h.Version = V2
+				dir = filepath.Join(root, "tide", "job_1")
+			}
+			c := h.open("tide/job_1", func(string) bool { return true })
+			files := map[string]string{}
+			for f, v := range tt.files {
+				files[filepath.Join(dir, f)[len(root):]] = v
+			}
+			writeTree(t, root, files)
+			got, err := c.MemoryCurrent()
+			if (err != nil) != tt.wantErr || got != tt.want {
+				t.Errorf("MemoryCurrent = %d, %v; want %d (error %v)", got, err, tt.want, tt.wantErr)
+			}
+		})
+	}
+}
+
 // fakeKernel stands in for the kernel in the kill-all loop: a killed
 // pid leaves cgroup.procs, and the first kill lets a child forked
 // meanwhile appear, which the next round must catch.
