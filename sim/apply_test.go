@@ -32,7 +32,7 @@ func TestApplyMatchesController(t *testing.T) {
 	}
 	for seed := range uint64(20) {
 		rng := rand.New(rand.NewPCG(seed, 11))
-		tab, err := newTable(jobs, 3)
+		tab, err := newTable(jobs, 3, c, EstimatesExact)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -40,6 +40,11 @@ type Cluster struct {
 	GPUsPerNode  int
 	CPUsPerNode  int
 	MemPerNodeMB int64
+	// Guarantees are the guaranteed shares of the cluster's GPUs of the
+	// queues (Slurm accounts) that the controller config declares, by
+	// name; the report sets each trace queue's share against them. Nil
+	// for a generated cluster.
+	Guarantees map[string]float64
 }
 
 // TotalGPUs is the cluster's GPU count.
@@ -133,8 +138,10 @@ type PolicySpec struct {
 // ParsePolicies reads --compare: fifo (strict FIFO), backfill (priority
 // order with EASY backfill, no topology: Slurm's default behaviour),
 // tide (the core's defaults: priority blocking, with the switch tree),
-// priority (tide without the tree). A "+firstfit" suffix places GPU
-// slices first fit instead of best fit (sched.SliceFirstFit).
+// priority (tide without the tree). A suffix changes the placement
+// (sched.SliceFit): "+bestfit" best fit, the default before
+// fragmentation-aware placement; "+firstfit" GPU slices first fit;
+// "+fgd" every job by the FGD heuristic alone.
 func ParsePolicies(list []string) ([]PolicySpec, error) {
 	return ParsePoliciesWith(list, nil)
 }
@@ -143,16 +150,29 @@ func ParsePolicies(list []string) ([]PolicySpec, error) {
 // "config" (a controller config's scheduler settings, see ConfigPolicy)
 // when cfg is not nil.
 func ParsePoliciesWith(list []string, cfg *PolicySpec) ([]PolicySpec, error) {
+	// Suffixes that change a policy's placement.
+	suffixes := []struct {
+		suffix string
+		fit    sched.SliceFit
+	}{{"+bestfit", sched.SliceBestFit}, {"+firstfit", sched.SliceFirstFit}, {"+fgd", sched.SliceFGD}}
 	var out []PolicySpec
 	seen := map[string]bool{}
 	for _, name := range list {
 		var p PolicySpec
-		base, firstFit := strings.CutSuffix(name, "+firstfit")
+		base, fit := name, sched.SliceFragAware
+		for _, sfx := range suffixes {
+			if b, ok := strings.CutSuffix(name, sfx.suffix); ok {
+				base, fit = b, sfx.fit
+				break
+			}
+		}
 		switch base {
 		case "fifo":
 			p = PolicySpec{Name: name, Sched: sched.Config{Policy: sched.PolicyFIFO}}
 		case "backfill":
 			p = PolicySpec{Name: name, Sched: sched.Config{Policy: sched.PolicyBackfill}}
+		case "easy":
+			p = PolicySpec{Name: name, Sched: sched.Config{Policy: sched.PolicyEASY}}
 		case "tide":
 			p = PolicySpec{Name: name, Sched: sched.Config{}, Topology: true}
 		case "priority":
@@ -163,15 +183,15 @@ func ParsePoliciesWith(list []string, cfg *PolicySpec) ([]PolicySpec, error) {
 			}
 			p = *cfg
 		default:
-			want := "fifo, backfill, tide or priority"
+			want := "fifo, backfill, easy, tide or priority"
 			if cfg != nil {
-				want = "fifo, backfill, tide, priority or config"
+				want = "fifo, backfill, easy, tide, priority or config"
 			}
-			return nil, api.Invalid("--compare: unknown policy %q (want %s, each optionally with +firstfit)", name, want)
+			return nil, api.Invalid("--compare: unknown policy %q (want %s, each optionally with +bestfit, +firstfit or +fgd)", name, want)
 		}
-		if firstFit {
+		if fit != sched.SliceFragAware {
 			p.Name = name
-			p.Sched.SliceFit = sched.SliceFirstFit
+			p.Sched.SliceFit = fit
 		}
 		if seen[name] {
 			return nil, api.Invalid("--compare names %s twice", name)
@@ -183,4 +203,26 @@ func ParsePoliciesWith(list []string, cfg *PolicySpec) ([]PolicySpec, error) {
 		return nil, api.Invalid("--compare: no policy given")
 	}
 	return out, nil
+}
+
+// partitionOf is the partition a trace job of queue goes to: mapped
+// when the queue map named one, else the partition named like the
+// queue, else the default partition.
+func (c *Cluster) partitionOf(queue, mapped string) string {
+	if mapped != "" {
+		return mapped
+	}
+	if _, ok := c.Partitions[queue]; ok {
+		return queue
+	}
+	return c.DefaultPartition
+}
+
+// maxTime is partition part's MaxTime in seconds, 0 when it has none
+// (or there is no such partition).
+func (c *Cluster) maxTime(part string) int64 {
+	if p := c.Partitions[part]; p != nil && p.MaxTime > 0 {
+		return p.MaxTime
+	}
+	return 0
 }

@@ -59,6 +59,18 @@ func FromConfig(cl *config.Cluster) (*Cluster, error) {
 	if c.GPUsPerNode == 0 {
 		return nil, api.Invalid("config declares no node with gpus: nothing to replay GPU jobs on")
 	}
+	// Queue guarantees, as shares of the whole cluster's GPUs (the
+	// config resolves a percentage against the queue's partition).
+	if total := cl.GPUTotal(""); total > 0 {
+		for _, q := range cl.Sharing.Queues {
+			if g := q.Guaranteed.Resolve(cl.GPUTotal(q.Partition)); g > 0 {
+				if c.Guarantees == nil {
+					c.Guarantees = map[string]float64{}
+				}
+				c.Guarantees[q.Name] = round6(float64(g) / float64(total))
+			}
+		}
+	}
 	for i := range cl.Partitions {
 		p := &cl.Partitions[i]
 		c.Partitions[p.Name] = &sched.PartitionInfo{Name: p.Name, Nodes: slices.Clone(p.Nodes), Up: p.State == "UP",

@@ -24,8 +24,10 @@ type Options struct {
 	Policy  PolicySpec
 	// Seed orders jobs submitted in the same second (trace files list
 	// them by job id, which carries no meaning): a seeded shuffle of each
-	// such group.
+	// such group. It also seeds the estimates model.
 	Seed uint64
+	// Estimates chooses the jobs' time limits ("": EstimatesModel).
+	Estimates EstimateMode
 	// Progress, when set, is called now and then with the jobs finished
 	// (or rejected) so far and the total.
 	Progress func(done, total int)
@@ -35,14 +37,27 @@ type Options struct {
 	// jobs left out (sched.Plan.Closed), which gives the same starts at a
 	// fraction of the cost on deep, blocked queues. Tests compare both.
 	FullPasses bool
+	// prefix is the queue prefix a pass starts with (0: firstPrefix);
+	// tests make it small to exercise the shortcut.
+	prefix int
 }
 
-// firstPrefix is the queue prefix a pass starts with.
-const firstPrefix = 256
+// firstPrefix is the queue prefix a pass starts with: most passes over
+// a deep queue are decided by its first jobs (on Philly 96 × 8, 16 cut
+// the CPU time of FIFO and priority replays by a third against 256).
+// Under multi-reservation backfill (sched.PolicyBackfill) every tested
+// job gets a reservation, representatives too, so the shortcut seldom
+// holds there (see repsHold) and a small prefix only adds passes: it
+// starts with firstPrefixBackfill.
+const (
+	firstPrefix         = 16
+	firstPrefixBackfill = 256
+)
 
 // Job outcomes.
 const (
 	OutcomeDone      = "done"
+	OutcomeTimeout   = "timeout"    // killed at a time limit below its duration
 	OutcomeRejected  = "rejected"   // can never fit the cluster
 	OutcomeSkipped   = "skipped"    // the trace has no duration
 	OutcomeUnstarted = "unfinished" // still pending or running when the replay stopped
@@ -52,14 +67,20 @@ const (
 type JobResult struct {
 	ID      uint64
 	TraceID string
-	GPUs    int
+	// Queue is the trace's queue.
+	Queue string
+	GPUs  int
 	// SlicePct is the compute percent of a job that ran as a slice of
 	// one GPU (0 for whole GPUs).
 	SlicePct int
 	// Submit, Start and End are trace seconds (Start and End -1 unless
-	// the job ran); Duration is the trace's run time.
-	Submit, Start, End, Duration int64
-	Outcome                      string
+	// the job ran); Duration is the trace's run time and Limit the time
+	// limit the job asked for.
+	Submit, Start, End, Duration, Limit int64
+	// Censored marks a job the trace caught unfinished: it ran at least
+	// Duration, and the replay runs it that long.
+	Censored bool
+	Outcome  string
 	// Why says why a job was rejected.
 	Why string
 }
@@ -93,6 +114,8 @@ type Result struct {
 	// repPasses counts passes that a prefix plus representatives
 	// decided (tests check that the shortcut is exercised).
 	repPasses int
+	// guarantees are the cluster's queue guarantees (Cluster.Guarantees).
+	guarantees map[string]float64
 }
 
 // simJob is what the engine keeps of every trace job for the whole
@@ -105,8 +128,9 @@ type Result struct {
 type simJob struct {
 	// start and end are trace seconds, -1 until the job starts or ends.
 	start, end int64
-	// shape numbers the job's (partition, GPUs, slice): jobs of one
-	// shape ask the same of the scheduler but for their time limits.
+	// shape numbers the job's (partition, GPUs, slice, CPUs of a CPU-only
+	// job): jobs of one shape ask the same of the scheduler but for their
+	// time limits.
 	shape   int32
 	outcome outcome
 }
@@ -117,12 +141,13 @@ type outcome uint8
 const (
 	outcomeNone outcome = iota
 	outcomeDone
+	outcomeTimeout
 	outcomeRejected
 	outcomeSkipped
 	outcomeUnstarted
 )
 
-var outcomeNames = [...]string{outcomeDone: OutcomeDone, outcomeRejected: OutcomeRejected,
+var outcomeNames = [...]string{outcomeDone: OutcomeDone, outcomeTimeout: OutcomeTimeout, outcomeRejected: OutcomeRejected,
 	outcomeSkipped: OutcomeSkipped, outcomeUnstarted: OutcomeUnstarted}
 
 // liveJob is a pending or running job: what the scheduler sees, and
@@ -202,7 +227,7 @@ type engine struct {
 
 // Run replays jobs (any order) on opts.Cluster under opts.Policy.
 func Run(jobs []trace.Job, opts Options) (*Result, error) {
-	t, err := newTable(jobs, opts.Seed)
+	t, err := newTable(jobs, opts.Seed, opts.Cluster, opts.Estimates)
 	if err != nil {
 		return nil, err
 	}
@@ -226,18 +251,20 @@ func run(t *table, opts Options) (*Result, error) {
 func newEngine(opts Options) *engine {
 	c := opts.Cluster
 	e := &engine{
-		opts:     opts,
-		cfg:      opts.Policy.Sched,
-		nodes:    make([]sched.NodeInfo, len(c.Nodes)),
-		nodeIdx:  make(map[string]int, len(c.Nodes)),
-		relJob:   make([][]uint64, len(c.Nodes)),
-		backfill: opts.Policy.Sched.Policy == sched.PolicyBackfill,
+		opts:    opts,
+		cfg:     opts.Policy.Sched,
+		nodes:   make([]sched.NodeInfo, len(c.Nodes)),
+		nodeIdx: make(map[string]int, len(c.Nodes)),
+		relJob:  make([][]uint64, len(c.Nodes)),
+		// Every policy but priority blocking and FIFO plans with the
+		// running jobs' releases (backfill, EASY).
+		backfill: opts.Policy.Sched.Policy != sched.PolicyPriority && opts.Policy.Sched.Policy != sched.PolicyFIFO,
 		live:     map[uint64]*liveJob{},
 		parts:    map[string]int{},
 		needs:    make([]int, c.GPUsPerNode+2),
 		nodeFrag: make([]float64, len(c.Nodes)),
 		pctCap:   100,
-		res:      &Result{Policy: opts.Policy.Name, TotalGPUs: c.TotalGPUs()},
+		res:      &Result{Policy: opts.Policy.Name, TotalGPUs: c.TotalGPUs(), guarantees: c.Guarantees},
 	}
 	lim := state.DefaultLimits
 	if p := c.Partitions[c.DefaultPartition]; p != nil {
@@ -269,12 +296,21 @@ func newEngine(opts Options) *engine {
 
 // jobSpec is the request of a trace job: its whole GPUs, spread over as
 // few nodes as can hold them, with the node's share of CPUs and memory
-// per GPU; CPU-only jobs ask one CPU and its share of memory. A
-// fractional share becomes a slice in load (see slices.go).
-func jobSpec(c *Cluster, gpus int, part string, limit int64) api.JobSpec {
+// per GPU. A CPU-only job asks for its trace's CPU count (one when the
+// trace has none), spread over as few nodes as can hold them, with the
+// node's share of memory per CPU. A fractional share becomes a slice in
+// load (see slices.go).
+func jobSpec(c *Cluster, gpus, cpus int, part string, limit int64) api.JobSpec {
 	s := api.JobSpec{Partition: part, TimeLimit: limit}
 	if gpus == 0 {
-		s.Tasks, s.CPUsPerTask = 1, 1
+		cpus = max(cpus, 1)
+		nodes := (cpus + c.CPUsPerNode - 1) / c.CPUsPerNode
+		if nodes > 1 {
+			s.Nodes, s.TasksPerNode = nodes, 1
+		} else {
+			s.Tasks = 1
+		}
+		s.CPUsPerTask = (cpus + nodes - 1) / nodes
 		s.MemPerCPUMB = c.MemPerNodeMB / int64(c.CPUsPerNode)
 		return s
 	}
@@ -303,14 +339,7 @@ func (e *engine) load(t *table) {
 		part string
 		gpus int
 		pct  int
-	}
-	// The partition of each trace queue.
-	parts := make([]string, len(t.queues))
-	for q, name := range t.queues {
-		parts[q] = c.DefaultPartition
-		if _, ok := c.Partitions[name]; ok {
-			parts[q] = name
-		}
+		cpus int
 	}
 	var wlWhole, wlSlice []int
 	shapeIDs := map[shape]int32{}
@@ -318,14 +347,17 @@ func (e *engine) load(t *table) {
 	for i := range t.jobs {
 		tj := &t.jobs[i]
 		gpus := int(tj.gpus)
-		part := parts[tj.queue]
+		part := t.parts[tj.part]
 		pct := slicePct(gpus, tj.share, c.Partitions[part])
-		key := shape{part, gpus, pct}
+		key := shape{part: part, gpus: gpus, pct: pct}
+		if gpus == 0 {
+			key.cpus = int(tj.cpus)
+		}
 		sid, ok := shapeIDs[key]
 		if !ok {
 			sid = int32(len(e.jobShapes))
 			shapeIDs[key] = sid
-			spec := jobSpec(c, gpus, part, 0)
+			spec := jobSpec(c, gpus, key.cpus, part, 0)
 			if pct > 0 {
 				sliceSpec(&spec, pct)
 			}
@@ -343,9 +375,11 @@ func (e *engine) load(t *table) {
 		}
 		sh := &e.jobShapes[sid]
 		if !sh.checked {
-			// A shape's first job with a duration decides for all.
+			// A shape's first job with a duration decides for all (the
+			// check leaves time limits to the scheduler: a job over its
+			// partition's MaxTime stays pending, as in Slurm).
 			spec := sh.spec
-			spec.TimeLimit = limitOf(tj.duration)
+			spec.TimeLimit = tj.limit
 			if ok, w := sched.CheckFeasible(&spec, c.Partitions[part], c.Nodes, e.cfg); !ok {
 				sh.why = w
 				if sh.why == "" {
@@ -373,8 +407,9 @@ func (e *engine) results() []JobResult {
 	out := make([]JobResult, len(e.jobs))
 	for i := range e.jobs {
 		sj, tj, sh := &e.jobs[i], &e.tab.jobs[i], &e.jobShapes[e.jobs[i].shape]
-		out[i] = JobResult{ID: uint64(i + 1), TraceID: e.tab.id(i), GPUs: int(tj.gpus), SlicePct: sh.slicePct,
-			Submit: tj.submit, Start: sj.start, End: sj.end, Duration: tj.duration, Outcome: outcomeNames[sj.outcome]}
+		out[i] = JobResult{ID: uint64(i + 1), TraceID: e.tab.id(i), Queue: e.tab.queues[tj.queue], GPUs: int(tj.gpus),
+			SlicePct: sh.slicePct, Submit: tj.submit, Start: sj.start, End: sj.end, Duration: tj.duration, Limit: tj.limit,
+			Censored: tj.censored, Outcome: outcomeNames[sj.outcome]}
 		if sj.outcome == outcomeRejected {
 			out[i].Why = sh.why
 		}
@@ -394,7 +429,7 @@ func (e *engine) arrive(i int) *liveJob {
 	id := uint64(i + 1)
 	lj.job = api.Job{ID: id, JobSpec: e.jobShapes[e.jobs[i].shape].spec, State: api.StatePending,
 		SubmitTime: Epoch.Add(time.Duration(tj.submit) * time.Second)}
-	lj.job.TimeLimit = limitOf(max(tj.duration, 0))
+	lj.job.TimeLimit = tj.limit
 	lj.job.Name = e.tab.id(i)
 	e.live[id] = lj
 	return lj
@@ -491,7 +526,15 @@ func (e *engine) pass(t int64) (int, error) {
 	begin := time.Now()
 	k := len(e.pending)
 	if !e.opts.FullPasses {
-		k = min(k, firstPrefix)
+		first := e.opts.prefix
+		switch {
+		case first > 0:
+		case e.cfg.Policy == sched.PolicyBackfill:
+			first = firstPrefixBackfill
+		default:
+			first = firstPrefix
+		}
+		k = min(k, first)
 	}
 	var plan sched.Plan
 	for {
@@ -570,15 +613,27 @@ func (e *engine) representatives(k int) []*api.Job {
 }
 
 // repsHold reports whether a pass over a prefix plus representatives
-// stands for the whole queue: the prefix made the backfill reservation
-// (so the representatives, and the jobs they stand for, met a state
-// that nothing after the prefix changes) and no representative started.
+// stands for the whole queue: the prefix made a backfill reservation (so
+// the representatives, and the jobs they stand for, met a state that
+// nothing after the prefix changes), no representative started, and no
+// representative got a reservation. The last matters under
+// multi-reservation backfill: a representative's reservation blocks the
+// representatives after it, while in the whole queue a job of their
+// shape may come before the reserved one's and start; a representative
+// left without one (untested past the depth, or beyond the window) and
+// not started blocks nothing and stands for its shape. (Replayed jobs
+// have no user, so per-user test limits cut every shape alike.)
 func (e *engine) repsHold(plan *sched.Plan, reps []*api.Job) bool {
 	isRep := func(id uint64) bool {
 		return slices.ContainsFunc(reps, func(j *api.Job) bool { return j.ID == id })
 	}
-	if len(plan.Reservations) == 0 || isRep(plan.Reservations[0].JobID) {
+	if len(plan.Reservations) == 0 {
 		return false
+	}
+	for i := range plan.Reservations {
+		if isRep(plan.Reservations[i].JobID) {
+			return false
+		}
 	}
 	for i := range plan.Starts {
 		if isRep(plan.Starts[i].JobID) {
@@ -645,11 +700,18 @@ func (e *engine) start(s *sched.Start, t int64) error {
 		}
 	}
 	sj.alloc = s.Alloc
-	sj.job.State = api.StateRunning
+	// The controller's lifecycle (ctld/state) moves the job, as tidectld
+	// does when it applies the same start.
+	if err := state.Transition(&sj.job, state.Change{To: api.StateRunning, At: Epoch.Add(time.Duration(t) * time.Second)}); err != nil {
+		return fmt.Errorf("plan starts job %d: %w", s.JobID, err)
+	}
 	e.jobs[ji].start = t
 	e.needs[min(e.minNodeGPUs(ji), len(e.needs)-1)]--
 	e.parts[sj.job.Partition]--
-	heap.Push(&e.running, completion{end: t + e.tab.jobs[ji].duration, id: sj.job.ID})
+	// The job runs its duration, unless its limit ends it first (the
+	// node kills it, as a real cluster would).
+	tj := &e.tab.jobs[ji]
+	heap.Push(&e.running, completion{end: t + min(tj.duration, tj.limit), id: sj.job.ID})
 	return nil
 }
 
@@ -668,9 +730,17 @@ func (e *engine) finish(id uint64, t int64) {
 			}
 		}
 	}
-	sj.job.State = api.StateCompleted
+	end := state.Change{To: api.StateCompleted, At: Epoch.Add(time.Duration(t) * time.Second)}
 	e.jobs[id-1].end = t
 	e.jobs[id-1].outcome = outcomeDone
+	if tj := &e.tab.jobs[id-1]; tj.limit < tj.duration {
+		end.To, end.Reason = api.StateTimeout, api.ReasonTimeLimit
+		e.jobs[id-1].outcome = outcomeTimeout
+	}
+	if err := state.Transition(&sj.job, end); err != nil {
+		// Only a job this engine started is finished: a refusal is a bug.
+		panic(fmt.Sprintf("sim: finishing job %d: %v", id, err))
+	}
 	e.done++
 	e.release(id)
 }

@@ -88,7 +88,7 @@ func TestHandComputed(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			res, err := Run(jobs(tc.cDur), Options{Cluster: oneNode(t), Policy: policy(t, tc.policy)})
+			res, err := Run(jobs(tc.cDur), Options{Cluster: oneNode(t), Policy: policy(t, tc.policy), Estimates: EstimatesExact})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -169,12 +169,21 @@ func TestPrefixPassesMatchFullPasses(t *testing.T) {
 				if diff := cmp.Diff(full.Jobs, fast.Jobs); diff != "" {
 					t.Errorf("jobs differ (-full +prefix):\n%s", diff)
 				}
+				// A first prefix of one job: nearly every pass takes the
+				// shortcut or grows.
+				tiny, err := Run(jobs, Options{Cluster: c, Policy: policy(t, name), Seed: 3, prefix: 1})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if diff := cmp.Diff(full.Jobs, tiny.Jobs); diff != "" {
+					t.Errorf("first prefix 1: jobs differ (-full +prefix):\n%s", diff)
+				}
 				maxQ := 0
 				for _, s := range full.Samples {
 					maxQ = max(maxQ, int(s.Pending))
 				}
-				if maxQ <= firstPrefix {
-					t.Errorf("max queue %d: the trace never exercises prefixes (> %d)", maxQ, firstPrefix)
+				if maxQ <= firstPrefixBackfill {
+					t.Errorf("max queue %d: the trace never exercises prefixes (> %d)", maxQ, firstPrefixBackfill)
 				}
 			})
 		}
@@ -248,7 +257,7 @@ func TestDeterministicJSON(t *testing.T) {
 	var out [2]bytes.Buffer
 	var text bytes.Buffer
 	for i := range out {
-		rep, err := Compare(jobs, CompareOptions{Cluster: c, Policies: pols, Seed: 7, TraceName: "philly-sample"})
+		rep, err := Compare(jobs, CompareOptions{Cluster: c, Policies: pols, Seed: 7, TraceName: "philly-sample", Estimates: EstimatesExact})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -344,5 +353,65 @@ func BenchmarkSimPhilly(b *testing.B) {
 			}
 			b.ReportMetric(float64(len(jobs))*float64(b.N)/b.Elapsed().Seconds(), "jobs/s")
 		})
+	}
+}
+
+// TestRepresentativesReservingEachOther builds the case where, under
+// multi-reservation backfill, one representative's reservation keeps
+// another from starting while a job of the second one's shape, ahead
+// of the first in the queue, starts in a pass over the whole queue. On
+// one 8-GPU node X1 (4 GPUs) ends at 660 and X2 (2 GPUs) at 6060; at 60
+// arrive, in this order, P (8 GPUs: reserved at 6060), Bl (2 GPUs for
+// 30 min: fits now, before P), A (6 GPUs: reserved from 660 over the
+// whole queue, later once Bl runs) and Bs (2 GPUs for 20 min). With the
+// first prefix P alone, the representatives are A and Bs (the shortest
+// of Bl's shape): A's reservation at 660 leaves Bs no room, yet Bl
+// starts at 60 in the whole queue. The shortcut must not take that pass.
+func TestRepresentativesReservingEachOther(t *testing.T) {
+	jobs := []trace.Job{
+		{ID: "X1", Submit: 0, Duration: 660, GPUs: 4, Share: 1},
+		{ID: "X2", Submit: 0, Duration: 6060, GPUs: 2, Share: 1},
+		{ID: "P", Submit: 60, Duration: 6000, GPUs: 8, Share: 1},
+		{ID: "Bl", Submit: 60, Duration: 1800, GPUs: 2, Share: 1},
+		{ID: "A", Submit: 60, Duration: 3000, GPUs: 6, Share: 1},
+		{ID: "Bs", Submit: 60, Duration: 1200, GPUs: 2, Share: 1},
+	}
+	// Jobs of one second arrive in a seeded order: take a seed that
+	// gives the order above.
+	c := oneNode(t)
+	seed := -1
+	for s := range 200 {
+		tab, err := newTable(jobs, uint64(s), c, EstimatesExact)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for i := 2; i < 6; i++ {
+			ids = append(ids, tab.id(i))
+		}
+		if strings.Join(ids, ",") == "P,Bl,A,Bs" {
+			seed = s
+			break
+		}
+	}
+	if seed < 0 {
+		t.Fatal("no seed of 200 submits P, Bl, A, Bs in this order")
+	}
+	pol := policy(t, "backfill")
+	full, err := Run(jobs, Options{Cluster: c, Policy: pol, Seed: uint64(seed), Estimates: EstimatesExact, FullPasses: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, j := range full.Jobs {
+		if j.TraceID == "Bl" && j.Start != 60 {
+			t.Fatalf("Bl starts at %d over the whole queue, want 60: the case does not hold", j.Start)
+		}
+	}
+	fast, err := Run(jobs, Options{Cluster: c, Policy: pol, Seed: uint64(seed), Estimates: EstimatesExact, prefix: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(full.Jobs, fast.Jobs); diff != "" {
+		t.Errorf("jobs differ (-full +prefix):\n%s", diff)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"html/template"
 	"io"
 	"math"
+	"slices"
 	"strings"
 	"sync"
 )
@@ -28,7 +29,25 @@ type line struct {
 // svgChart draws lines as an inline SVG with axes, ticks and a legend.
 // With logX the x axis is logarithmic (values <= 0 are clamped to 1).
 func svgChart(title, xLabel, yLabel string, lines []line, logX bool, xFmt, yFmt func(float64) string) template.HTML {
-	minX, maxX, maxY := math.Inf(1), math.Inf(-1), 0.0
+	return drawChart(chart{w: chartW, h: chartH, title: title, xLabel: xLabel, yLabel: yLabel, logX: logX, xFmt: xFmt, yFmt: yFmt}, lines)
+}
+
+// chart is the frame of a line chart: size, labels, axes.
+type chart struct {
+	w, h                  int
+	title, xLabel, yLabel string
+	logX                  bool
+	xFmt, yFmt            func(float64) string
+	// ref > 0 draws a dashed horizontal line at that value, labelled
+	// refLabel (a queue's guarantee).
+	ref      float64
+	refLabel string
+}
+
+// drawChart draws lines in the frame ch.
+func drawChart(ch chart, lines []line) template.HTML {
+	chartW, chartH, title, xLabel, yLabel, logX, xFmt, yFmt := ch.w, ch.h, ch.title, ch.xLabel, ch.yLabel, ch.logX, ch.xFmt, ch.yFmt
+	minX, maxX, maxY := math.Inf(1), math.Inf(-1), ch.ref*1.1
 	tx := func(v float64) float64 {
 		if logX {
 			return math.Log10(math.Max(v, 1))
@@ -75,6 +94,11 @@ func svgChart(title, xLabel, yLabel string, lines []line, logX bool, xFmt, yFmt 
 	fmt.Fprintf(&b, `<text x="%.1f" y="%d" font-size="11" text-anchor="middle">%s</text>`, padL+pw/2, chartH-4, template.HTMLEscapeString(xLabel))
 	fmt.Fprintf(&b, `<text x="12" y="%.1f" font-size="11" text-anchor="middle" transform="rotate(-90 12 %.1f)">%s</text>`,
 		padT+ph/2, padT+ph/2, template.HTMLEscapeString(yLabel))
+	if ch.ref > 0 {
+		y := py(ch.ref)
+		fmt.Fprintf(&b, `<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#555" stroke-dasharray="4 3"/>`, padL, y, chartW-padR, y)
+		fmt.Fprintf(&b, `<text x="%d" y="%.1f" font-size="10" fill="#555">%s</text>`, padL+4, y-3, template.HTMLEscapeString(ch.refLabel))
+	}
 	for i, l := range lines {
 		var pts strings.Builder
 		for k := range l.x {
@@ -106,14 +130,25 @@ table{border-collapse:collapse;margin:12px 0}
 td,th{border:1px solid #ccc;padding:3px 8px;text-align:right;font-variant-numeric:tabular-nums}
 th:first-child,td:first-child{text-align:left}
 figure{margin:16px 0}
+.queues{display:flex;flex-wrap:wrap;gap:8px}
+.queues figure{margin:0}
 </style></head><body>
 <h1>tide sim</h1>
 <p>Trace <code>{{.R.Trace}}</code> on {{.R.Cluster.Nodes}} nodes × {{.R.Cluster.GPUsPerNode}} GPUs
 ({{.R.Cluster.GPUs}} GPUs, {{.R.Cluster.Leaves}} leaf switches), seed {{.R.Seed}}.</p>
 <pre>{{.Table}}</pre>
-<figure id="utilisation">{{.Util}}</figure>
+{{if .Spread}}<h2>Spread over seeds {{.Seeds}}</h2>
+<p>Each bar runs from the lowest to the highest value over the seeds; the dot is the median.</p>
+{{range .Spread}}<figure class="spread">{{.}}</figure>
+{{end}}<p>The charts below show seed {{.R.Seed}}.</p>
+{{end}}<figure id="utilisation">{{.Util}}</figure>
 <figure id="queue">{{.Queue}}</figure>
 <figure id="jct-cdf">{{.CDF}}</figure>
+{{if .Queues}}<h2>Queues: share of the cluster's GPUs over time</h2>
+<p>Each queue's GPUs in use as a share of the cluster's, per policy{{if .Guarantees}}; the dashed line is its guarantee in the config{{else}}
+(guarantees come from the queues of a --config file; this replay has none){{end}}.</p>
+<div class="queues">{{range .Queues}}<figure class="queue">{{.}}</figure>{{end}}</div>
+{{end}}
 <p>Scheduler time per pass is wall-clock time on the machine that ran the simulation; everything else is deterministic.</p>
 </body></html>
 `
@@ -147,9 +182,18 @@ func (r *Report) WriteHTML(w io.Writer) error {
 		R                *Report
 		Table            string
 		Util, Queue, CDF template.HTML
+		Seeds            string
+		Spread           []template.HTML
+		Queues           []template.HTML
+		Guarantees       bool
 	}{
-		R:     r,
-		Table: table.String(),
+		R:      r,
+		Table:  table.String(),
+		Seeds:  formatSeeds(r.Seeds),
+		Spread: r.spreadCharts(),
+		Queues: r.queueCharts(),
+		Guarantees: len(r.Policies) > 0 &&
+			slices.ContainsFunc(r.Policies[0].Queues, func(q QueueReport) bool { return q.Guarantee > 0 }),
 		Util: svgChart("GPU utilisation over time", "trace time (days)", "allocated GPUs %", util, false, days,
 			func(v float64) string { return fmt.Sprintf("%.0f%%", v) }),
 		Queue: svgChart("Queue length over time", "trace time (days)", "pending jobs", queue, false, days,
@@ -165,4 +209,124 @@ func (r *Report) WriteHTML(w io.Writer) error {
 		return fmt.Errorf("write HTML report: %w", err)
 	}
 	return nil
+}
+
+// htmlQueues bounds the queues the HTML report charts.
+const htmlQueues = 16
+
+// queueCharts draws, for each of the largest queues, its share of the
+// cluster's GPUs over time under each policy (the first seed), with its
+// guarantee when it has one.
+func (r *Report) queueCharts() []template.HTML {
+	if len(r.Policies) == 0 || len(r.Policies[0].Queues) < 2 {
+		return nil
+	}
+	var out []template.HTML
+	for _, q0 := range r.Policies[0].Queues[:min(len(r.Policies[0].Queues), htmlQueues)] {
+		var lines []line
+		for i := range r.Policies {
+			p := &r.Policies[i]
+			l := line{name: p.Policy, color: palette[i%len(palette)]}
+			for _, q := range p.Queues {
+				if q.Queue != q0.Queue {
+					continue
+				}
+				for _, pt := range q.Series {
+					l.x, l.y = append(l.x, float64(pt.T)/86400), append(l.y, 100*pt.Share)
+				}
+			}
+			lines = append(lines, l)
+		}
+		ch := chart{w: 440, h: 200, title: fmt.Sprintf("queue %s (%d jobs)", q0.Queue, q0.Jobs), xLabel: "trace time (days)",
+			yLabel: "GPUs held %", xFmt: func(v float64) string { return fmt.Sprintf("%.0fd", v) },
+			yFmt: func(v float64) string { return fmt.Sprintf("%.0f%%", v) }}
+		if q0.Guarantee > 0 {
+			ch.ref, ch.refLabel = 100*q0.Guarantee, fmt.Sprintf("guarantee %.0f%%", 100*q0.Guarantee)
+		}
+		out = append(out, drawChart(ch, lines))
+	}
+	return out
+}
+
+// spreadMetrics are the metrics the HTML report draws the spread of
+// (those of them the report has): the headline ones, then the p99 wait
+// of each size class.
+var spreadMetrics = []string{"queue_delay_s.mean", "queue_delay_s.p99", "jct_s.mean", "bounded_slowdown.mean",
+	"utilisation", "starved"}
+
+// spreadCharts draws, with several seeds, each metric's range over the
+// seeds per policy.
+func (r *Report) spreadCharts() []template.HTML {
+	if len(r.Spread) == 0 {
+		return nil
+	}
+	byKey := map[string]metric{}
+	var classes []string
+	for _, m := range metrics(&r.Policies[0], r.StarveAfterS) {
+		byKey[m.key] = m
+		if strings.HasPrefix(m.key, "by_size.") && strings.HasSuffix(m.key, ".queue_delay_s.p99") {
+			classes = append(classes, m.key)
+		}
+	}
+	idx := r.spreadIndex()
+	var out []template.HTML
+	for _, key := range append(slices.Clone(spreadMetrics), classes...) {
+		m, ok := byKey[key]
+		if !ok {
+			continue
+		}
+		var rows []rangeRow
+		for i, p := range r.Policies {
+			if sp := idx[i][key]; sp != nil {
+				rows = append(rows, rangeRow{label: p.Policy, color: palette[i%len(palette)], min: sp.Min, med: sp.Median, max: sp.Max})
+			}
+		}
+		out = append(out, svgRanges(m.name, rows, m.format))
+	}
+	return out
+}
+
+// rangeRow is one policy's range of a metric.
+type rangeRow struct {
+	label, color  string
+	min, med, max float64
+}
+
+// svgRanges draws one bar per row from min to max, with a dot at the
+// median and the three values written out.
+func svgRanges(title string, rows []rangeRow, format func(float64) string) template.HTML {
+	const rowH, w = 22, chartW
+	h := padT + rowH*len(rows) + 28
+	hi := 0.0
+	for _, r := range rows {
+		hi = math.Max(hi, r.max)
+	}
+	if hi <= 0 {
+		hi = 1
+	}
+	left, right := 120.0, float64(w-padR-150)
+	px := func(v float64) float64 { return left + v/hi*(right-left) }
+	var b strings.Builder
+	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 %d %d" width="%d" height="%d" role="img" aria-label="%s">`,
+		w, h, w, h, template.HTMLEscapeString(title))
+	fmt.Fprintf(&b, `<text x="8" y="16" font-size="14" font-weight="bold">%s</text>`, template.HTMLEscapeString(title))
+	base := float64(padT + rowH*len(rows) + 4)
+	fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#333"/>`, left, base, right, base)
+	for k := 0; k <= 4; k++ {
+		v := hi * float64(k) / 4
+		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-size="10" text-anchor="middle">%s</text>`, px(v), base+14, template.HTMLEscapeString(format(v)))
+	}
+	for i, r := range rows {
+		y := float64(padT + rowH*i + rowH/2)
+		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-size="11" text-anchor="end">%s</text>`, left-8, y+4, template.HTMLEscapeString(r.label))
+		fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-width="3"/>`, px(r.min), y, px(r.max), y, r.color)
+		for _, v := range []float64{r.min, r.max} {
+			fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s"/>`, px(v), y-6, px(v), y+6, r.color)
+		}
+		fmt.Fprintf(&b, `<circle cx="%.1f" cy="%.1f" r="4" fill="%s"/>`, px(r.med), y, r.color)
+		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-size="11">%s [%s–%s]</text>`, right+12, y+4,
+			template.HTMLEscapeString(format(r.med)), template.HTMLEscapeString(format(r.min)), template.HTMLEscapeString(format(r.max)))
+	}
+	b.WriteString(`</svg>`)
+	return template.HTML(b.String()) // #nosec: built from escaped parts
 }

@@ -56,7 +56,7 @@ var packLevels = []float64{0.5, 0.7, 0.8, 0.9, 1.0, 1.1, 1.2}
 // (CPU-only and rejected jobs are left out) arrive in submission order
 // on opts.Cluster and are placed by opts.Policy's core settings.
 func Pack(jobs []trace.Job, opts Options) (*PackResult, error) {
-	t, err := newTable(jobs, opts.Seed)
+	t, err := newTable(jobs, opts.Seed, opts.Cluster, EstimatesExact)
 	if err != nil {
 		return nil, err
 	}
@@ -71,6 +71,7 @@ func pack(t *table, opts Options) (*PackResult, error) {
 	}
 	e := newEngine(opts)
 	e.load(t)
+	e.snap.Workload = packWorkload(e)
 	total := float64(e.res.TotalGPUs)
 	res := &PackResult{Policy: opts.Policy.Name, FirstFailAt: 1}
 	if total == 0 {
@@ -121,9 +122,31 @@ func pack(t *table, opts Options) (*PackResult, error) {
 	return res, nil
 }
 
+// packWorkload is the experiment's target workload for sched.SliceFGD:
+// the per-node shapes of the GPU jobs that will arrive, each job
+// counting once, as the FGD paper derives its typical tasks from the
+// trace it replays.
+func packWorkload(e *engine) []sched.WorkloadShape {
+	counts := make([]float64, len(e.jobShapes))
+	for i := range e.jobs {
+		if e.jobs[i].outcome == outcomeNone && e.tab.jobs[i].gpus > 0 {
+			counts[e.jobs[i].shape]++
+		}
+	}
+	var out []sched.WorkloadShape
+	for k, c := range counts {
+		if c > 0 {
+			w := sched.JobShape(&e.jobShapes[k].spec, e.opts.Cluster.GPUsPerNode, e.cfg.DefMemPerCPUMB)
+			w.Weight = c
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
 // PackCompare runs Pack once per policy.
 func PackCompare(jobs []trace.Job, cluster *Cluster, policies []PolicySpec, seed uint64) ([]*PackResult, error) {
-	t, err := newTable(jobs, seed)
+	t, err := newTable(jobs, seed, cluster, EstimatesExact)
 	if err != nil {
 		return nil, err
 	}

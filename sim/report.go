@@ -13,8 +13,10 @@ import (
 )
 
 // DefaultStarveAfter is the queueing delay above which a job counts as
-// starved.
-const DefaultStarveAfter = 30 * 60 // seconds
+// starved: a day. A user who waits a day for a start has been failed,
+// whatever the mean says; shorter bounds count the ordinary queueing of
+// busy traces (Philly's p99 wait is hours under every policy).
+const DefaultStarveAfter = 24 * 3600 // seconds
 
 // seriesPoints is the resolution of the time series in reports.
 const seriesPoints = 240
@@ -23,13 +25,24 @@ const seriesPoints = 240
 // inputs give the same JSON, byte for byte; wall-clock measurements live
 // in Wall, which JSON leaves out.
 type Report struct {
-	Trace        string         `json:"trace"`
-	Cluster      ClusterSummary `json:"cluster"`
-	Seed         uint64         `json:"seed"`
-	StarveAfterS int64          `json:"starve_after_s"`
-	Policies     []PolicyReport `json:"policies"`
+	Trace   string         `json:"trace"`
+	Cluster ClusterSummary `json:"cluster"`
+	// Seed is the (first) seed: Policies are its replays.
+	Seed         uint64 `json:"seed"`
+	StarveAfterS int64  `json:"starve_after_s"`
+	// Estimates says which time limits the jobs asked for.
+	Estimates EstimateSummary `json:"estimates"`
+	Policies  []PolicyReport  `json:"policies"`
+	// With several seeds, Seeds lists them all, MoreSeeds holds the
+	// replays of the seeds after the first, and Spread the median and
+	// range of every metric over all seeds, per policy (Policies'
+	// order).
+	Seeds     []uint64       `json:"seeds,omitempty"`
+	MoreSeeds []SeedRun      `json:"more_seeds,omitempty"`
+	Spread    []PolicySpread `json:"spread,omitempty"`
 	// Wall holds each policy's scheduler time per pass (same order as
-	// Policies); it varies from run to run and is not part of JSON.
+	// Policies; with several seeds, the medians over them); it varies
+	// from run to run and is not part of JSON.
 	Wall []WallTimes `json:"-"`
 }
 
@@ -54,7 +67,9 @@ type Stats struct {
 	Max  float64 `json:"max"`
 }
 
-// SizeClass holds the delay and JCT of jobs of one GPU count class.
+// SizeClass holds the delay and JCT of the jobs of one size class: GPU
+// jobs of 1 (or a slice), 2-4, 5-8, 9-32 or more than 32 GPUs, and
+// CPU-only jobs ("cpu").
 type SizeClass struct {
 	Class      string `json:"class"`
 	QueueDelay Stats  `json:"queue_delay_s"`
@@ -76,6 +91,11 @@ type PolicyReport struct {
 	Rejected   int    `json:"rejected"`
 	Skipped    int    `json:"skipped_no_duration"`
 	Unfinished int    `json:"unfinished"`
+	// TimedOut counts the completed jobs killed at a time limit below
+	// their duration (estimates limit); Censored those the trace caught
+	// unfinished (replayed for the time they had run).
+	TimedOut int `json:"timed_out,omitempty"`
+	Censored int `json:"censored,omitempty"`
 	// Span is from the first submission to the last completion.
 	SpanS             int64   `json:"span_s"`
 	Utilisation       float64 `json:"utilisation"`
@@ -111,6 +131,9 @@ type PolicyReport struct {
 	JCTCDF []float64 `json:"jct_cdf_s"`
 	// Rejections counts rejected jobs by reason.
 	Rejections map[string]int `json:"rejections,omitempty"`
+	// Queues holds each trace queue's share of the cluster and waits,
+	// largest queues (by the GPU time their jobs ask) first.
+	Queues []QueueReport `json:"queues,omitempty"`
 }
 
 // WallTimes is the scheduler's wall time per pass of one replay.
@@ -126,9 +149,8 @@ type WallTimes struct {
 func Summarize(r *Result, starveAfter int64) (PolicyReport, WallTimes) {
 	pr := PolicyReport{Policy: r.Policy, Jobs: len(r.Jobs), Passes: r.Passes}
 	var delays, jcts, slow []float64
-	classes := []string{"1", "2-4", "5-8", ">8"}
-	cd := make([][]float64, len(classes))
-	cj := make([][]float64, len(classes))
+	cd := make([][]float64, len(sizeClasses))
+	cj := make([][]float64, len(sizeClasses))
 	first, last := int64(math.MaxInt64), int64(0)
 	var gpuSec float64
 	for i := range r.Jobs {
@@ -150,6 +172,12 @@ func Summarize(r *Result, starveAfter int64) (PolicyReport, WallTimes) {
 			continue
 		}
 		pr.Completed++
+		if j.Outcome == OutcomeTimeout {
+			pr.TimedOut++
+		}
+		if j.Censored {
+			pr.Censored++
+		}
 		first = min(first, j.Submit)
 		last = max(last, j.End)
 		d := float64(j.Start - j.Submit)
@@ -166,14 +194,12 @@ func Summarize(r *Result, starveAfter int64) (PolicyReport, WallTimes) {
 			pr.SliceJobs++
 		}
 		gpuSec += gpus * float64(j.End-j.Start)
-		if j.GPUs > 0 {
-			k := sizeClass(j.GPUs)
-			cd[k] = append(cd[k], d)
-			cj[k] = append(cj[k], jct)
-		}
+		k := sizeClass(j.GPUs)
+		cd[k] = append(cd[k], d)
+		cj[k] = append(cj[k], jct)
 	}
 	pr.QueueDelay, pr.JCT, pr.Slowdown = stats(delays), stats(jcts), stats(slow)
-	for k, c := range classes {
+	for k, c := range sizeClasses {
 		pr.BySize = append(pr.BySize, SizeClass{Class: c, QueueDelay: stats(cd[k]), JCT: stats(cj[k])})
 	}
 	if len(jcts) > 0 {
@@ -197,6 +223,7 @@ func Summarize(r *Result, starveAfter int64) (PolicyReport, WallTimes) {
 			pr.FragmentedShare = round6(pr.FragmentedGPUs / float64(r.TotalGPUs))
 			pr.WorkloadFragShare = round6(pr.WorkloadFragGPUs / float64(r.TotalGPUs))
 		}
+		pr.Queues = queueReports(r, first, last, r.guarantees)
 	}
 	for _, s := range r.Samples {
 		pr.MaxQueue = max(pr.MaxQueue, int(s.Pending))
@@ -212,18 +239,6 @@ func Summarize(r *Result, starveAfter int64) (PolicyReport, WallTimes) {
 		w.P50, w.P99, w.Max = ts[rank(len(ts), 50)], ts[rank(len(ts), 99)], ts[len(ts)-1]
 	}
 	return pr, w
-}
-
-func sizeClass(gpus int) int {
-	switch {
-	case gpus <= 1:
-		return 0
-	case gpus <= 4:
-		return 1
-	case gpus <= 8:
-		return 2
-	}
-	return 3
 }
 
 // series integrates the piecewise-constant samples over [from, to]:
@@ -337,35 +352,154 @@ func (r *Report) WriteJSON(w io.Writer) error {
 	return nil
 }
 
+// metric is one row of the comparison: a number of a PolicyReport,
+// under a stable key (the JSON path of the number, for Report.Spread).
+type metric struct {
+	key, name string
+	get       func(*PolicyReport) float64
+	format    func(float64) string
+}
+
+// tableQueues bounds the queues the table shows (the JSON has all).
+const tableQueues = 8
+
+// metrics lists the rows of the comparison for reports shaped like p0:
+// the size classes that have jobs and the largest queues of p0.
+func metrics(p0 *PolicyReport, starveAfter int64) []metric {
+	pct := func(v float64) string { return fmt.Sprintf("%.1f%%", 100*v) }
+	num := func(v float64) string { return fmt.Sprintf("%.0f", v) }
+	dur := func(v float64) string { return formatSeconds(v) }
+	x := func(v float64) string { return fmt.Sprintf("%.2f", v) }
+	stat := func(key, name string, f func(*PolicyReport) *Stats) []metric {
+		return []metric{
+			{key + ".mean", name + " mean", func(p *PolicyReport) float64 { return f(p).Mean }, dur},
+			{key + ".p50", name + " p50", func(p *PolicyReport) float64 { return f(p).P50 }, dur},
+			{key + ".p95", name + " p95", func(p *PolicyReport) float64 { return f(p).P95 }, dur},
+			{key + ".p99", name + " p99", func(p *PolicyReport) float64 { return f(p).P99 }, dur},
+		}
+	}
+	ms := []metric{
+		{"utilisation", "GPU utilisation", func(p *PolicyReport) float64 { return p.Utilisation }, pct},
+		{"span_s", "makespan", func(p *PolicyReport) float64 { return float64(p.SpanS) }, dur},
+	}
+	ms = append(ms, stat("queue_delay_s", "queue delay", func(p *PolicyReport) *Stats { return &p.QueueDelay })...)
+	ms = append(ms, stat("jct_s", "JCT", func(p *PolicyReport) *Stats { return &p.JCT })...)
+	for k, cl := range p0.BySize {
+		if cl.QueueDelay.N == 0 {
+			continue
+		}
+		label := cl.Class + " GPUs"
+		if cl.Class == "cpu" {
+			label = "CPU-only"
+		}
+		class := func(p *PolicyReport) *SizeClass {
+			if k < len(p.BySize) {
+				return &p.BySize[k]
+			}
+			return &SizeClass{}
+		}
+		key := "by_size." + cl.Class
+		ms = append(ms,
+			metric{key + ".queue_delay_s.mean", fmt.Sprintf("delay mean %s (%d)", label, cl.QueueDelay.N),
+				func(p *PolicyReport) float64 { return class(p).QueueDelay.Mean }, dur},
+			metric{key + ".queue_delay_s.p99", "delay p99 " + label,
+				func(p *PolicyReport) float64 { return class(p).QueueDelay.P99 }, dur},
+			metric{key + ".queue_delay_s.max", "delay max " + label,
+				func(p *PolicyReport) float64 { return class(p).QueueDelay.Max }, dur},
+			metric{key + ".jct_s.mean", "JCT mean " + label,
+				func(p *PolicyReport) float64 { return class(p).JCT.Mean }, dur})
+	}
+	ms = append(ms,
+		metric{"bounded_slowdown.mean", "bounded slowdown mean", func(p *PolicyReport) float64 { return p.Slowdown.Mean }, x},
+		metric{"bounded_slowdown.p99", "bounded slowdown p99", func(p *PolicyReport) float64 { return p.Slowdown.P99 }, x},
+		metric{"starved", fmt.Sprintf("starved (waited > %s)", formatSeconds(float64(starveAfter))),
+			func(p *PolicyReport) float64 { return float64(p.Starved) }, num},
+		metric{"fragmented_gpus", "fragmented GPUs (avg)", func(p *PolicyReport) float64 { return p.FragmentedGPUs }, x},
+		metric{"workload_frag_gpus", "workload fragmentation, GPUs (avg)", func(p *PolicyReport) float64 { return p.WorkloadFragGPUs }, x},
+		metric{"max_queue", "max queue length", func(p *PolicyReport) float64 { return float64(p.MaxQueue) }, num},
+		metric{"preemptions", "preemptions", func(p *PolicyReport) float64 { return float64(p.Preemptions) }, num},
+	)
+	// A single queue is the whole cluster: nothing to compare.
+	if len(p0.Queues) > 1 {
+		for _, q := range p0.Queues[:min(len(p0.Queues), tableQueues)] {
+			name := q.Queue
+			queue := func(p *PolicyReport) *QueueReport {
+				for i := range p.Queues {
+					if p.Queues[i].Queue == name {
+						return &p.Queues[i]
+					}
+				}
+				return &QueueReport{}
+			}
+			key := "queues." + name
+			label := "GPU share, queue " + name
+			if q.Guarantee > 0 {
+				label += fmt.Sprintf(" (guar. %s)", pct(q.Guarantee))
+			}
+			ms = append(ms,
+				metric{key + ".share", label, func(p *PolicyReport) float64 { return queue(p).Share }, pct},
+				metric{key + ".queue_delay_s.mean", "delay mean, queue " + name,
+					func(p *PolicyReport) float64 { return queue(p).QueueDelay.Mean }, dur})
+			if q.Guarantee > 0 {
+				ms = append(ms, metric{key + ".below_guarantee_s", "waiting below guarantee, queue " + name,
+					func(p *PolicyReport) float64 { return float64(queue(p).BelowGuaranteeS) }, dur})
+			}
+		}
+	}
+	ms = append(ms, metric{"passes", "scheduling passes", func(p *PolicyReport) float64 { return float64(p.Passes) }, num})
+	return ms
+}
+
 // WriteText writes the comparison table: one column per policy, and for
-// every policy after the first its ratio to the first.
+// every policy after the first its ratio to the first. With several
+// seeds each cell is the median over the seeds and its range,
+// "median [min–max]", and the ratio is that of the medians.
 func (r *Report) WriteText(w io.Writer) error {
 	if len(r.Policies) == 0 {
 		_, err := fmt.Fprintln(w, "no policies")
 		return err
 	}
 	c := r.Cluster
-	fmt.Fprintf(w, "trace %s on %d nodes × %d GPUs (%d GPUs, %d leaf switches), seed %d\n",
-		r.Trace, c.Nodes, c.GPUsPerNode, c.GPUs, c.Leaves, r.Seed)
+	seeds := fmt.Sprintf("seed %d", r.Seed)
+	if len(r.Seeds) > 1 {
+		seeds = fmt.Sprintf("seeds %s (cells: median [min–max] over the %d seeds)", formatSeeds(r.Seeds), len(r.Seeds))
+	}
+	fmt.Fprintf(w, "trace %s on %d nodes × %d GPUs (%d GPUs, %d leaf switches), %s\n",
+		r.Trace, c.Nodes, c.GPUsPerNode, c.GPUs, c.Leaves, seeds)
 	p0 := r.Policies[0]
-	fmt.Fprintf(w, "jobs %d: %d completed, %d rejected (never fit), %d skipped (no duration), %d unfinished\n\n",
+	fmt.Fprintf(w, "jobs %d: %d completed, %d rejected (never fit), %d skipped (no duration), %d unfinished\n",
 		p0.Jobs, p0.Completed, p0.Rejected, p0.Skipped, p0.Unfinished)
+	if p0.Censored > 0 {
+		fmt.Fprintf(w, "censored %d: unfinished in the trace, replayed for the time they had run\n", p0.Censored)
+	}
+	fmt.Fprintln(w, r.Estimates.describe(p0.TimedOut))
+	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	head := []string{"metric"}
 	for _, p := range r.Policies {
 		head = append(head, p.Policy)
 	}
-	row := func(name string, val func(p *PolicyReport) float64, format func(float64) string) {
-		cells := []string{name}
-		base := val(&r.Policies[0])
+	fmt.Fprintln(tw, strings.Join(head, "\t")+"\t")
+	spread := r.spreadIndex()
+	for _, m := range metrics(&r.Policies[0], r.StarveAfterS) {
+		cells := []string{m.name}
+		// value is policy i's number (the median over seeds) and its
+		// printed cell.
+		value := func(i int) (float64, string) {
+			if sp, ok := spread[i][m.key]; ok {
+				return sp.Median, fmt.Sprintf("%s [%s–%s]", m.format(sp.Median), m.format(sp.Min), m.format(sp.Max))
+			}
+			v := m.get(&r.Policies[i])
+			return v, m.format(v)
+		}
+		base, _ := value(0)
 		// A base that prints as zero gives no meaningful ratio.
-		shownZero := format(base) == format(0)
+		shownZero := m.format(base) == m.format(0)
 		for i := range r.Policies {
-			v := val(&r.Policies[i])
-			cell := format(v)
+			v, cell := value(i)
 			switch {
 			case i == 0:
-			case shownZero && format(v) == format(0):
+			case shownZero && m.format(v) == m.format(0):
 				cell += " (1.00×)"
 			case shownZero:
 				cell += " (–)"
@@ -376,39 +510,6 @@ func (r *Report) WriteText(w io.Writer) error {
 		}
 		fmt.Fprintln(tw, strings.Join(cells, "\t")+"\t")
 	}
-	fmt.Fprintln(tw, strings.Join(head, "\t")+"\t")
-	pct := func(v float64) string { return fmt.Sprintf("%.1f%%", 100*v) }
-	num := func(v float64) string { return fmt.Sprintf("%.0f", v) }
-	dur := func(v float64) string { return formatSeconds(v) }
-	x := func(v float64) string { return fmt.Sprintf("%.2f", v) }
-	row("GPU utilisation", func(p *PolicyReport) float64 { return p.Utilisation }, pct)
-	row("makespan", func(p *PolicyReport) float64 { return float64(p.SpanS) }, dur)
-	row("queue delay mean", func(p *PolicyReport) float64 { return p.QueueDelay.Mean }, dur)
-	row("queue delay p50", func(p *PolicyReport) float64 { return p.QueueDelay.P50 }, dur)
-	row("queue delay p95", func(p *PolicyReport) float64 { return p.QueueDelay.P95 }, dur)
-	row("queue delay p99", func(p *PolicyReport) float64 { return p.QueueDelay.P99 }, dur)
-	row("JCT mean", func(p *PolicyReport) float64 { return p.JCT.Mean }, dur)
-	row("JCT p50", func(p *PolicyReport) float64 { return p.JCT.P50 }, dur)
-	row("JCT p95", func(p *PolicyReport) float64 { return p.JCT.P95 }, dur)
-	row("JCT p99", func(p *PolicyReport) float64 { return p.JCT.P99 }, dur)
-	for k, cl := range p0.BySize {
-		if cl.QueueDelay.N == 0 {
-			continue
-		}
-		row(fmt.Sprintf("delay mean %s GPUs (%d)", cl.Class, cl.QueueDelay.N),
-			func(p *PolicyReport) float64 { return p.BySize[k].QueueDelay.Mean }, dur)
-		row(fmt.Sprintf("JCT mean %s GPUs", cl.Class),
-			func(p *PolicyReport) float64 { return p.BySize[k].JCT.Mean }, dur)
-	}
-	row("bounded slowdown mean", func(p *PolicyReport) float64 { return p.Slowdown.Mean }, x)
-	row("bounded slowdown p99", func(p *PolicyReport) float64 { return p.Slowdown.P99 }, x)
-	row(fmt.Sprintf("starved (waited > %s)", formatSeconds(float64(r.StarveAfterS))),
-		func(p *PolicyReport) float64 { return float64(p.Starved) }, num)
-	row("fragmented GPUs (avg)", func(p *PolicyReport) float64 { return p.FragmentedGPUs }, x)
-	row("workload fragmentation, GPUs (avg)", func(p *PolicyReport) float64 { return p.WorkloadFragGPUs }, x)
-	row("max queue length", func(p *PolicyReport) float64 { return float64(p.MaxQueue) }, num)
-	row("preemptions", func(p *PolicyReport) float64 { return float64(p.Preemptions) }, num)
-	row("scheduling passes", func(p *PolicyReport) float64 { return float64(p.Passes) }, num)
 	if len(r.Wall) == len(r.Policies) {
 		cells50, cells99 := []string{"sched time/pass p50"}, []string{"sched time/pass p99"}
 		for _, wt := range r.Wall {
@@ -421,7 +522,28 @@ func (r *Report) WriteText(w io.Writer) error {
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("write report: %w", err)
 	}
+	if n := len(p0.Queues); n > tableQueues {
+		fmt.Fprintf(w, "(%d smaller queues in the JSON and HTML reports)\n", n-tableQueues)
+	}
 	return nil
+}
+
+// formatSeeds lists seeds, runs of consecutive ones as ranges: 1-5,9.
+func formatSeeds(seeds []uint64) string {
+	var parts []string
+	for i := 0; i < len(seeds); {
+		k := i
+		for k+1 < len(seeds) && seeds[k+1] == seeds[k]+1 {
+			k++
+		}
+		if k > i {
+			parts = append(parts, fmt.Sprintf("%d-%d", seeds[i], seeds[k]))
+		} else {
+			parts = append(parts, fmt.Sprint(seeds[i]))
+		}
+		i = k + 1
+	}
+	return strings.Join(parts, ",")
 }
 
 // ratio is v relative to base: "(0.85×)"; "(–)" when base is zero.

@@ -38,7 +38,7 @@ func TestTableOrder(t *testing.T) {
 			}
 			i = k
 		}
-		tab, err := newTable(jobs, seed)
+		tab, err := newTable(jobs, seed, oneNode(t), EstimatesExact)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -86,7 +86,7 @@ func TestLiveJobsReused(t *testing.T) {
 	}
 	for _, name := range []string{"fifo", "backfill", "tide"} {
 		t.Run(name, func(t *testing.T) {
-			tab, err := newTable(jobs, 3)
+			tab, err := newTable(jobs, 3, c, EstimatesExact)
 			if err != nil {
 				t.Fatal(err)
 			}

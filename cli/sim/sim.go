@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"maps"
 	"os"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -41,10 +42,16 @@ type Options struct {
 	Load        float64
 	QueueMap    string
 	Seed        uint64
-	Compare     string
-	JSON        string
-	HTML        string
-	Starve      string
+	// Seeds is --seeds ("1-5", "3,7,9"): every policy replays under
+	// each; it excludes --seed (SeedSet).
+	Seeds   string
+	SeedSet bool
+	Compare string
+	JSON    string
+	HTML    string
+	Starve  string
+	// Estimates is exact, limit or model (see sim.EstimateMode).
+	Estimates string
 	// GeneratorFlags names the generator flags given on the command line
 	// (they and Config exclude each other).
 	GeneratorFlags []string
@@ -54,6 +61,9 @@ type Options struct {
 	// Pack runs the packing experiment (arrivals only, see sim.Pack)
 	// instead of the replay.
 	Pack bool
+	// CPUProfile writes a CPU profile of the run to this file (hidden
+	// flag, for work on the simulator's and the core's speed).
+	CPUProfile string
 }
 
 // NewCmd builds `tide sim`.
@@ -64,8 +74,10 @@ func NewCmd(f *cmdutil.Factory) *cobra.Command {
 		Short: "Replay a job trace through the scheduler and compare policies",
 		Long: "Replays a trace (CSV or CSV.gz in the common schema: job_id, submit_time, start_time,\n" +
 			"end_time, duration, num_gpus, gpu_share, user, queue, status) on a generated cluster with\n" +
-			"the production scheduling core, once per policy of --compare (fifo, backfill, tide,\n" +
-			"priority), and prints a comparison table. Same inputs and --seed give the same --json.\n\n" +
+			"the production scheduling core, once per policy of --compare (fifo, backfill, easy,\n" +
+			"tide, priority), and prints a comparison table. Same inputs and --seed give the same --json.\n" +
+			"--seeds 1-5 replays every policy under each seed and reports the median and range of\n" +
+			"every metric. Jobs ask for modelled user estimates as time limits (--estimates).\n\n" +
 			"--config FILE replays on the cluster of a tidectld config instead (its nodes, partitions,\n" +
 			"and switch tree; every node must declare cpus and memory) and adds the policy \"config\":\n" +
 			"the file's scheduler settings (--compare fifo,backfill,config). It excludes --nodes,\n" +
@@ -76,6 +88,10 @@ func NewCmd(f *cmdutil.Factory) *cobra.Command {
 				if cmd.Flags().Changed(name) {
 					o.GeneratorFlags = append(o.GeneratorFlags, "--"+name)
 				}
+			}
+			o.SeedSet = cmd.Flags().Changed("seed")
+			if cmd.Flags().Changed("starve") {
+				fmt.Fprintln(o.IO.ErrOut, "tide sim: --starve is now --starve-bound")
 			}
 			return Run(o)
 		},
@@ -92,11 +108,18 @@ func NewCmd(f *cmdutil.Factory) *cobra.Command {
 	fl.StringVar(&o.Window, "window", "", "replay jobs submitted in START,END (seconds, or with unit s/m/h/d, from the trace's zero)")
 	fl.Float64Var(&o.Load, "load", 1, "compress inter-arrival times by this factor (2 = twice the arrival rate)")
 	fl.StringVar(&o.QueueMap, "queue-map", "", "map trace queues to partitions: QUEUE=PART,...,*=PART")
-	fl.Uint64Var(&o.Seed, "seed", 1, "orders jobs submitted in the same second")
+	fl.Uint64Var(&o.Seed, "seed", 1, "orders jobs submitted in the same second and draws modelled time limits")
+	fl.StringVar(&o.Seeds, "seeds", "", "replay every policy under each of these seeds (1-5, 3,7,9) and report medians and ranges")
 	fl.StringVar(&o.Compare, "compare", "fifo,backfill,tide", "policies to compare, comma-separated")
 	fl.StringVar(&o.JSON, "json", "", "write the report as JSON to FILE (deterministic)")
 	fl.StringVar(&o.HTML, "html", "", "write a self-contained HTML report with charts to FILE")
-	fl.StringVar(&o.Starve, "starve", "30m", "queueing delay above which a job counts as starved")
+	fl.StringVar(&o.Starve, "starve-bound", "24h", "queueing delay above which a job counts as starved (seconds or 90m, 24h)")
+	fl.StringVar(&o.Starve, "starve", "24h", "")
+	_ = fl.MarkHidden("starve") // the old name of --starve-bound
+	fl.StringVar(&o.Estimates, "estimates", string(tsim.EstimatesModel),
+		"time limits the jobs ask for: exact (run time), limit (the trace's time_limit, else model) or model (user-style overestimates)")
+	fl.StringVar(&o.CPUProfile, "cpuprofile", "", "write a CPU profile of the run to FILE (go tool pprof)")
+	_ = fl.MarkHidden("cpuprofile")
 	fl.BoolVar(&o.Pack, "pack", false, "packing experiment: GPU jobs arrive in order and never leave; print allocation and fragmentation per policy (compare slice placements with POLICY+firstfit)")
 	cmd.AddCommand(newConvertCmd(f))
 	return cmd
@@ -107,6 +130,22 @@ var generatorFlags = []string{"nodes", "gpus-per-node", "cpus-per-node", "mem-pe
 
 // Run replays the trace and writes the reports.
 func Run(o *Options) error {
+	if o.CPUProfile != "" {
+		f, err := os.Create(o.CPUProfile)
+		if err != nil {
+			return fmt.Errorf("--cpuprofile: %w", err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return fmt.Errorf("--cpuprofile: %w", err)
+		}
+		defer pprof.StopCPUProfile()
+	}
+	return replay(o)
+}
+
+// replay is Run without the profile.
+func replay(o *Options) error {
 	if o.Trace == "" {
 		return cmdutil.Usagef("--trace is required")
 	}
@@ -115,7 +154,19 @@ func Run(o *Options) error {
 	}
 	starve, err := parseSeconds(o.Starve)
 	if err != nil {
-		return cmdutil.Usagef("--starve: %v", err)
+		return cmdutil.Usagef("--starve-bound: %v", err)
+	}
+	var seeds []uint64
+	if o.Seeds != "" {
+		if o.SeedSet {
+			return cmdutil.Usagef("--seed and --seeds exclude each other")
+		}
+		if seeds, err = tsim.ParseSeeds(o.Seeds); err != nil {
+			return cmdutil.Usagef("%v", err)
+		}
+		if o.Pack {
+			return cmdutil.Usagef("--pack replays one seed: give --seed, not --seeds")
+		}
 	}
 	from, to, err := trace.ParseWindow(o.Window)
 	if err != nil {
@@ -127,6 +178,10 @@ func Run(o *Options) error {
 	}
 	if o.Load <= 0 {
 		return cmdutil.Usagef("--load %v: must be positive", o.Load)
+	}
+	est, err := tsim.ParseEstimates(o.Estimates)
+	if err != nil {
+		return cmdutil.Usagef("%v", err)
 	}
 	cluster, cfgPolicy, err := buildCluster(o)
 	if err != nil {
@@ -171,7 +226,8 @@ func Run(o *Options) error {
 		return nil
 	}
 
-	co := tsim.CompareOptions{Cluster: cluster, Policies: policies, Seed: o.Seed, StarveAfter: starve, TraceName: o.Trace}
+	co := tsim.CompareOptions{Cluster: cluster, Policies: policies, Seed: o.Seed, Seeds: seeds, StarveAfter: starve,
+		TraceName: o.Trace, Estimates: est}
 	var bar *progress
 	if o.Progress || isTerminal(o.IO.ErrOut) {
 		bar = &progress{w: o.IO.ErrOut}
@@ -309,12 +365,16 @@ func (p *progress) done() {
 
 // newConvertCmd builds `tide sim convert`.
 func newConvertCmd(f *cmdutil.Factory) *cobra.Command {
-	var out, tz string
+	var out, tz, queueFrom string
+	var strict bool
 	cmd := &cobra.Command{
 		Use:   "convert [SACCT_FILE|-]",
 		Short: "Convert sacct -P output into a trace CSV",
-		Long: "Reads the output of\n  sacct -P -X --format=" + trace.SacctFormat + "\n" +
-			"(from a file or stdin) and writes a trace in the common schema.",
+		Long: "Reads the output of\n  sacct -a -P -X --format=" + trace.SacctFormat + "\n" +
+			"(from a file or stdin) and writes a trace in the common schema, with the optional\n" +
+			"columns time_limit, num_cpus and censored (jobs still pending or running when sacct ran).\n" +
+			"A row that cannot be read is reported with its line on stderr and left out; --strict\n" +
+			"fails on it instead.",
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			loc := time.Local
@@ -325,6 +385,9 @@ func newConvertCmd(f *cmdutil.Factory) *cobra.Command {
 				}
 				loc = l
 			}
+			if queueFrom != trace.QueueFromPartition && queueFrom != trace.QueueFromAccount {
+				return cmdutil.Usagef("--queue-from %q: want %s or %s", queueFrom, trace.QueueFromPartition, trace.QueueFromAccount)
+			}
 			in, name := f.IO.In, "stdin"
 			if len(args) == 1 && args[0] != "-" {
 				fh, err := os.Open(args[0])
@@ -334,9 +397,19 @@ func newConvertCmd(f *cmdutil.Factory) *cobra.Command {
 				defer fh.Close()
 				in, name = fh, args[0]
 			}
-			jobs, err := trace.ConvertSacct(in, name, loc)
+			skipped := 0
+			jobs, err := trace.ConvertSacct(in, name, trace.ConvertOptions{Loc: loc, QueueFrom: queueFrom, Strict: strict,
+				Skipped: func(err error) {
+					skipped++
+					fmt.Fprintf(f.IO.ErrOut, "tide sim convert: %v (row left out)\n", err)
+				},
+				Note: func(s string) { fmt.Fprintf(f.IO.ErrOut, "tide sim convert: %s\n", s) },
+			})
 			if err != nil {
 				return err
+			}
+			if skipped > 0 {
+				fmt.Fprintf(f.IO.ErrOut, "tide sim convert: left out %d bad row(s) of %d (--strict fails on the first)\n", skipped, skipped+len(jobs))
 			}
 			if out == "" || out == "-" {
 				return trace.Write(f.IO.Out, jobs)
@@ -346,5 +419,7 @@ func newConvertCmd(f *cmdutil.Factory) *cobra.Command {
 	}
 	cmd.Flags().StringVarP(&out, "output", "o", "", "write the trace to FILE (default stdout)")
 	cmd.Flags().StringVar(&tz, "tz", "", "time zone of sacct's timestamps (default: local)")
+	cmd.Flags().StringVar(&queueFrom, "queue-from", trace.QueueFromPartition, "take each job's queue from its partition or account")
+	cmd.Flags().BoolVar(&strict, "strict", false, "fail on the first row that cannot be read instead of leaving it out")
 	return cmd
 }

@@ -51,7 +51,17 @@ func TestSim(t *testing.T) {
 		code   int
 		errOut string
 	}{
-		{name: "compare on one node", args: []string{"--trace", tr, "--nodes", "1", "--leaf", "0", "--compare", "fifo,backfill,tide"}, golden: "one-node"},
+		{name: "compare on one node, exact estimates", args: []string{"--trace", tr, "--nodes", "1", "--leaf", "0", "--compare", "fifo,backfill,tide",
+			"--estimates", "exact"}, golden: "one-node"},
+		{name: "compare on one node, modelled estimates (the default)", args: []string{"--trace", tr, "--nodes", "1", "--leaf", "0",
+			"--compare", "fifo,backfill,tide"}, golden: "one-node-model"},
+		{name: "bad estimates", args: []string{"--trace", tr, "--estimates", "guess"}, code: 2, errOut: `--estimates "guess": want exact, limit or model`},
+		{name: "three seeds, medians and ranges", args: []string{"--trace", tr, "--nodes", "1", "--leaf", "0", "--compare", "fifo,backfill",
+			"--seeds", "1-3", "--starve-bound", "60"}, golden: "seeds"},
+		{name: "seed and seeds", args: []string{"--trace", tr, "--seed", "2", "--seeds", "1-3"}, code: 2, errOut: "--seed and --seeds exclude each other"},
+		{name: "bad seeds", args: []string{"--trace", tr, "--seeds", "3-1"}, code: 2, errOut: `--seeds: "3-1" is not a range`},
+		{name: "packing takes one seed", args: []string{"--trace", tr, "--pack", "--seeds", "1-2"}, code: 2, errOut: "--pack replays one seed"},
+		{name: "bad starve bound", args: []string{"--trace", tr, "--starve-bound", "0"}, code: 2, errOut: "--starve-bound"},
 		{name: "packing, best fit against first fit", args: []string{"--trace", tr, "--nodes", "2", "--leaf", "0", "--pack", "--compare", "tide,tide+firstfit"}, golden: "pack"},
 		{name: "packing has no html", args: []string{"--trace", tr, "--pack", "--html", "x.html"}, code: 2, errOut: "--pack prints a table"},
 		{name: "no trace", args: []string{}, code: 2, errOut: "--trace is required"},
@@ -76,6 +86,19 @@ func TestSim(t *testing.T) {
 	}
 }
 
+// TestStarveDeprecated keeps the old --starve working, as --starve-bound.
+func TestStarveDeprecated(t *testing.T) {
+	dir := t.TempDir()
+	tr := filepath.Join(dir, "small.csv")
+	if err := os.WriteFile(tr, []byte(small), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := run(t, "--trace", tr, "--nodes", "1", "--leaf", "0", "--compare", "fifo", "--starve", "90")
+	if code != 0 || !strings.Contains(out, "starved (waited > 90s)") || !strings.Contains(errOut, "--starve-bound") {
+		t.Errorf("exit %d, stdout %q, stderr %q: want the bound applied and a deprecation note", code, out, errOut)
+	}
+}
+
 func TestSimWritesReports(t *testing.T) {
 	dir := t.TempDir()
 	tr := filepath.Join(dir, "small.csv")
@@ -97,21 +120,91 @@ func TestSimWritesReports(t *testing.T) {
 	}
 }
 
+// sacctDump is a sacct -P -X dump with the rows real accounting holds:
+// a GPU job, one that never started, a zero-length NODE_FAIL, a running
+// job, a CPU-only job and a row that cannot be read.
+const sacctDump = "JobID|Submit|Start|End|Elapsed|Timelimit|AllocTRES|User|Account|Partition|State\n" +
+	"7|2024-03-01T10:00:00|2024-03-01T10:00:30|2024-03-01T10:10:30|00:10:00|01:00:00|cpu=8,gres/gpu=2|alice|vision|gpu|COMPLETED\n" +
+	"8|2024-03-01T10:01:00|Unknown|Unknown|00:00:00|UNLIMITED|cpu=1|bob|nlp|gpu|PENDING\n" +
+	"9|2024-03-01T10:02:00|2024-03-01T10:02:00|2024-03-01T10:02:00|00:00:00|30|cpu=8,gres/gpu=8|carol|nlp|gpu|NODE_FAIL\n" +
+	"10|2024-03-01T10:03:00|2024-03-01T10:05:00|Unknown|00:20:00|02:00:00|cpu=16,gres/gpu=4|dave|nlp|gpu|RUNNING\n" +
+	"11|2024-03-01T10:04:00|2024-03-01T10:04:00|2024-03-01T10:09:00|00:05:00|10:00|cpu=48|erin|chem|cpu|COMPLETED\n" +
+	"12|2024-03-01T10:04:00|2024-03-01T10:04:00|2024-03-01T10:09:00|00:05:00|10:00|gres/gpu=one|frank|chem|cpu|COMPLETED\n"
+
 func TestConvert(t *testing.T) {
-	in := "JobID|Submit|Start|End|Elapsed|AllocTRES|User|Account|State\n" +
-		"7|2024-03-01T10:00:00|2024-03-01T10:00:30|2024-03-01T10:10:30|00:10:00|cpu=8,gres/gpu=2|alice|vision|COMPLETED\n" +
-		"8|2024-03-01T10:01:00|Unknown|Unknown|00:00:00|cpu=1|bob|nlp|PENDING\n"
-	f, buf := clitest.Factory(&clitest.FakeAPI{}, nil)
-	buf.In.WriteString(in)
-	out, errOut, code := clitest.Run(NewCmd(f), buf, "tide sim", []string{"convert", "--tz", "UTC"})
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, errOut)
+	wantTrace := "job_id,submit_time,start_time,end_time,duration,num_gpus,gpu_share,user,queue,status,time_limit,num_cpus,censored\n" +
+		"7,0,30,630,600,2,1.0,alice,gpu,COMPLETED,3600,8,0\n" +
+		"8,60,,,,0,1.0,bob,gpu,PENDING,,1,1\n" +
+		"9,120,120,120,0,8,1.0,carol,gpu,NODE_FAIL,1800,8,0\n" +
+		"10,180,300,,1200,4,1.0,dave,gpu,RUNNING,7200,16,1\n" +
+		"11,240,240,540,300,0,1.0,erin,cpu,COMPLETED,600,48,0\n"
+	tests := []struct {
+		name    string
+		args    []string
+		in      string
+		code    int
+		out     string
+		errOut  []string
+		noErrOr string
+	}{
+		{name: "bad row reported and left out", args: []string{"convert", "--tz", "UTC"}, in: sacctDump, out: wantTrace,
+			errOut: []string{"stdin:7: AllocTRES: gres/gpu=\"one\" is not a GPU count (row left out)", "left out 1 bad row(s) of 6"}},
+		{name: "strict fails on the bad row", args: []string{"convert", "--tz", "UTC", "--strict"}, in: sacctDump, code: 1,
+			errOut: []string{"stdin:7: AllocTRES"}},
+		{name: "queue from the account", args: []string{"convert", "--tz", "UTC", "--queue-from", "account"},
+			in: strings.SplitAfterN(sacctDump, "\n", 3)[0] + strings.SplitAfterN(sacctDump, "\n", 3)[1],
+			out: "job_id,submit_time,start_time,end_time,duration,num_gpus,gpu_share,user,queue,status,time_limit,num_cpus\n" +
+				"7,0,30,630,600,2,1.0,alice,vision,COMPLETED,3600,8\n"},
+		{name: "bad queue source", args: []string{"convert", "--queue-from", "qos"}, in: sacctDump, code: 2, errOut: []string{"--queue-from \"qos\""}},
 	}
-	want := "job_id,submit_time,start_time,end_time,duration,num_gpus,gpu_share,user,queue,status\n" +
-		"7,0,30,630,600,2,1.0,alice,vision,COMPLETED\n" +
-		"8,60,,,,0,1.0,bob,nlp,PENDING\n"
-	if out != want {
-		t.Errorf("got\n%s\nwant\n%s", out, want)
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f, buf := clitest.Factory(&clitest.FakeAPI{}, nil)
+			buf.In.WriteString(tc.in)
+			out, errOut, code := clitest.Run(NewCmd(f), buf, "tide sim", tc.args)
+			if code != tc.code {
+				t.Fatalf("exit %d, want %d: %s", code, tc.code, errOut)
+			}
+			if tc.code == 0 && out != tc.out {
+				t.Errorf("got\n%s\nwant\n%s", out, tc.out)
+			}
+			for _, w := range tc.errOut {
+				if !strings.Contains(errOut, w) {
+					t.Errorf("stderr %q lacks %q", errOut, w)
+				}
+			}
+		})
+	}
+}
+
+// TestConvertedDumpReplays converts the dump and replays the trace: the
+// zero-length job runs and ends at once, the running one is censored,
+// the CPU-only one keeps its 48 CPUs, the pending one is skipped.
+func TestConvertedDumpReplays(t *testing.T) {
+	dir := t.TempDir()
+	dump, tr, js := filepath.Join(dir, "history.sacct"), filepath.Join(dir, "history.csv"), filepath.Join(dir, "r.json")
+	if err := os.WriteFile(dump, []byte(sacctDump), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, errOut, code := run(t, "convert", "--tz", "UTC", "-o", tr, dump); code != 0 {
+		t.Fatalf("convert: exit %d: %s", code, errOut)
+	}
+	for _, est := range []string{"exact", "limit", "model"} {
+		out, errOut, code := run(t, "--trace", tr, "--nodes", "1", "--cpus-per-node", "64", "--leaf", "0",
+			"--compare", "fifo,backfill", "--estimates", est, "--json", js)
+		if code != 0 {
+			t.Fatalf("replay --estimates %s: exit %d: %s", est, code, errOut)
+		}
+		if b, err := os.ReadFile(js); err != nil || !strings.Contains(string(b), `"censored": 1,`) ||
+			!strings.Contains(string(b), `"mode": "`+est+`"`) {
+			t.Errorf("--estimates %s: JSON report lacks the censored job or the mode (%v)", est, err)
+		}
+		for _, want := range []string{"jobs 5: 4 completed, 0 rejected (never fit), 1 skipped (no duration), 0 unfinished",
+			"censored 1: unfinished in the trace"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("--estimates %s: report lacks %q:\n%s", est, want, out)
+			}
+		}
 	}
 }
 

@@ -59,11 +59,13 @@ func (h *holes) lastHole(n *NodeState, i int) bool {
 // protects reports whether the current job must leave node i for last:
 // the pass packs (spread wants empty nodes), i is the last hole of its
 // group, and the job's largest slot does not take the whole node anyway.
+// First-fit slices and SliceFGD (whose measure weighs whole nodes by
+// the workload's need for them) go without it.
 func (p *pass) protects(i int) bool {
 	n := &p.nodes[i]
 	r := &p.req
 	if !p.holes.lastHole(n, i) || p.spread() || r.Exclusive || len(r.Slots) == 0 ||
-		(r.Sliced && p.cfg.SliceFit == SliceFirstFit) {
+		(r.Sliced && p.cfg.SliceFit == SliceFirstFit) || p.cfg.SliceFit == SliceFGD && p.fgdActive() {
 		return false
 	}
 	return !wholeShaped(&r.Slots[0], n.Info)

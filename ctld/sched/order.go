@@ -85,10 +85,11 @@ func (o *order) key(g int) {
 }
 
 // newOrder prepares the order of pending for the pass.
-func newOrder(pending []*api.Job, sh *share, now time.Time) *order {
+func newOrder(snap *Snapshot, sh *share, now time.Time, cfg Config) *order {
+	pending := snap.Pending
 	o := &order{sh: sh}
 	if sh == nil {
-		o.legacy = orderPending(pending)
+		o.legacy = orderPending(pending, snap, now, cfg)
 		return o
 	}
 	o.entries = make([]entry, 0, len(pending))

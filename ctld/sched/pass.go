@@ -35,6 +35,8 @@ type pass struct {
 	holes holes
 	// gpus chooses GPU sets on nodes with a link matrix.
 	gpus gpuPicker
+	// fgd measures the workload's fragmentation (fgd.go).
+	fgd fgdState
 
 	// The current job's placement, for its Why: sw is the switch that
 	// holds its nodes (-1: none chosen); linkScore, linkIdeal and
@@ -99,6 +101,7 @@ func newPass(snap *Snapshot, cfg Config) *pass {
 		byName:  make(map[string]int, len(snap.Nodes)),
 		rank:    make([]int32, len(snap.Nodes)),
 		partIdx: make(map[string]int, len(snap.Partitions)),
+		fgd:     fgdState{snap: snap},
 	}
 
 	total, maxGPUs, shared := 0, 0, 0
@@ -272,7 +275,8 @@ func (p *pass) emptyView(i int) *NodeState {
 }
 
 // betterFit orders nodes for best fit: nodes the job's launch failed on
-// last; for slice jobs, most shared GPUs with room for a slice first; then fewest free GPUs (so whole
+// last; with a workload to measure (fgd.go), least growth of its
+// fragmentation first; for slice jobs, most shared GPUs with room for a slice first; then fewest free GPUs (so whole
 // free nodes stay free for big jobs), then fewest free CPUs, then (with
 // a switch tree) nodes on leaves already partly used, so whole leaves
 // stay free, then (a requeued job) its previous nodes, then name. The
@@ -299,6 +303,10 @@ func (p *pass) betterFit(a, b int) int {
 	}
 	if r := &p.req; r.Sliced && p.cfg.SliceFit == SliceFirstFit {
 		return cmp.Compare(p.rank[a], p.rank[b])
+	}
+	// Where the workload's fragmentation grows least (fgd.go).
+	if c := p.fgdCompare(a, b); c != 0 {
+		return c
 	}
 	if r := &p.req; r.Sliced && len(r.Slots) > 0 {
 		// Slices fill shared GPUs before they break a free one.

@@ -1,7 +1,6 @@
 package sched
 
 import (
-	"cmp"
 	"fmt"
 	"slices"
 	"strconv"
@@ -36,7 +35,7 @@ func Schedule(snap *Snapshot, now time.Time, cfg Config) Plan {
 	p := newPass(snap, cfg)
 	p.sh = newShare(snap, cfg, now)
 	pol := newPolicy(cfg, now, len(p.parts))
-	it := newOrder(snap.Pending, p.sh, now)
+	it := newOrder(snap, p.sh, now, cfg)
 	plan.Pending = make([]Decision, 0, len(snap.Pending))
 	for e := it.next(); e != nil; e = it.next() {
 		n := len(plan.Pending)
@@ -110,30 +109,14 @@ func (p *pass) decided(e *entry, d *Decision, pol *policy) {
 
 // orderPending returns the pending jobs (nil entries dropped) in a new
 // slice: higher priority first, then earlier submit, then lower id.
-func orderPending(pending []*api.Job) []*api.Job {
-	type entry struct {
-		prio   uint32
-		submit int64
-		job    *api.Job
-	}
-	es := make([]entry, 0, len(pending))
-	for _, j := range pending {
-		if j != nil {
-			es = append(es, entry{priorityOf(j), j.SubmitTime.UnixNano(), j})
+func orderPending(pending []*api.Job, snap *Snapshot, now time.Time, cfg Config) []*api.Job {
+	keys := pendingKeys(pending, snap, now, cfg)
+	slices.SortFunc(keys, comparePending)
+	out := make([]*api.Job, 0, len(keys))
+	for i := range keys {
+		if keys[i].job != nil {
+			out = append(out, keys[i].job)
 		}
-	}
-	slices.SortFunc(es, func(a, b entry) int {
-		if c := cmp.Compare(b.prio, a.prio); c != 0 {
-			return c
-		}
-		if c := cmp.Compare(a.submit, b.submit); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.job.ID, b.job.ID)
-	})
-	out := make([]*api.Job, len(es))
-	for i := range es {
-		out[i] = es[i].job
 	}
 	return out
 }

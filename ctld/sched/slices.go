@@ -26,7 +26,10 @@ import (
 //  4. the slices of one job on one node go on different GPUs.
 //
 // Nodes are ordered for slice jobs by how many of the slot's slices
-// their shared GPUs can take, before the usual best-fit keys.
+// their shared GPUs can take, before the usual best-fit keys. With a
+// target workload (fgd.go), the default puts one key before all of
+// these, for the node and for each slice's GPU: the least growth of the
+// workload's fragmentation; rules 1 and 4 hold all the same.
 
 // GPUMemUnknown is NodeInfo.GPUMemMB for a node whose GPU memory is not
 // known yet (declared, not registered): submit-time feasibility lets any
@@ -145,14 +148,36 @@ func betterShared(s *Slot, a, b *SharedGPU, memCap int64, pctCap int) bool {
 
 // takeSlices places the s.GPUs slices of slot s on node n (which passed
 // checkSlices) and returns their GPU indices in ascending order. Each
-// slice goes on the best-fitting shared GPU the job does not use yet,
-// else on a free GPU (least linked with a matrix, else the lowest),
-// which becomes shared.
+// slice goes on the GPU the workload's fragmentation chooses (fgd.go),
+// or without one on the best-fitting shared GPU the job does not use
+// yet, else on a free GPU (least linked with a matrix, else the
+// lowest), which becomes shared.
 func (p *pass) takeSlices(n *NodeState, r *Request, s *Slot) []int {
 	memCap, pctCap := r.sliceCaps(n.Info)
 	out := make([]int, 0, s.GPUs)
 	onShared, opened := 0, 0
+	// With a workload to measure, the fragmentation decides each
+	// slice's GPU (fgd.go); best fit (or first fit) otherwise.
+	picks := p.fgdSlices(n, r, s)
 	for len(out) < s.GPUs {
+		if len(picks) > 0 {
+			// FGD chose each slice's GPU: a position in n.Shared, or -1
+			// for a free one (which the free-GPU rule below picks).
+			k := picks[0]
+			picks = picks[1:]
+			if k >= 0 {
+				sh := &n.Shared[k]
+				sh.MemMB += s.GPUMemMB
+				sh.ComputePct += s.GPUComputePct
+				sh.Slices++
+				out = append(out, sh.Index)
+				onShared++
+				continue
+			}
+			out = append(out, p.openFree(n, s))
+			opened++
+			continue
+		}
 		if p.cfg.SliceFit == SliceFirstFit {
 			g, opened1 := firstFitGPU(n, s, out, memCap, pctCap)
 			out = append(out, g)
@@ -182,14 +207,7 @@ func (p *pass) takeSlices(n *NodeState, r *Request, s *Slot) []int {
 			onShared++
 			continue
 		}
-		g := n.FreeGPUs[0]
-		if m := n.Info.Matrix; m != nil && len(n.FreeGPUs) > 1 {
-			idx, _ := p.gpus.pick(m, n.FreeGPUs, 1)
-			g = idx[0]
-		}
-		n.FreeGPUs = removeTaken(n.FreeGPUs, []int{g})
-		n.Shared = append(n.Shared, SharedGPU{Index: g, MemMB: s.GPUMemMB, ComputePct: s.GPUComputePct, Slices: 1})
-		out = append(out, g)
+		out = append(out, p.openFree(n, s))
 		opened++
 	}
 	slices.Sort(out)
@@ -203,6 +221,20 @@ func (p *pass) takeSlices(n *NodeState, r *Request, s *Slot) []int {
 		}
 	}
 	return out
+}
+
+// openFree shares a free GPU of n for one slice of s and returns its
+// index: the least linked free GPU with a link matrix (NVLink sets stay
+// whole), else the lowest.
+func (p *pass) openFree(n *NodeState, s *Slot) int {
+	g := n.FreeGPUs[0]
+	if m := n.Info.Matrix; m != nil && len(n.FreeGPUs) > 1 {
+		idx, _ := p.gpus.pick(m, n.FreeGPUs, 1)
+		g = idx[0]
+	}
+	n.FreeGPUs = removeTaken(n.FreeGPUs, []int{g})
+	n.Shared = append(n.Shared, SharedGPU{Index: g, MemMB: s.GPUMemMB, ComputePct: s.GPUComputePct, Slices: 1})
+	return g
 }
 
 // firstFitGPU places one slice of s on n's lowest-indexed GPU that

@@ -208,11 +208,13 @@ func TestSliceProperties(t *testing.T) {
 	details := map[string]int{}
 	for seed := range seeds {
 		snap := randomSliceSnapshot(int64(seed), 3+seed%20, 10+seed%120)
-		// Every third seed runs the first-fit baseline: it must keep
-		// the same invariants.
-		cfg := sched.Config{}
-		if seed%3 == 2 {
-			cfg.SliceFit = sched.SliceFirstFit
+		// The seeds take turns over the placement rules: each must keep
+		// the same invariants. The rules that measure fragmentation get
+		// the queue's own shapes as their workload.
+		fits := []sched.SliceFit{sched.SliceFragAware, sched.SliceBestFit, sched.SliceFirstFit, sched.SliceFGD}
+		cfg := sched.Config{SliceFit: fits[seed%len(fits)]}
+		for _, j := range snap.Pending {
+			snap.Workload = append(snap.Workload, sched.JobShape(&j.JobSpec, 8, 0))
 		}
 		plan := sched.Schedule(snap, now, cfg)
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {

@@ -113,12 +113,21 @@ type Snapshot struct {
 	// preemption victims come from it. Nil is fine without queues and
 	// preemption.
 	Running []RunningJob
+	// Workload is the target workload whose fragmentation the default
+	// placement (and SliceFGD) measures: task shapes with their
+	// popularity. Nil derives it from Pending and Running (see fgd.go);
+	// the simulator's packing experiment passes the trace's.
+	Workload []WorkloadShape
 	// Tree is the switch tree between the nodes (nil = no topology). With
 	// it a multi-node job goes under the lowest switch that can hold it
 	// whole, and single-node jobs fill partly used leaves first so that
 	// whole leaves stay free. Nodes the tree does not name are used only
 	// when no single switch holds a job.
 	Tree *topology.Tree
+	// Usage is each account's decayed GPU-time (any unit, the same for
+	// all), the input of the multifactor fair-share factor; nil leaves
+	// that factor neutral.
+	Usage map[string]float64
 }
 
 // Config tunes a pass.
@@ -142,9 +151,13 @@ type Config struct {
 	Backfill BackfillConfig
 	// NoPreemption turns preemption off (jobs then only wait).
 	NoPreemption bool
-	// SliceFit chooses how GPU slices are placed: SliceBestFit (the
-	// default, see slices.go) or SliceFirstFit, the baseline the
-	// simulator compares it with.
+	// Priority orders passes without queues or classes by multifactor
+	// priority (multifactor.go); nil orders them by EffPriority.
+	Priority *Multifactor
+	// SliceFit chooses how GPU slices (and jobs, for the rules that
+	// measure fragmentation) are placed: SliceFragAware (the default,
+	// see fgd.go and slices.go), or SliceBestFit, SliceFirstFit and
+	// SliceFGD, the rules the simulator compares it with.
 	SliceFit SliceFit
 }
 
@@ -178,19 +191,35 @@ const (
 	DefaultBackfillWindow     = 24 * time.Hour
 )
 
-// SliceFit is a slice placement rule.
+// SliceFit is a placement rule for GPU slices (and, for the rules that
+// measure fragmentation, for every job).
 type SliceFit int
 
-// Slice placement rules.
+// Placement rules.
 const (
+	// SliceFragAware, the default, places every job where the
+	// fragmentation of the target workload grows least (FGD's measure,
+	// see fgd.go), then by best fit: the node with the most shared GPUs
+	// that take the slice, fewest free GPUs, fewest free CPUs; on the
+	// node each slice goes where the measure grows least, then on the
+	// shared GPU with the least room left. Unlike SliceFGD it keeps
+	// Tide's other rules (whole-node holes, spread partitions), and
+	// without GPU shapes to measure it is SliceBestFit.
+	SliceFragAware SliceFit = iota
 	// SliceBestFit fills the shared GPU with the least room left that
 	// still fits, on the node with the most such GPUs, before it breaks
-	// a free GPU.
-	SliceBestFit SliceFit = iota
+	// a free GPU; whole-GPU jobs go to the node with the fewest free
+	// GPUs. The default before issue 24, kept for comparison.
+	SliceBestFit
 	// SliceFirstFit takes the first node in configuration order with
 	// room and on it the lowest-indexed GPU, shared or free, that fits:
 	// what a scheduler without a slice policy does.
 	SliceFirstFit
+	// SliceFGD places every job (slices, whole GPUs, CPUs only) where
+	// the fragmentation of the target workload grows least, and nothing
+	// else: the FGD heuristic of Weng et al., ATC '23 (see fgd.go), the
+	// simulator's "+fgd".
+	SliceFGD
 )
 
 // QueueInfo is one queue (a Slurm account) as the scheduler sees it.

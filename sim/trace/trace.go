@@ -1,8 +1,9 @@
 // Package trace reads GPU-cluster job traces in the common schema of
 // shared/traces (job_id, submit_time, start_time, end_time, duration,
 // num_gpus, gpu_share, user, queue, status; times in integer seconds
-// since the trace's zero), plain or gzipped, and converts Slurm's
-// `sacct -P` output into that schema.
+// since the trace's zero), plain or gzipped, with the optional columns
+// that converted sacct dumps add (time_limit, num_cpus, censored), and
+// converts Slurm's `sacct -P` output into that schema.
 package trace
 
 import (
@@ -26,6 +27,14 @@ import (
 var Columns = []string{"job_id", "submit_time", "start_time", "end_time", "duration",
 	"num_gpus", "gpu_share", "user", "queue", "status"}
 
+// OptionalColumns follow Columns when a trace has them (the shared
+// traces do not; converted sacct dumps do): time_limit (the requested
+// limit in seconds, empty when unknown), num_cpus (the allocated CPUs,
+// empty when unknown) and censored (1 for a job still pending or
+// running when the trace was taken: its duration is what it had run by
+// then, a lower bound).
+var OptionalColumns = []string{"time_limit", "num_cpus", "censored"}
+
 // Job is one row of a trace.
 type Job struct {
 	ID string
@@ -42,10 +51,22 @@ type Job struct {
 	// Share is the fraction of each GPU asked for (1 for whole GPUs).
 	Share float64
 	User  string
-	// Queue is the trace's queue, or the partition Options.QueueMap
-	// mapped it to.
-	Queue  string
-	Status string
+	// Queue is the trace's queue; Partition is the partition
+	// Options.QueueMap sends it to ("" when the map names none: the
+	// simulator then takes the partition named like the queue, else the
+	// default one).
+	Queue     string
+	Partition string
+	Status    string
+	// TimeLimit is the limit the job asked for, in seconds (0: unknown,
+	// or no limit).
+	TimeLimit int64
+	// CPUs is the job's CPU count (0: unknown).
+	CPUs int
+	// Censored marks a job that had not ended when the trace was taken:
+	// Duration is what it had run by then (it ran at least that long),
+	// or -1 when it had not started.
+	Censored bool
 	// Line is the row's line in the file, for messages.
 	Line int
 }
@@ -58,8 +79,8 @@ type Options struct {
 	// Load compresses inter-arrival times: submit times become From +
 	// (submit - From) / Load, so 2 doubles the arrival rate. 0 means 1.
 	Load float64
-	// QueueMap renames queues (trace queue → partition); the key "*"
-	// catches queues not listed. Unmapped queues keep their name.
+	// QueueMap sends queues to partitions (trace queue → partition,
+	// Job.Partition); the key "*" catches queues not listed.
 	QueueMap map[string]string
 }
 
@@ -182,6 +203,23 @@ func Parse(r io.Reader, name string, opts Options) ([]Job, error) {
 				return nil, bad("gpu_share", "%q is not a fraction between 0 and 1", s)
 			}
 		}
+		if v := get(rec, "time_limit"); v != "" {
+			if j.TimeLimit, err = strconv.ParseInt(v, 10, 64); err != nil || j.TimeLimit <= 0 || j.TimeLimit > api.MaxTimeLimit {
+				return nil, bad("time_limit", "%q is not a positive number of seconds (leave it empty when unknown)", v)
+			}
+		}
+		if v := get(rec, "num_cpus"); v != "" {
+			if j.CPUs, err = strconv.Atoi(v); err != nil || j.CPUs < 0 || j.CPUs > math.MaxInt32 {
+				return nil, bad("num_cpus", "%q is not a non-negative integer", v)
+			}
+		}
+		switch v := get(rec, "censored"); v {
+		case "", "0":
+		case "1":
+			j.Censored = true
+		default:
+			return nil, bad("censored", "%q is not 0 or 1", v)
+		}
 		if j.Submit < opts.From || opts.To != 0 && j.Submit >= opts.To {
 			continue
 		}
@@ -190,9 +228,9 @@ func Parse(r io.Reader, name string, opts Options) ([]Job, error) {
 			j.Submit = opts.From + int64(math.Round(float64(j.Submit-opts.From)/load))
 		}
 		if to, ok := opts.QueueMap[j.Queue]; ok {
-			j.Queue = to
+			j.Partition = intern(to)
 		} else if to, ok := opts.QueueMap["*"]; ok {
-			j.Queue = to
+			j.Partition = intern(to)
 		}
 		jobs = append(jobs, j)
 	}
@@ -266,19 +304,46 @@ func parseOffset(s string) (int64, error) {
 }
 
 // Write writes jobs in the common schema (header first), the inverse of
-// Parse for the columns it keeps.
+// Parse for the columns it keeps. An optional column is written when
+// some job has a value for it, so that a trace without them reads and
+// writes back the same.
 func Write(w io.Writer, jobs []Job) error {
+	var limits, cpus, censored bool
+	for i := range jobs {
+		limits = limits || jobs[i].TimeLimit > 0
+		cpus = cpus || jobs[i].CPUs > 0
+		censored = censored || jobs[i].Censored
+	}
+	header := slices.Clone(Columns)
+	for i, on := range []bool{limits, cpus, censored} {
+		if on {
+			header = append(header, OptionalColumns[i])
+		}
+	}
 	cw := csv.NewWriter(w)
-	if err := cw.Write(Columns); err != nil {
+	if err := cw.Write(header); err != nil {
 		return fmt.Errorf("write trace: %w", err)
 	}
-	rec := make([]string, len(Columns))
+	rec := make([]string, len(header))
 	for _, j := range jobs {
 		dur := optInt(j.Duration)
 		rec = append(rec[:0], j.ID, strconv.FormatInt(j.Submit, 10), optInt(j.Start), optInt(j.End), dur, strconv.Itoa(j.GPUs),
 			strconv.FormatFloat(j.Share, 'f', -1, 64), j.User, j.Queue, j.Status)
 		if j.Share == 1 {
 			rec[6] = "1.0"
+		}
+		if limits {
+			rec = append(rec, optPositive(j.TimeLimit))
+		}
+		if cpus {
+			rec = append(rec, optPositive(int64(j.CPUs)))
+		}
+		if censored {
+			c := "0"
+			if j.Censored {
+				c = "1"
+			}
+			rec = append(rec, c)
 		}
 		if err := cw.Write(rec); err != nil {
 			return fmt.Errorf("write trace: %w", err)
@@ -294,6 +359,14 @@ func Write(w io.Writer, jobs []Job) error {
 // optInt formats a known (non-negative) value, else "".
 func optInt(v int64) string {
 	if v < 0 {
+		return ""
+	}
+	return strconv.FormatInt(v, 10)
+}
+
+// optPositive formats a positive value, else "" (unknown).
+func optPositive(v int64) string {
+	if v <= 0 {
 		return ""
 	}
 	return strconv.FormatInt(v, 10)
