@@ -23,6 +23,7 @@ func TestBackfillPolicy(t *testing.T) {
 		shortWhy   api.ReasonCode
 	}{
 		{name: "backfill", policy: "backfill", shortState: api.StateRunning, shortWhy: api.ReasonNone},
+		{name: "tide", policy: "tide", shortState: api.StateRunning, shortWhy: api.ReasonNone},
 		{name: "priority", policy: "priority", shortState: api.StatePending, shortWhy: api.ReasonPriority},
 	}
 	for _, tc := range tests {

@@ -135,10 +135,12 @@ type PolicySpec struct {
 	Topology bool
 }
 
-// ParsePolicies reads --compare: fifo (strict FIFO), backfill (priority
-// order with EASY backfill, no topology: Slurm's default behaviour),
-// tide (the core's defaults: priority blocking, with the switch tree),
-// priority (tide without the tree). A suffix changes the placement
+// ParsePolicies reads --compare: fifo (strict FIFO), priority (priority
+// blocking, no backfill: Slurm's main scheduler alone), easy (textbook
+// EASY backfill: one reservation), backfill (Slurm's backfill: a
+// reservation for every tested job), tide (sched.PolicyTide: backfill in
+// the multifactor order, with the switch tree). Only tide sees the
+// switch tree. A suffix changes the placement
 // (sched.SliceFit): "+bestfit" best fit, the default before
 // fragmentation-aware placement; "+firstfit" GPU slices first fit;
 // "+fgd" every job by the FGD heuristic alone.
@@ -174,7 +176,7 @@ func ParsePoliciesWith(list []string, cfg *PolicySpec) ([]PolicySpec, error) {
 		case "easy":
 			p = PolicySpec{Name: name, Sched: sched.Config{Policy: sched.PolicyEASY}}
 		case "tide":
-			p = PolicySpec{Name: name, Sched: sched.Config{}, Topology: true}
+			p = PolicySpec{Name: name, Sched: sched.Config{Policy: sched.PolicyTide}, Topology: true}
 		case "priority":
 			p = PolicySpec{Name: name, Sched: sched.Config{}}
 		case ConfigPolicyName:

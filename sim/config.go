@@ -84,7 +84,8 @@ func FromConfig(cl *config.Cluster) (*Cluster, error) {
 // the policy named "config": what tidectld would schedule with.
 func ConfigPolicy(cl *config.Cluster) PolicySpec {
 	return PolicySpec{Name: ConfigPolicyName, Topology: cl.Tree != nil, Sched: sched.Config{
-		Policy: cl.Policy, MaxStarts: cl.Scheduler.MaxStarts, DefMemPerCPUMB: cl.Scheduler.DefMemPerCPUMB}}
+		Policy: cl.Policy, MaxStarts: cl.Scheduler.MaxStarts, DefMemPerCPUMB: cl.Scheduler.DefMemPerCPUMB,
+		StarvationAge: cl.Scheduler.StarvationAge, Backfill: cl.Scheduler.Backfill()}}
 }
 
 // LoadConfig reads and validates a controller config file and builds its

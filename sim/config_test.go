@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -83,7 +84,11 @@ func TestLoadConfigCluster(t *testing.T) {
 	if got := c.Tree.Leaves(); len(got) != 2 {
 		t.Errorf("leaves %v, want 2", got)
 	}
-	wantPol := PolicySpec{Name: "config", Topology: true, Sched: sched.Config{Policy: sched.PolicyBackfill, MaxStarts: 5}}
+	// The config's scheduler settings (its defaults here) reach the
+	// replay: aging and the backfill plan's limits.
+	wantPol := PolicySpec{Name: "config", Topology: true, Sched: sched.Config{Policy: sched.PolicyBackfill, MaxStarts: 5,
+		StarvationAge: 30 * time.Minute,
+		Backfill:      sched.BackfillConfig{MaxJobTest: 500, Resolution: time.Minute, Window: 24 * time.Hour}}}
 	if diff := cmp.Diff(wantPol, pol); diff != "" {
 		t.Errorf("policy (-want +got):\n%s", diff)
 	}

@@ -252,7 +252,7 @@ func newEngine(opts Options) *engine {
 	c := opts.Cluster
 	e := &engine{
 		opts:    opts,
-		cfg:     opts.Policy.Sched,
+		cfg:     opts.Policy.Sched.Resolved(),
 		nodes:   make([]sched.NodeInfo, len(c.Nodes)),
 		nodeIdx: make(map[string]int, len(c.Nodes)),
 		relJob:  make([][]uint64, len(c.Nodes)),
@@ -524,6 +524,15 @@ func (e *engine) loop() error {
 func (e *engine) pass(t int64) (int, error) {
 	now := Epoch.Add(time.Duration(t) * time.Second)
 	begin := time.Now()
+	if e.cfg.Priority != nil {
+		// A multifactor order changes with time (age) and is no longer
+		// arrival order: sort the queue as the pass will, so that a
+		// prefix is still what the pass considers first.
+		sched.SortPending(e.pending, &e.snap, now, e.cfg)
+		for i, j := range e.pending {
+			e.pendMeta[i] = jobMeta{shape: e.jobs[j.ID-1].shape, limit: j.TimeLimit}
+		}
+	}
 	k := len(e.pending)
 	if !e.opts.FullPasses {
 		first := e.opts.prefix

@@ -58,10 +58,10 @@ func policy(t *testing.T, name string) PolicySpec {
 
 // TestHandComputed replays three jobs on one 8-GPU node. A (4 GPUs,
 // 100s, limit 120s) starts at 0. B (8 GPUs) arrives at 10 and must wait
-// for A. C (2 GPUs) arrives at 20: FIFO and Tide's priority blocking keep
-// it behind B (B starts at 100 when A ends, C at 150 when B ends);
-// backfill starts it at once when its limit ends it by B's reserved
-// start (A's limit: 120s), and not when it would run past it.
+// for A. C (2 GPUs) arrives at 20: FIFO and priority blocking keep it
+// behind B (B starts at 100 when A ends, C at 150 when B ends); backfill
+// (and tide, which backfills) starts it at once when its limit ends it by
+// B's reserved start (A's limit: 120s), and not when it would run past it.
 func TestHandComputed(t *testing.T) {
 	jobs := func(cDur int64) []trace.Job {
 		return []trace.Job{
@@ -79,8 +79,10 @@ func TestHandComputed(t *testing.T) {
 	}{
 		{name: "fifo", policy: "fifo", cDur: 30,
 			want: map[string]times{"A": {0, 100}, "B": {100, 150}, "C": {150, 180}}},
-		{name: "tide", policy: "tide", cDur: 30,
+		{name: "priority", policy: "priority", cDur: 30,
 			want: map[string]times{"A": {0, 100}, "B": {100, 150}, "C": {150, 180}}},
+		{name: "tide, C ends before B's reservation", policy: "tide", cDur: 30,
+			want: map[string]times{"A": {0, 100}, "B": {100, 150}, "C": {20, 50}}},
 		{name: "backfill, C ends before B's reservation", policy: "backfill", cDur: 30,
 			want: map[string]times{"A": {0, 100}, "B": {100, 150}, "C": {20, 50}}},
 		{name: "backfill, C's limit would delay B", policy: "backfill", cDur: 90,
@@ -413,5 +415,39 @@ func TestRepresentativesReservingEachOther(t *testing.T) {
 	}
 	if diff := cmp.Diff(full.Jobs, fast.Jobs); diff != "" {
 		t.Errorf("jobs differ (-full +prefix):\n%s", diff)
+	}
+}
+
+// TestTideOrdersShortJobsFirst: A holds the node; B (8 GPUs, an hour)
+// and then C (8 GPUs, two minutes) wait for it. Backfill keeps arrival
+// order (B at 100, C after B); tide's multifactor order puts the short C
+// first (its length factor outweighs B's ten seconds of age).
+func TestTideOrdersShortJobsFirst(t *testing.T) {
+	jobs := []trace.Job{
+		{ID: "A", Submit: 0, Duration: 100, GPUs: 8, Share: 1},
+		{ID: "B", Submit: 10, Duration: 3600, GPUs: 8, Share: 1},
+		{ID: "C", Submit: 20, Duration: 120, GPUs: 8, Share: 1},
+	}
+	type times struct{ Start, End int64 }
+	for _, tc := range []struct {
+		policy string
+		want   map[string]times
+	}{
+		{"backfill", map[string]times{"A": {0, 100}, "B": {100, 3700}, "C": {3700, 3820}}},
+		{"tide", map[string]times{"A": {0, 100}, "C": {100, 220}, "B": {220, 3820}}},
+	} {
+		t.Run(tc.policy, func(t *testing.T) {
+			res, err := Run(jobs, Options{Cluster: oneNode(t), Policy: policy(t, tc.policy), Estimates: EstimatesExact})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := map[string]times{}
+			for _, j := range res.Jobs {
+				got[j.TraceID] = times{j.Start, j.End}
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("start/end (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

@@ -60,10 +60,14 @@ const (
 	PolicyFIFO
 	PolicyBackfill
 	PolicyEASY
+	// PolicyTide is PolicyBackfill in the multifactor order
+	// (Config.Priority, DefaultMultifactor when nil): see
+	// Config.Resolved.
+	PolicyTide
 )
 
 // policyNames are the names ParsePolicy reads and String writes.
-var policyNames = []string{PolicyPriority: "priority", PolicyFIFO: "fifo", PolicyBackfill: "backfill", PolicyEASY: "easy"}
+var policyNames = []string{PolicyPriority: "priority", PolicyFIFO: "fifo", PolicyBackfill: "backfill", PolicyEASY: "easy", PolicyTide: "tide"}
 
 // String names the policy as ParsePolicy reads it.
 func (pl Policy) String() string {
@@ -78,7 +82,7 @@ func (pl Policy) String() string {
 // every node's NodeInfo.Releases and report Plan.Reservations. Slurm
 // calls such a scheduler sched/backfill.
 func (pl Policy) Backfills() bool {
-	return pl == PolicyBackfill || pl == PolicyEASY
+	return pl == PolicyBackfill || pl == PolicyEASY || pl == PolicyTide
 }
 
 // ParsePolicy reads a policy name (case-insensitive): priority (also ""
@@ -94,8 +98,10 @@ func ParsePolicy(s string) (Policy, error) {
 		return PolicyBackfill, nil
 	case "easy":
 		return PolicyEASY, nil
+	case "tide":
+		return PolicyTide, nil
 	}
-	return 0, api.Invalid("scheduling policy %q is not priority, fifo, backfill or easy", s)
+	return 0, api.Invalid("scheduling policy %q is not priority, fifo, backfill, easy or tide", s)
 }
 
 // resolved returns c with its defaults applied.

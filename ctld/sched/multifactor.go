@@ -12,20 +12,22 @@ import (
 // Multifactor is the order of a pass as a weighted sum of factors, each
 // in [0, 1], as Slurm's priority/multifactor plugin computes it:
 //
-//		priority = AgeWeight × age + SizeWeight × size + FairshareWeight × fairshare − nice
+//		priority = AgeWeight × age + LengthWeight × length + SizeWeight × size
+//		         + FairshareWeight × fairshare − nice
 //
 //	  - age: the time the job has waited eligible over MaxAge, capped at
 //	    1 (Slurm's PriorityMaxAge): a job that waited MaxAge outranks every
 //	    younger job whose other factors sum to less than AgeWeight, which
-//	    bounds how long a big job can be passed by small ones.
-//	  - size: how small the request is, in GPU-hours (GPUs × time limit;
-//	    a CPU-only job counts its CPUs over CPUsPerGPU as GPUs), on a log
-//	    scale: 1 for a request of at most a minute of one GPU, 0 at SizeRef
-//	    GPU-hours or more. Favouring small requests is shortest-job-first
-//	    on the users' own estimates: it cuts the mean wait the most, and
-//	    it rewards a time limit close to the real run time (an inflated
-//	    limit waits longer), the opposite of what EASY backfill alone
-//	    does with estimates.
+//	    bounds how long a long job can be passed by short ones.
+//	  - length: how short the job's time limit is, on a log scale: 1 for a
+//	    limit of a minute or less, 0 at LengthRef or more (or no limit).
+//	    This is shortest-job-first on the users' own estimates: it cuts
+//	    the mean wait the most, and it rewards a limit close to the real
+//	    run time (an inflated limit waits longer), where EASY backfill
+//	    alone rewards it only when the job can slip into a hole.
+//	  - size: how few GPUs the job asks for (Slurm's PriorityFavorSmall
+//	    job size; a CPU-only job counts its CPUs over CPUsPerGPU), on a
+//	    log scale: 1 for one GPU, 0 at SizeRef GPUs or more.
 //	  - fairshare: 2^(−usage/share) of the job's account (Slurm's classic
 //	    fair-share formula): usage is the account's share of the decayed
 //	    GPU-time of all accounts (Snapshot.Usage), share its share of the
@@ -41,9 +43,13 @@ type Multifactor struct {
 	AgeWeight float64
 	MaxAge    time.Duration
 
+	LengthWeight float64
+	// LengthRef is the time limit whose length factor is 0.
+	LengthRef time.Duration
+
 	SizeWeight float64
-	// SizeRef is the request, in GPU-hours, whose size factor is 0.
-	SizeRef float64
+	// SizeRef is the GPU count whose size factor is 0.
+	SizeRef int
 	// CPUsPerGPU converts a CPU-only job's CPUs into GPUs for its size
 	// (0: 8).
 	CPUsPerGPU int
@@ -51,25 +57,44 @@ type Multifactor struct {
 	FairshareWeight float64
 }
 
-// DefaultMultifactor is the multifactor of policy tide; the weights come
-// from trace replays (docs/simulator.md, "The default policy").
+// DefaultMultifactor is the multifactor of policy tide. The weights come
+// from trace replays (docs/simulator.md, "The default policy"): length
+// three times age, so that a short job goes before a long one of the same
+// age, while a job that waited MaxAge goes before a fresh job up to a
+// third of the length scale shorter; no job-size weight, because
+// favouring few GPUs made the p99 wait of 5-8-GPU jobs worse than under
+// EASY in those replays.
 var DefaultMultifactor = Multifactor{
 	AgeWeight:       1000,
 	MaxAge:          8 * time.Hour,
-	SizeWeight:      1000,
-	SizeRef:         8 * 24 * 7,
+	LengthWeight:    3000,
+	LengthRef:       8 * 7 * 24 * time.Hour,
+	SizeRef:         64,
 	FairshareWeight: 500,
+}
+
+// Resolved returns c as a pass runs it: PolicyTide is PolicyBackfill
+// in the multifactor order (DefaultMultifactor unless c.Priority says).
+func (c Config) Resolved() Config {
+	if c.Policy == PolicyTide {
+		c.Policy = PolicyBackfill
+		if c.Priority == nil {
+			m := DefaultMultifactor
+			c.Priority = &m
+		}
+	}
+	return c
 }
 
 // Factors are one job's multifactor factors, each in [0, 1], and the
 // priority they sum to (nice subtracted).
 type Factors struct {
-	Age, Size, Fairshare float64
-	Priority             float64
+	Age, Length, Size, Fairshare float64
+	Priority                     float64
 }
 
-// Factors computes j's factors at now; usage is the fair-share input
-// (nil: none).
+// Factors computes j's factors at now; fs is the pass's fair-share
+// input (nil: none).
 func (m *Multifactor) Factors(j *api.Job, now time.Time, fs *fairshare) Factors {
 	var f Factors
 	from := j.EligibleTime
@@ -79,30 +104,36 @@ func (m *Multifactor) Factors(j *api.Job, now time.Time, fs *fairshare) Factors 
 	if m.MaxAge > 0 && !from.IsZero() && now.After(from) {
 		f.Age = min(1, float64(now.Sub(from))/float64(m.MaxAge))
 	}
-	f.Size = m.sizeFactor(&j.JobSpec)
+	f.Length = logShort(float64(j.TimeLimit)/60, m.LengthRef.Minutes())
+	if j.TimeLimit <= 0 || j.TimeLimit == api.Infinite {
+		f.Length = 0
+	}
+	f.Size = logShort(m.gpus(&j.JobSpec), float64(m.SizeRef))
 	f.Fairshare = fs.factor(j.Account)
-	f.Priority = m.AgeWeight*f.Age + m.SizeWeight*f.Size + m.FairshareWeight*f.Fairshare - float64(j.Nice)
+	f.Priority = m.AgeWeight*f.Age + m.LengthWeight*f.Length + m.SizeWeight*f.Size +
+		m.FairshareWeight*f.Fairshare - float64(j.Nice)
 	return f
 }
 
-// sizeFactor is the size factor of a request (see Multifactor).
-func (m *Multifactor) sizeFactor(s *api.JobSpec) float64 {
-	gpus := float64(s.ReqGPUs())
-	if gpus == 0 {
-		per := m.CPUsPerGPU
-		if per <= 0 {
-			per = 8
-		}
-		gpus = float64(max(1, s.ReqCPUs())) / float64(per)
+// gpus is the GPU count of a request for its size factor.
+func (m *Multifactor) gpus(s *api.JobSpec) float64 {
+	if g := s.ReqGPUs(); g > 0 {
+		return float64(g)
 	}
-	limit := s.TimeLimit
-	if limit <= 0 || limit == api.Infinite {
+	per := m.CPUsPerGPU
+	if per <= 0 {
+		per = 8
+	}
+	return float64(max(1, s.ReqCPUs())) / float64(per)
+}
+
+// logShort is 1 − log(v)/log(ref), clamped to [0, 1]: 1 for v ≤ 1, 0 for
+// v ≥ ref (and for a ref of 1 or less).
+func logShort(v, ref float64) float64 {
+	if ref <= 1 {
 		return 0
 	}
-	// GPU-minutes, at least one: log(1) = 0 is the top of the scale.
-	minutes := max(1, gpus*float64(limit)/60)
-	ref := max(m.SizeRef*60, 2)
-	return max(0, 1-math.Log(minutes)/math.Log(ref))
+	return min(1, max(0, 1-math.Log(max(v, 1))/math.Log(ref)))
 }
 
 // fairshare is a pass's fair-share input: each account's usage share

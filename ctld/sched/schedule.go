@@ -32,6 +32,7 @@ func Schedule(snap *Snapshot, now time.Time, cfg Config) Plan {
 	if snap == nil {
 		return plan
 	}
+	cfg = cfg.Resolved()
 	p := newPass(snap, cfg)
 	p.sh = newShare(snap, cfg, now)
 	pol := newPolicy(cfg, now, len(p.parts))
