@@ -28,6 +28,7 @@ func ledgerLimits(cl *Cluster) state.Limits {
 func (s *Server) schedConfig() sched.Config {
 	return sched.Config{MaxStarts: s.cl.Scheduler.MaxStarts, DefMemPerCPUMB: s.cl.Scheduler.DefMemPerCPUMB,
 		Policy: s.cl.Policy, StarvationAge: s.cl.Scheduler.StarvationAge, Backfill: s.cl.Scheduler.Backfill(),
+		Priority:     s.cl.Scheduler.Priority(s.cl.Policy),
 		NoPreemption: !s.cl.Scheduler.Preemption}
 }
 

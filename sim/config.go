@@ -85,7 +85,8 @@ func FromConfig(cl *config.Cluster) (*Cluster, error) {
 func ConfigPolicy(cl *config.Cluster) PolicySpec {
 	return PolicySpec{Name: ConfigPolicyName, Topology: cl.Tree != nil, Sched: sched.Config{
 		Policy: cl.Policy, MaxStarts: cl.Scheduler.MaxStarts, DefMemPerCPUMB: cl.Scheduler.DefMemPerCPUMB,
-		StarvationAge: cl.Scheduler.StarvationAge, Backfill: cl.Scheduler.Backfill()}}
+		StarvationAge: cl.Scheduler.StarvationAge, Backfill: cl.Scheduler.Backfill(),
+		Priority: cl.Scheduler.Priority(cl.Policy)}}
 }
 
 // LoadConfig reads and validates a controller config file and builds its

@@ -117,8 +117,11 @@ func (c SchedulerConfig) MarshalJSON() ([]byte, error) {
 		StarvationAge      string `json:"starvation_age"`
 		BackfillResolution string `json:"backfill_resolution"`
 		BackfillWindow     string `json:"backfill_window"`
+		PriorityMaxAge     string `json:"priority_max_age"`
+		PriorityLengthRef  string `json:"priority_length_ref"`
 		plain
-	}{c.Interval.String(), c.StarvationAge.String(), c.BackfillResolution.String(), c.BackfillWindow.String(), plain(c)})
+	}{c.Interval.String(), c.StarvationAge.String(), c.BackfillResolution.String(), c.BackfillWindow.String(),
+		c.PriorityMaxAge.String(), c.PriorityLengthRef.String(), plain(c)})
 }
 
 // SchedulerConfig tunes the scheduling loop.
@@ -162,6 +165,17 @@ type SchedulerConfig struct {
 	// BackfillDepth is the key backfill_max_job_test replaced; set, it
 	// is refused with an error that names its successor.
 	BackfillDepth *int `mapstructure:"backfill_depth" json:"-"`
+	// The multifactor weights of policy tide (sched.Multifactor, Slurm's
+	// PriorityWeight* and PriorityMaxAge): age up to PriorityMaxAge, the
+	// shortness of the time limit up to PriorityLengthRef, job size
+	// (fewer GPUs) up to PriorityJobSizeRef GPUs, and fair share.
+	PriorityWeightAge       float64       `mapstructure:"priority_weight_age" json:"priority_weight_age"`
+	PriorityMaxAge          time.Duration `mapstructure:"priority_max_age" json:"-"`
+	PriorityWeightLength    float64       `mapstructure:"priority_weight_length" json:"priority_weight_length"`
+	PriorityLengthRef       time.Duration `mapstructure:"priority_length_ref" json:"-"`
+	PriorityWeightJobSize   float64       `mapstructure:"priority_weight_job_size" json:"priority_weight_job_size"`
+	PriorityJobSizeRef      int           `mapstructure:"priority_job_size_ref" json:"priority_job_size_ref"`
+	PriorityWeightFairshare float64       `mapstructure:"priority_weight_fairshare" json:"priority_weight_fairshare"`
 	// Preemption lets the scheduler preempt borrowers and lower-priority
 	// jobs (default true); false: jobs only wait.
 	Preemption bool `mapstructure:"preemption" json:"preemption"`
@@ -187,6 +201,47 @@ const (
 func (c SchedulerConfig) Backfill() sched.BackfillConfig {
 	return sched.BackfillConfig{MaxJobTest: c.BackfillMaxJobTest, MaxJobUser: c.BackfillMaxJobUser,
 		MaxJobPart: c.BackfillMaxJobPart, Resolution: c.BackfillResolution, Window: c.BackfillWindow}
+}
+
+// Priority is the multifactor order of a pass under policy p as the
+// core takes it: the configured weights under policy tide, nil (order
+// by priority, then arrival) under the others.
+func (c SchedulerConfig) Priority(p sched.Policy) *sched.Multifactor {
+	if p != sched.PolicyTide {
+		return nil
+	}
+	m := sched.DefaultMultifactor
+	m.AgeWeight, m.MaxAge = c.PriorityWeightAge, c.PriorityMaxAge
+	m.LengthWeight, m.LengthRef = c.PriorityWeightLength, c.PriorityLengthRef
+	m.SizeWeight, m.SizeRef = c.PriorityWeightJobSize, c.PriorityJobSizeRef
+	m.FairshareWeight = c.PriorityWeightFairshare
+	return &m
+}
+
+// maxPriorityWeight bounds each multifactor weight (Slurm's weights are
+// 32-bit; a bound keeps sums exact in float64 and typos visible).
+const maxPriorityWeight = 1e6
+
+// validatePriority checks the multifactor settings.
+func (c SchedulerConfig) validatePriority(bad func(string, ...any)) {
+	for _, w := range []struct {
+		key string
+		v   float64
+	}{{"priority_weight_age", c.PriorityWeightAge}, {"priority_weight_length", c.PriorityWeightLength},
+		{"priority_weight_job_size", c.PriorityWeightJobSize}, {"priority_weight_fairshare", c.PriorityWeightFairshare}} {
+		if !(w.v >= 0 && w.v <= maxPriorityWeight) {
+			bad("scheduler.%s: %v is not between 0 and %g", w.key, w.v, float64(maxPriorityWeight))
+		}
+	}
+	if d := c.PriorityMaxAge; d < time.Minute || d > 365*24*time.Hour {
+		bad("scheduler.priority_max_age: %s is not between 1m and 8760h (a year)", d)
+	}
+	if d := c.PriorityLengthRef; d < 2*time.Minute || d > 365*24*time.Hour {
+		bad("scheduler.priority_length_ref: %s is not between 2m and 8760h (a year)", d)
+	}
+	if n := c.PriorityJobSizeRef; n < 2 || n > 1<<20 {
+		bad("scheduler.priority_job_size_ref: %d is not between 2 and %d GPUs", n, 1<<20)
+	}
 }
 
 // validateBackfill checks the backfill settings (Slurm's bounds).
@@ -324,7 +379,11 @@ func Default() Config {
 			GPUMemHighWatermark: DefaultGPUMemHighWatermark, Policy: sched.PolicyPriority.String(),
 			StarvationAge: DefaultStarvationAge, Preemption: true, LaunchFailLimit: DefaultLaunchFailLimit,
 			BackfillMaxJobTest: sched.DefaultBackfillMaxJobTest, BackfillResolution: sched.DefaultBackfillResolution,
-			BackfillWindow: sched.DefaultBackfillWindow},
+			BackfillWindow:    sched.DefaultBackfillWindow,
+			PriorityWeightAge: sched.DefaultMultifactor.AgeWeight, PriorityMaxAge: sched.DefaultMultifactor.MaxAge,
+			PriorityWeightLength: sched.DefaultMultifactor.LengthWeight, PriorityLengthRef: sched.DefaultMultifactor.LengthRef,
+			PriorityWeightJobSize: sched.DefaultMultifactor.SizeWeight, PriorityJobSizeRef: sched.DefaultMultifactor.SizeRef,
+			PriorityWeightFairshare: sched.DefaultMultifactor.FairshareWeight},
 		DefaultQOS: "batch",
 		Submit: SubmitConfig{RatePerQueue: DefaultSubmitRate, Buffer: DefaultSubmitBuffer,
 			MaxScriptSize: DefaultMaxScriptSize, MaxEnvSize: DefaultMaxEnvSize, MaxEnvVars: DefaultMaxEnvVars},
@@ -376,23 +435,30 @@ func Parse(r io.Reader) (Config, error) {
 		"timeouts.min_job_age": def.Timeouts.MinJobAge, "timeouts.spool_keep": def.Timeouts.SpoolKeep,
 		"scheduler.interval": def.Scheduler.Interval, "scheduler.max_starts": 0,
 		"scheduler.def_mem_per_cpu_mb": 0, "scheduler.max_gpu_oversubscribe": def.Scheduler.MaxGPUOversubscribe,
-		"scheduler.gpu_mem_high_watermark": def.Scheduler.GPUMemHighWatermark,
-		"scheduler.policy":                 def.Scheduler.Policy,
-		"scheduler.starvation_age":         def.Scheduler.StarvationAge,
-		"scheduler.backfill_max_job_test":  def.Scheduler.BackfillMaxJobTest,
-		"scheduler.backfill_max_job_user":  0,
-		"scheduler.backfill_max_job_part":  0,
-		"scheduler.backfill_resolution":    def.Scheduler.BackfillResolution,
-		"scheduler.backfill_window":        def.Scheduler.BackfillWindow,
-		"scheduler.preemption":             def.Scheduler.Preemption,
-		"scheduler.launch_fail_limit":      def.Scheduler.LaunchFailLimit,
-		"default_qos":                      def.DefaultQOS,
-		"submit.rate_per_queue":            def.Submit.RatePerQueue,
-		"submit.rate_per_user":             def.Submit.RatePerUser,
-		"submit.buffer":                    def.Submit.Buffer,
-		"submit.max_script_size":           def.Submit.MaxScriptSize,
-		"submit.max_env_size":              def.Submit.MaxEnvSize,
-		"submit.max_env_vars":              def.Submit.MaxEnvVars,
+		"scheduler.gpu_mem_high_watermark":    def.Scheduler.GPUMemHighWatermark,
+		"scheduler.policy":                    def.Scheduler.Policy,
+		"scheduler.starvation_age":            def.Scheduler.StarvationAge,
+		"scheduler.backfill_max_job_test":     def.Scheduler.BackfillMaxJobTest,
+		"scheduler.backfill_max_job_user":     0,
+		"scheduler.backfill_max_job_part":     0,
+		"scheduler.backfill_resolution":       def.Scheduler.BackfillResolution,
+		"scheduler.backfill_window":           def.Scheduler.BackfillWindow,
+		"scheduler.priority_weight_age":       def.Scheduler.PriorityWeightAge,
+		"scheduler.priority_max_age":          def.Scheduler.PriorityMaxAge,
+		"scheduler.priority_weight_length":    def.Scheduler.PriorityWeightLength,
+		"scheduler.priority_length_ref":       def.Scheduler.PriorityLengthRef,
+		"scheduler.priority_weight_job_size":  def.Scheduler.PriorityWeightJobSize,
+		"scheduler.priority_job_size_ref":     def.Scheduler.PriorityJobSizeRef,
+		"scheduler.priority_weight_fairshare": def.Scheduler.PriorityWeightFairshare,
+		"scheduler.preemption":                def.Scheduler.Preemption,
+		"scheduler.launch_fail_limit":         def.Scheduler.LaunchFailLimit,
+		"default_qos":                         def.DefaultQOS,
+		"submit.rate_per_queue":               def.Submit.RatePerQueue,
+		"submit.rate_per_user":                def.Submit.RatePerUser,
+		"submit.buffer":                       def.Submit.Buffer,
+		"submit.max_script_size":              def.Submit.MaxScriptSize,
+		"submit.max_env_size":                 def.Submit.MaxEnvSize,
+		"submit.max_env_vars":                 def.Submit.MaxEnvVars,
 	} {
 		v.SetDefault(k, val)
 	}
@@ -496,6 +562,7 @@ func (c Config) Validate() (*Cluster, error) {
 		bad("scheduler.policy: %q is not priority, fifo, backfill or easy", c.Scheduler.Policy)
 	}
 	c.Scheduler.validateBackfill(bad)
+	c.Scheduler.validatePriority(bad)
 	cl := &Cluster{Config: c, NodeDecl: map[string]NodeConfig{}, NodeMemoryMB: map[string]int64{}, Policy: policy}
 	for i, n := range c.Nodes {
 		names, err := hostlist.Expand(n.Names)

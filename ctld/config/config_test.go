@@ -338,3 +338,54 @@ func TestSchedulerPolicyConfig(t *testing.T) {
 		})
 	}
 }
+
+// TestPriorityConfig: policy tide's multifactor weights, their defaults
+// (the core's), their bounds, and that other policies order without them.
+func TestPriorityConfig(t *testing.T) {
+	const head = "version: 1\nnodes: [{names: n1}]\npartitions: [{name: a, nodes: n1}]\n"
+	def := sched.DefaultMultifactor
+	set := def
+	set.AgeWeight, set.MaxAge, set.LengthWeight, set.LengthRef = 10, 2*time.Hour, 20, 48*time.Hour
+	set.SizeWeight, set.SizeRef, set.FairshareWeight = 5, 16, 0
+	tests := []struct {
+		name string
+		yaml string
+		want *sched.Multifactor
+		errs []string
+	}{
+		{name: "tide defaults", yaml: "scheduler: {policy: tide}", want: &def},
+		{name: "other policies have none", yaml: "scheduler: {policy: backfill, priority_weight_age: 7}"},
+		{name: "set", yaml: "scheduler: {policy: tide, priority_weight_age: 10, priority_max_age: 2h, priority_weight_length: 20, " +
+			"priority_length_ref: 48h, priority_weight_job_size: 5, priority_job_size_ref: 16, priority_weight_fairshare: 0}", want: &set},
+		{name: "out of bounds", yaml: "scheduler: {policy: tide, priority_weight_age: -1, priority_weight_length: 2e6, priority_max_age: 10s, " +
+			"priority_length_ref: 9000h, priority_job_size_ref: 1}",
+			errs: []string{"scheduler.priority_weight_age: -1 is not between 0 and 1e+06", "scheduler.priority_weight_length: 2e+06",
+				"scheduler.priority_max_age: 10s", "scheduler.priority_length_ref: 9000h0m0s", "scheduler.priority_job_size_ref: 1 is not"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, err := Parse(strings.NewReader(head + tt.yaml + "\n"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			cl, err := cfg.Validate()
+			if len(tt.errs) > 0 {
+				if err == nil {
+					t.Fatal("no error")
+				}
+				for _, w := range tt.errs {
+					if !strings.Contains(err.Error(), w) {
+						t.Errorf("error lacks %q:\n%v", w, err)
+					}
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, cl.Scheduler.Priority(cl.Policy)); diff != "" {
+				t.Errorf("multifactor (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
