@@ -555,12 +555,16 @@ func TestDaemonRestartDuringKillWait(t *testing.T) {
 	n := newTestNode(t, t.TempDir())
 	stopA := n.start(t)
 	wd := t.TempDir()
-	spec := n.spec(t, 110, "#!/bin/sh\ntrap '' TERM\nwhile :; do sleep 0.05; done\n", wd)
+	// The script says when its trap is set: a kill before that ends the
+	// shell at SIGTERM, and the test would not see the kill wait at all.
+	ready := filepath.Join(wd, "trapped")
+	spec := n.spec(t, 110, "#!/bin/sh\ntrap '' TERM\n: > "+ready+"\nwhile :; do sleep 0.05; done\n", wd)
 	spec.KillWait = 2
 	n.launch(spec)
 	n.fake.waitReport(t, spec.JobRef, api.NodeJobRunning)
 	dir := jobDir(n, spec.JobRef)
 	waitUntil(t, "job pid recorded", func() bool { return exists(filepath.Join(dir, filePID)) })
+	waitUntil(t, "trap set", func() bool { return exists(ready) })
 	n.fake.queue(api.NodeSyncResponse{Signals: []api.SignalCommand{{JobRef: spec.JobRef, Kill: true}}})
 	waitUntil(t, "killed marker", func() bool { return exists(filepath.Join(dir, markKilled)) })
 	stopA()

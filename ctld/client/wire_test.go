@@ -27,6 +27,9 @@ type rawServer struct {
 	next    atomic.Int32
 	conns   atomic.Int32
 	reqs    chan string
+	// hold keeps a connection whose request has no answer open until the
+	// client closes it, instead of closing it at once.
+	hold atomic.Bool
 }
 
 func newRawServer(t *testing.T, answers ...string) *rawServer {
@@ -62,6 +65,9 @@ func (s *rawServer) serve(c net.Conn) {
 		s.reqs <- req.Method + " " + req.URL.String() + " " + string(body)
 		i := int(s.next.Add(1)) - 1
 		if i >= len(s.answers) || s.answers[i] == "" {
+			if s.hold.Load() {
+				io.Copy(io.Discard, br)
+			}
 			return
 		}
 		a, closeAfter := strings.CutSuffix(s.answers[i], "\x00")
@@ -177,6 +183,9 @@ func TestWireKeepAliveAndStaleRetry(t *testing.T) {
 
 func TestWireContextCancel(t *testing.T) {
 	s := newRawServer(t) // reads the request and never answers
+	// Hold the connection: a close would race the cancel (the client
+	// would see EOF first).
+	s.hold.Store(true)
 	c := s.client()
 	defer c.Close()
 	ctx, cancel := context.WithCancel(context.Background())
