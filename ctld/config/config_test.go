@@ -275,24 +275,9 @@ func TestBackfillConfig(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cfg, err := Parse(strings.NewReader(head + tt.yaml + "\n"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			cl, err := cfg.Validate()
-			if len(tt.errs) > 0 {
-				if err == nil {
-					t.Fatal("no error")
-				}
-				for _, w := range tt.errs {
-					if !strings.Contains(err.Error(), w) {
-						t.Errorf("error lacks %q:\n%v", w, err)
-					}
-				}
+			cl := validateCase(t, head+tt.yaml, tt.errs)
+			if cl == nil {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			if diff := cmp.Diff(tt.want, cl.Scheduler.Backfill()); diff != "" {
 				t.Errorf("backfill config (-want +got):\n%s", diff)
@@ -364,28 +349,40 @@ func TestPriorityConfig(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cfg, err := Parse(strings.NewReader(head + tt.yaml + "\n"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			cl, err := cfg.Validate()
-			if len(tt.errs) > 0 {
-				if err == nil {
-					t.Fatal("no error")
-				}
-				for _, w := range tt.errs {
-					if !strings.Contains(err.Error(), w) {
-						t.Errorf("error lacks %q:\n%v", w, err)
-					}
-				}
+			cl := validateCase(t, head+tt.yaml, tt.errs)
+			if cl == nil {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			if diff := cmp.Diff(tt.want, cl.Scheduler.Priority(cl.Policy)); diff != "" {
 				t.Errorf("multifactor (-want +got):\n%s", diff)
 			}
 		})
 	}
+}
+
+// validateCase parses and validates yaml: with errs, it checks that
+// validation fails naming each of them and returns nil; without, that
+// it succeeds, and returns the cluster.
+func validateCase(t *testing.T, yaml string, errs []string) *Cluster {
+	t.Helper()
+	cfg, err := Parse(strings.NewReader(yaml + "\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, err := cfg.Validate()
+	if len(errs) > 0 {
+		if err == nil {
+			t.Fatal("no error")
+		}
+		for _, w := range errs {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("error lacks %q:\n%v", w, err)
+			}
+		}
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cl
 }
