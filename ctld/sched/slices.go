@@ -166,11 +166,7 @@ func (p *pass) takeSlices(n *NodeState, r *Request, s *Slot) []int {
 			k := picks[0]
 			picks = picks[1:]
 			if k >= 0 {
-				sh := &n.Shared[k]
-				sh.MemMB += s.GPUMemMB
-				sh.ComputePct += s.GPUComputePct
-				sh.Slices++
-				out = append(out, sh.Index)
+				out = append(out, addSlice(&n.Shared[k], s))
 				onShared++
 				continue
 			}
@@ -199,11 +195,7 @@ func (p *pass) takeSlices(n *NodeState, r *Request, s *Slot) []int {
 			}
 		}
 		if best >= 0 {
-			sh := &n.Shared[best]
-			sh.MemMB += s.GPUMemMB
-			sh.ComputePct += s.GPUComputePct
-			sh.Slices++
-			out = append(out, sh.Index)
+			out = append(out, addSlice(&n.Shared[best], s))
 			onShared++
 			continue
 		}
@@ -312,4 +304,13 @@ func explainSlice(s *Slot, part string, maxMem int64, maxPct int) string {
 			s.GPUComputePct, part, maxPct)
 	}
 	return ""
+}
+
+// addSlice commits slot s's slice to the shared GPU sh and returns the
+// GPU's index.
+func addSlice(sh *SharedGPU, s *Slot) int {
+	sh.MemMB += s.GPUMemMB
+	sh.ComputePct += s.GPUComputePct
+	sh.Slices++
+	return sh.Index
 }
