@@ -140,6 +140,9 @@ type policy struct {
 	bf   BackfillConfig
 
 	fifoBlocked bool
+	// probing is set while a probe (Snapshot.Probes) is decided: it is
+	// not counted as tested.
+	probing bool
 
 	// tl is the plan in time (PolicyBackfill, PolicyEASY), built when
 	// the first job cannot start; narrowed is set while place runs on
@@ -231,7 +234,7 @@ func (pol *policy) test(r *Request) string {
 	if pol.counted == id && slices.Contains(pol.countedParts, r.Part) {
 		return ""
 	}
-	first := pol.counted != id
+	first := pol.counted != id || pol.probing
 	if first {
 		if pol.tested >= pol.bf.MaxJobTest {
 			return detailBackfillTest
@@ -242,6 +245,10 @@ func (pol *policy) test(r *Request) string {
 	}
 	if pol.bf.MaxJobPart > 0 && pol.testedPart[r.Part] >= pol.bf.MaxJobPart {
 		return detailBackfillPart
+	}
+	if pol.probing {
+		// Tested where the jobs before left room, but not counted.
+		return ""
 	}
 	if first {
 		pol.counted, pol.countedParts = id, pol.countedParts[:0]
@@ -382,6 +389,15 @@ func (pol *policy) restore(p *pass, r *Request, placed bool) {
 // onStart records the resources of a job started in this pass, so that
 // the plan (or an estimate) knows when they come back.
 func (pol *policy) onStart(p *pass, s *Start) {
+	if pol.tl != nil {
+		// The start took from its nodes' working copies: runs cached
+		// for them are stale (fitruns.go).
+		for _, a := range s.Alloc {
+			if i, ok := p.byName[a.Node]; ok {
+				pol.tl.touch(i)
+			}
+		}
+	}
 	if s.TimeLimit == api.Infinite || s.TimeLimit < 0 {
 		return
 	}

@@ -40,7 +40,7 @@ func Schedule(snap *Snapshot, now time.Time, cfg Config) Plan {
 	plan.Pending = make([]Decision, 0, len(snap.Pending))
 	for e := it.next(); e != nil; e = it.next() {
 		n := len(plan.Pending)
-		start, ok := p.scheduleJob(e, now, &plan, pol)
+		start, ok := p.decide(e, snap.Probes[e.job.ID], now, &plan, pol)
 		if ok {
 			start.Backfilled = len(pol.reservations) > 0
 			plan.Starts = append(plan.Starts, start)

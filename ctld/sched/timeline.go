@@ -2,6 +2,7 @@ package sched
 
 import (
 	"cmp"
+	"fmt"
 	"math"
 	"slices"
 	"time"
@@ -113,6 +114,17 @@ type timeline struct {
 	// none); held lists the nodes with a reservation.
 	firstHold []int64
 	held      []int32
+	// caches holds the runs of the shapes tested in the pass
+	// (fitruns.go); log lists the nodes changed since the first was
+	// made (touch), changed is scratch of their sync.
+	caches  []*runCache
+	log     []int32
+	changed []int
+	fresh   []fitRun
+	// ver counts each node's changes (touch); dip caches dipAt, valid
+	// while dipVer is ver+1.
+	ver, dipVer []uint32
+	dip         []int64
 
 	// Scratch reused for every job.
 	views   []NodeState
@@ -141,6 +153,7 @@ type sweepKey struct {
 func newTimeline(p *pass, now time.Time, cfg BackfillConfig, window bool, started []relEvent) *timeline {
 	tl := &timeline{now: now.UnixNano(), res: int64(cfg.Resolution), horizon: never,
 		ev: make([][]tlEvent, len(p.nodes)), firstHold: make([]int64, len(p.nodes)),
+		ver: make([]uint32, len(p.nodes)), dipVer: make([]uint32, len(p.nodes)), dip: make([]int64, len(p.nodes)),
 		views: make([]NodeState, len(p.nodes)), gpuArea: make([][]int, len(p.nodes))}
 	if window {
 		tl.horizon = tl.now + int64(cfg.Window)
@@ -155,19 +168,84 @@ func newTimeline(p *pass, now time.Time, cfg BackfillConfig, window bool, starte
 		tl.anyGPUs[g] = g
 	}
 	area := make([]int, size)
+	if noShortcuts {
+		// The reference for tests: event by event.
+		for i := range p.nodes {
+			n := &p.nodes[i]
+			tl.firstHold[i] = never
+			c := max(n.Info.GPUs, len(n.FreeGPUs))
+			tl.gpuArea[i], area = area[:0:c], area[c:]
+			for _, rel := range n.Info.Releases {
+				tl.release(p, i, rel.At.UnixNano(), rel.CPUs, rel.MemMB, rel.GPUs)
+			}
+		}
+		for _, e := range started {
+			tl.release(p, e.node, e.at, e.cpus, e.mem, e.gpus)
+		}
+		return tl
+	}
+	// Each node's events are its releases, then those of the pass's
+	// starts on it, in that order where they fall at one instant (as
+	// inserting them one by one would order them): they are built in
+	// one array and sorted once per node, since a pass plans the end of
+	// every running job.
+	total := len(started)
+	for i := range p.nodes {
+		total += len(p.nodes[i].Info.Releases)
+	}
+	byNode := startsByNode(started, len(p.nodes))
+	evArea := make([]tlEvent, 0, total)
 	for i := range p.nodes {
 		n := &p.nodes[i]
 		tl.firstHold[i] = never
 		c := max(n.Info.GPUs, len(n.FreeGPUs))
 		tl.gpuArea[i], area = area[:0:c], area[c:]
-		for _, rel := range n.Info.Releases {
-			tl.release(p, i, rel.At.UnixNano(), rel.CPUs, rel.MemMB, rel.GPUs)
+		m := len(n.Info.Releases)
+		if byNode != nil {
+			m += int(byNode.at[i+1] - byNode.at[i])
 		}
-	}
-	for _, e := range started {
-		tl.release(p, e.node, e.at, e.cpus, e.mem, e.gpus)
+		if m == 0 {
+			continue
+		}
+		evs := evArea[len(evArea) : len(evArea) : len(evArea)+m]
+		for _, rel := range n.Info.Releases {
+			evs = append(evs, tl.releaseEvent(n, evs, rel.At.UnixNano(), rel.CPUs, rel.MemMB, rel.GPUs))
+		}
+		if byNode != nil {
+			for _, k := range byNode.idx[byNode.at[i]:byNode.at[i+1]] {
+				e := &started[k]
+				evs = append(evs, tl.releaseEvent(n, evs, e.at, e.cpus, e.mem, e.gpus))
+			}
+		}
+		slices.SortStableFunc(evs, func(a, b tlEvent) int { return cmp.Compare(a.at, b.at) })
+		tl.ev[i] = evs
+		evArea = evArea[:len(evArea)+m]
 	}
 	return tl
+}
+
+// nodeIndex groups items by node: idx[at[i]:at[i+1]] are node i's, in
+// their order.
+type nodeIndex struct{ at, idx []int32 }
+
+// startsByNode groups started by node (nil when empty).
+func startsByNode(started []relEvent, nodes int) *nodeIndex {
+	if len(started) == 0 {
+		return nil
+	}
+	x := &nodeIndex{at: make([]int32, nodes+1), idx: make([]int32, len(started))}
+	for _, e := range started {
+		x.at[e.node+1]++
+	}
+	for i := 1; i <= nodes; i++ {
+		x.at[i] += x.at[i-1]
+	}
+	fill := slices.Clone(x.at[:nodes])
+	for k, e := range started {
+		x.idx[fill[e.node]] = int32(k)
+		fill[e.node]++
+	}
+	return x
 }
 
 // ceil rounds t up to the resolution grid.
@@ -195,27 +273,32 @@ func (tl *timeline) end(t, limit int64) int64 {
 // grid; an overdue one at now). GPU indices free or shared now, or given
 // back by another release already, are left out.
 func (tl *timeline) release(p *pass, i int, at int64, cpus int, mem int64, gpus []int) {
-	n := &p.nodes[i]
+	tl.insert(i, tl.releaseEvent(&p.nodes[i], tl.ev[i], at, cpus, mem, gpus))
+}
+
+// releaseEvent is the event of a release on node n, whose events are
+// evs so far.
+func (tl *timeline) releaseEvent(n *NodeState, evs []tlEvent, at int64, cpus int, mem int64, gpus []int) tlEvent {
 	at = max(tl.ceil(at), tl.now)
 	idx := gpus
 	for k, g := range gpus {
-		if tl.known(n, i, g) {
+		if known(n, evs, g) {
 			// Rare (inconsistent input): copy without the known ones.
 			idx = slices.Clone(gpus[:k])
 			for _, g := range gpus[k+1:] {
-				if !tl.known(n, i, g) && !slices.Contains(idx, g) {
+				if !known(n, evs, g) && !slices.Contains(idx, g) {
 					idx = append(idx, g)
 				}
 			}
 			break
 		}
 	}
-	tl.insert(i, tlEvent{at: at, cpus: cpus, mem: mem, gpus: len(idx), idx: idx})
+	return tlEvent{at: at, cpus: cpus, mem: mem, gpus: len(idx), idx: idx}
 }
 
-// known reports whether GPU g of node i is free or shared now, or given
-// back by a release already in the plan.
-func (tl *timeline) known(n *NodeState, i, g int) bool {
+// known reports whether GPU g of node n is free or shared now, or given
+// back by a release among evs.
+func known(n *NodeState, evs []tlEvent, g int) bool {
 	if _, found := slices.BinarySearch(n.FreeGPUs, g); found {
 		return true
 	}
@@ -224,8 +307,8 @@ func (tl *timeline) known(n *NodeState, i, g int) bool {
 			return true
 		}
 	}
-	for k := range tl.ev[i] {
-		if slices.Contains(tl.ev[i][k].idx, g) {
+	for k := range evs {
+		if slices.Contains(evs[k].idx, g) {
 			return true
 		}
 	}
@@ -237,6 +320,7 @@ func (tl *timeline) insert(i int, e tlEvent) {
 	evs := tl.ev[i]
 	k, _ := slices.BinarySearchFunc(evs, e.at+1, func(x tlEvent, t int64) int { return cmp.Compare(x.at, t) })
 	tl.ev[i] = slices.Insert(evs, k, e)
+	tl.touch(i)
 }
 
 // hold reserves cpus, mem and gpus of node i over [from, to).
@@ -325,8 +409,18 @@ func (tl *timeline) narrow(p *pass, limit int64) bool {
 	}
 	end := tl.end(tl.now, limit)
 	tl.saved, tl.savedIdx = tl.saved[:0], tl.savedIdx[:0]
+	narrowed := false
 	for _, i := range tl.held {
 		if tl.firstHold[i] >= end {
+			continue
+		}
+		narrowed = true
+		if !noShortcuts && tl.dipAt(p, int(i)) >= end {
+			// What stays free until end is what is free now: the
+			// window would be the node itself.
+			if verifyCache {
+				tl.verifyWindow(p, int(i), end)
+			}
 			continue
 		}
 		tl.saved = append(tl.saved, p.nodes[i])
@@ -335,7 +429,68 @@ func (tl *timeline) narrow(p *pass, limit int64) bool {
 	for k, i := range tl.savedIdx {
 		tl.gpuArea[i] = tl.window(&tl.saved[k], tl.ev[i], tl.now, end, true, true, tl.gpuArea[i], &p.nodes[i])
 	}
-	return len(tl.savedIdx) > 0
+	return narrowed
+}
+
+// verifyWindow panics when narrow's window of node i until end is not
+// the node itself (a test hook: see verifyCache).
+func (tl *timeline) verifyWindow(p *pass, i int, end int64) {
+	n := &p.nodes[i]
+	var v NodeState
+	tl.window(n, tl.ev[i], tl.now, end, true, true, nil, &v)
+	if v.FreeCPUs != n.FreeCPUs || v.FreeMemMB != n.FreeMemMB || !slices.Equal(v.FreeGPUs, n.FreeGPUs) || v.Idle != n.Idle ||
+		len(v.Shared) != len(n.Shared) {
+		panic(fmt.Sprintf("sched: node %s skipped by narrow until %d: window %+v, node %+v", n.Info.Name, end, v, *n))
+	}
+}
+
+// dipAt returns the first instant at which reservations leave node i
+// less free than its working copy has now (never: they do not), as
+// window sees it from now: narrow's window of the node is the node
+// itself for every end up to that instant. It is computed again only
+// after the node changed (touch).
+func (tl *timeline) dipAt(p *pass, i int) int64 {
+	if tl.dipVer[i] == tl.ver[i]+1 {
+		return tl.dip[i]
+	}
+	n := &p.nodes[i]
+	// same reports whether window's view for these least free amounts
+	// is n as it is.
+	same := func(c int, m int64, g int) bool {
+		idle := c >= capCPUs(n) && m >= capMem(n) && g >= n.Info.GPUs && len(n.Shared) == 0 && n.Idle
+		return max(c, 0) == n.FreeCPUs && max(m, 0) == n.FreeMemMB && g >= len(n.FreeGPUs) && idle == n.Idle
+	}
+	// As window does from now: holds due by now count at once,
+	// releases due by now only after them.
+	evs := tl.ev[i]
+	var s, due tlSum
+	k := 0
+	for ; k < len(evs) && evs[k].at <= tl.now; k++ {
+		if evs[k].hold {
+			s.add(&evs[k])
+		} else {
+			due.add(&evs[k])
+		}
+	}
+	at := int64(never)
+	minC, minM, minG := s.free(n)
+	if !same(minC, minM, minG) {
+		at = tl.now
+	}
+	s.merge(&due)
+	for ; at == never && k < len(evs); k++ {
+		s.add(&evs[k])
+		if !evs[k].hold {
+			continue
+		}
+		c, m, g := s.free(n)
+		minC, minM, minG = min(minC, c), min(minM, m), min(minG, g)
+		if !same(minC, minM, minG) {
+			at = evs[k].at
+		}
+	}
+	tl.dip[i], tl.dipVer[i] = at, tl.ver[i]+1
+	return at
 }
 
 // mayDiffer reports, for request r that did not fit on the narrowed
@@ -384,9 +539,10 @@ const (
 // the nodes it would get then in p.picked. For each candidate node it
 // runs the filter chain on the node's state at each instant of its plan,
 // which gives the spans of start times at which the node holds r's slot
-// for the whole limit; a sweep over the spans' ends counts the nodes
-// available at each instant, and only where enough are does the full
-// node choice run (try).
+// for the whole limit (for most requests read from the runs the pass
+// keeps per shape: fitruns.go); a sweep over the spans' ends counts the
+// nodes available at each instant, and only where enough are does the
+// full node choice run (try).
 func (tl *timeline) earliest(p *pass, r *Request, limit int64) (int64, fit) {
 	if r.Nodes == 1 {
 		if at, f, ok := tl.earliestOne(p, r, limit); ok {
@@ -399,9 +555,15 @@ func (tl *timeline) earliest(p *pass, r *Request, limit int64) (int64, fit) {
 	}
 	if !r.OnlyRequired {
 		smallest := &r.Slots[len(r.Slots)-1]
-		for _, i := range p.parts[r.Part].members {
-			if p.nodes[i].required != r.stamp {
-				tl.spans(p, r, i, smallest, limit, false)
+		if c := tl.runCacheFor(p, r, smallest); c != nil {
+			for k := range c.all {
+				tl.span(c.all[k].from, c.all[k].to, limit, false)
+			}
+		} else {
+			for _, i := range p.parts[r.Part].members {
+				if p.nodes[i].required != r.stamp {
+					tl.spans(p, r, i, smallest, limit, false)
+				}
 			}
 		}
 	}
@@ -433,11 +595,12 @@ func (tl *timeline) earliest(p *pass, r *Request, limit int64) (int64, fit) {
 }
 
 // earliestOne is earliest for a job of one node: the earliest instant
-// at which any candidate node holds its slot for the whole limit. Each
-// node's plan is walked only until that node's first such instant or
-// the best one so far, and the node choice runs once, among the nodes
-// that hold the job from the best instant. ok is false when that choice
-// fails (the general search then decides).
+// at which any candidate node holds its slot for the whole limit: the
+// first long enough run of the shape's ordered runs (earliestCached), or
+// for requests that are not cached, each node's plan walked only until
+// that node's first such instant or the best one so far. The node choice
+// runs once, among the nodes that hold the job from the best instant. ok
+// is false when that choice fails (the general search then decides).
 func (tl *timeline) earliestOne(p *pass, r *Request, limit int64) (int64, fit, bool) {
 	s := &r.Slots[0]
 	best := int64(never)
@@ -452,9 +615,12 @@ func (tl *timeline) earliestOne(p *pass, r *Request, limit int64) (int64, fit, b
 			tl.cands = append(tl.cands, int32(i))
 		}
 	}
-	if len(r.Required) > 0 {
+	switch c := tl.runCacheFor(p, r, s); {
+	case c != nil:
+		best, found = tl.earliestCached(c, limit)
+	case len(r.Required) > 0:
 		try(r.Required[0])
-	} else {
+	default:
 		for _, i := range p.parts[r.Part].members {
 			try(i)
 		}

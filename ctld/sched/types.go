@@ -128,6 +128,11 @@ type Snapshot struct {
 	// all), the input of the multifactor fair-share factor; nil leaves
 	// that factor neutral.
 	Usage map[string]float64
+	// Probes names pending jobs (by ID) that the pass only tries (see
+	// probe.go): such a job starts where it fits now, but one that does
+	// not leaves no trace on the rest of the pass (no hold, reservation,
+	// estimate or test count) and gets no diagnosis. Nil probes nothing.
+	Probes map[uint64]bool
 }
 
 // Config tunes a pass.

@@ -1,0 +1,22 @@
+package sched
+
+// NoShortcuts makes PolicyBackfill's plan do without the shortcuts of
+// fitruns.go (cached runs, narrow's untouched nodes, the bulk-built
+// plan): every search walks every node's plan, as it does for requests
+// it cannot cache. Tests compare plans made both ways; they must not
+// run in parallel with it. The returned func restores the shortcuts.
+func NoShortcuts() (restore func()) {
+	old := noShortcuts
+	noShortcuts = true
+	return func() { noShortcuts = old }
+}
+
+// VerifyRuns makes every use of PolicyBackfill's cached runs walk every
+// node again and panic when a cached run differs from its walk (and
+// narrow check every node it leaves as is), until the returned func
+// restores the plain search.
+func VerifyRuns() (restore func()) {
+	old := verifyCache
+	verifyCache = true
+	return func() { verifyCache = old }
+}
