@@ -59,14 +59,14 @@ type Multifactor struct {
 
 // DefaultMultifactor is the multifactor of policy tide. The weights come
 // from trace replays (docs/simulator.md, "The default policy"): length
-// three times age, so that a short job goes before a long one of the same
-// age, while a job that waited MaxAge goes before a fresh job up to a
-// third of the length scale shorter; no job-size weight, because
+// twice age, so that a short job goes before a long one of the same age,
+// while a job that waited MaxAge goes before a fresh job up to half of
+// the length scale shorter; no job-size weight, because
 // favouring few GPUs made the p99 wait of 5-8-GPU jobs worse than under
 // EASY in those replays.
 var DefaultMultifactor = Multifactor{
-	AgeWeight:       1000,
-	MaxAge:          8 * time.Hour,
+	AgeWeight:       1500,
+	MaxAge:          12 * time.Hour,
 	LengthWeight:    3000,
 	LengthRef:       8 * 7 * 24 * time.Hour,
 	SizeRef:         64,

@@ -27,7 +27,7 @@ func TestMultifactorFactors(t *testing.T) {
 		higherThan, lowerThan *api.Job
 	}{
 		{name: "fresh one-minute one-GPU job", job: mfJob(1, now, 60, 1), age: 0, length: 1, size: 1},
-		{name: "half aged", job: mfJob(2, now.Add(-4*time.Hour), 60, 1), age: 0.5, length: 1, size: 1},
+		{name: "half aged", job: mfJob(2, now.Add(-m.MaxAge/2), 60, 1), age: 0.5, length: 1, size: 1},
 		{name: "age capped", job: mfJob(3, now.Add(-48*time.Hour), 60, 1), age: 1, length: 1, size: 1},
 		{name: "limit at the reference", job: mfJob(4, now, int64(m.LengthRef/time.Second), 1), length: 0, size: 1},
 		{name: "no limit", job: mfJob(5, now, api.Infinite, 1), length: 0, size: 1},
