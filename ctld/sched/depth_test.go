@@ -49,17 +49,26 @@ func bfOutcome(p sched.Plan) []string {
 // read in plain seconds.
 var exact = sched.BackfillConfig{Resolution: time.Second}
 
+// halfBusyNode is an 8-GPU node with GPUs 0-3 (and 4 CPUs) busy until
+// secs: the cluster of TestBackfillReservations and TestProbes.
+func halfBusyNode(name string, secs int) sched.NodeInfo {
+	n := st.MakeNode(name).CPUs(64).GPUs(8).UsedGPUs(0, 1, 2, 3).UsedCPUs(4).Obj()
+	n.Releases = []sched.Release{release(secs, 4, 0, 1, 2, 3)}
+	return n
+}
+
+// halfBusyQueue is their queue: two whole-node jobs and two half-node
+// jobs (a long one of alice's, a short one of bob's).
+func halfBusyQueue() []*api.Job {
+	return []*api.Job{job(1, 8, 1000).User("alice").Obj(), job(2, 8, 1000).User("alice").Obj(),
+		job(3, 4, 3600).User("alice").Obj(), job(4, 4, 60).User("bob").Obj()}
+}
+
 // TestBackfillReservations: two 8-GPU nodes with 4 GPUs busy until 100s
 // (n1) and 300s (n2). EASY reserves for the first blocked job only;
 // backfill for every job it tests, up to its limits and window.
 func TestBackfillReservations(t *testing.T) {
-	half := func(name string, secs int) sched.NodeInfo {
-		n := st.MakeNode(name).CPUs(64).GPUs(8).UsedGPUs(0, 1, 2, 3).UsedCPUs(4).Obj()
-		n.Releases = []sched.Release{release(secs, 4, 0, 1, 2, 3)}
-		return n
-	}
-	jobs := []*api.Job{job(1, 8, 1000).User("alice").Obj(), job(2, 8, 1000).User("alice").Obj(),
-		job(3, 4, 3600).User("alice").Obj(), job(4, 4, 60).User("bob").Obj()}
+	half, jobs := halfBusyNode, halfBusyQueue()
 	tests := []struct {
 		name   string
 		policy sched.Policy

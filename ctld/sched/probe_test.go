@@ -18,13 +18,7 @@ import (
 // fits; one that does not leaves no reservation, hold or test count
 // behind, so later jobs are decided as if it were not there.
 func TestProbes(t *testing.T) {
-	half := func(name string, secs int) sched.NodeInfo {
-		n := st.MakeNode(name).CPUs(64).GPUs(8).UsedGPUs(0, 1, 2, 3).UsedCPUs(4).Obj()
-		n.Releases = []sched.Release{release(secs, 4, 0, 1, 2, 3)}
-		return n
-	}
-	jobs := []*api.Job{job(1, 8, 1000).User("alice").Obj(), job(2, 8, 1000).User("alice").Obj(),
-		job(3, 4, 3600).User("alice").Obj(), job(4, 4, 60).User("bob").Obj()}
+	half, jobs := halfBusyNode, halfBusyQueue()
 	tests := []struct {
 		name   string
 		policy sched.Policy
