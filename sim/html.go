@@ -10,109 +10,14 @@ import (
 	"sync"
 )
 
-// palette colours the policies in charts (colour-blind safe).
-var palette = []string{"#0072b2", "#d55e00", "#009e73", "#cc79a7", "#e69f00", "#56b4e9"}
-
-// chart geometry, in SVG units.
+// Sizes of the HTML report's charts, in SVG units (CSS pixels).
 const (
-	chartW, chartH         = 760, 260
-	padL, padR, padT, padB = 64, 16, 24, 40
+	wideW, wideH   = 960, 330
+	smallW, smallH = 485, 240
+	// chartBuckets bounds the buckets a time chart averages over: about
+	// two pixels each on a wide chart.
+	chartBuckets = 480
 )
-
-// series is one line of a chart.
-type line struct {
-	name  string
-	color string
-	x, y  []float64
-}
-
-// svgChart draws lines as an inline SVG with axes, ticks and a legend.
-// With logX the x axis is logarithmic (values <= 0 are clamped to 1).
-func svgChart(title, xLabel, yLabel string, lines []line, logX bool, xFmt, yFmt func(float64) string) template.HTML {
-	return drawChart(chart{w: chartW, h: chartH, title: title, xLabel: xLabel, yLabel: yLabel, logX: logX, xFmt: xFmt, yFmt: yFmt}, lines)
-}
-
-// chart is the frame of a line chart: size, labels, axes.
-type chart struct {
-	w, h                  int
-	title, xLabel, yLabel string
-	logX                  bool
-	xFmt, yFmt            func(float64) string
-	// ref > 0 draws a dashed horizontal line at that value, labelled
-	// refLabel (a queue's guarantee).
-	ref      float64
-	refLabel string
-}
-
-// drawChart draws lines in the frame ch.
-func drawChart(ch chart, lines []line) template.HTML {
-	chartW, chartH, title, xLabel, yLabel, logX, xFmt, yFmt := ch.w, ch.h, ch.title, ch.xLabel, ch.yLabel, ch.logX, ch.xFmt, ch.yFmt
-	minX, maxX, maxY := math.Inf(1), math.Inf(-1), ch.ref*1.1
-	tx := func(v float64) float64 {
-		if logX {
-			return math.Log10(math.Max(v, 1))
-		}
-		return v
-	}
-	for _, l := range lines {
-		for i := range l.x {
-			minX, maxX = math.Min(minX, tx(l.x[i])), math.Max(maxX, tx(l.x[i]))
-			maxY = math.Max(maxY, l.y[i])
-		}
-	}
-	if math.IsInf(minX, 0) || maxX <= minX {
-		minX, maxX = 0, 1
-	}
-	if maxY <= 0 {
-		maxY = 1
-	}
-	pw, ph := float64(chartW-padL-padR), float64(chartH-padT-padB)
-	px := func(v float64) float64 { return padL + (tx(v)-minX)/(maxX-minX)*pw }
-	py := func(v float64) float64 { return padT + ph - v/maxY*ph }
-	var b strings.Builder
-	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 %d %d" width="%d" height="%d" role="img" aria-label="%s">`,
-		chartW, chartH, chartW, chartH, template.HTMLEscapeString(title))
-	fmt.Fprintf(&b, `<text x="%d" y="16" font-size="14" font-weight="bold">%s</text>`, padL, template.HTMLEscapeString(title))
-	// Axes and ticks.
-	fmt.Fprintf(&b, `<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#333"/>`, padL, padT+ph, chartW-padR, padT+ph)
-	fmt.Fprintf(&b, `<line x1="%d" y1="%d" x2="%d" y2="%.1f" stroke="#333"/>`, padL, padT, padL, padT+ph)
-	for k := 0; k <= 4; k++ {
-		yv := maxY * float64(k) / 4
-		y := py(yv)
-		fmt.Fprintf(&b, `<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#ddd"/>`, padL, y, chartW-padR, y)
-		fmt.Fprintf(&b, `<text x="%d" y="%.1f" font-size="11" text-anchor="end">%s</text>`, padL-4, y+4, template.HTMLEscapeString(yFmt(yv)))
-	}
-	for k := 0; k <= 5; k++ {
-		t := minX + (maxX-minX)*float64(k)/5
-		xv := t
-		if logX {
-			xv = math.Pow(10, t)
-		}
-		x := padL + float64(k)/5*pw
-		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-size="11" text-anchor="middle">%s</text>`, x, padT+ph+16, template.HTMLEscapeString(xFmt(xv)))
-	}
-	fmt.Fprintf(&b, `<text x="%.1f" y="%d" font-size="11" text-anchor="middle">%s</text>`, padL+pw/2, chartH-4, template.HTMLEscapeString(xLabel))
-	fmt.Fprintf(&b, `<text x="12" y="%.1f" font-size="11" text-anchor="middle" transform="rotate(-90 12 %.1f)">%s</text>`,
-		padT+ph/2, padT+ph/2, template.HTMLEscapeString(yLabel))
-	if ch.ref > 0 {
-		y := py(ch.ref)
-		fmt.Fprintf(&b, `<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#555" stroke-dasharray="4 3"/>`, padL, y, chartW-padR, y)
-		fmt.Fprintf(&b, `<text x="%d" y="%.1f" font-size="10" fill="#555">%s</text>`, padL+4, y-3, template.HTMLEscapeString(ch.refLabel))
-	}
-	for i, l := range lines {
-		var pts strings.Builder
-		for k := range l.x {
-			fmt.Fprintf(&pts, "%.1f,%.1f ", px(l.x[k]), py(l.y[k]))
-		}
-		fmt.Fprintf(&b, `<polyline fill="none" stroke="%s" stroke-width="1.5" points="%s"/>`, l.color, strings.TrimSpace(pts.String()))
-		lx := float64(chartW - padR - 120)
-		ly := float64(padT + 14*i + 4)
-		fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="12" height="3" fill="%s"/>`, lx, ly, l.color)
-		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-size="11">%s</text>`, lx+16, ly+5, template.HTMLEscapeString(l.name))
-	}
-	b.WriteString(`</svg>`)
-	return template.HTML(b.String()) // #nosec: built from escaped parts
-}
 
 // htmlPage parses the report template on first use: html/template's
 // parse is a noticeable share of a short tool's start, and most runs
@@ -124,82 +29,144 @@ var htmlPage = sync.OnceValues(func() (*template.Template, error) {
 
 const htmlSource = `<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>tide sim: {{.R.Trace}}</title>
+<meta name="viewport" content="width=device-width, initial-scale=1">
 <style>
-body{font-family:system-ui,sans-serif;margin:24px;color:#222;max-width:900px}
-table{border-collapse:collapse;margin:12px 0}
-td,th{border:1px solid #ccc;padding:3px 8px;text-align:right;font-variant-numeric:tabular-nums}
-th:first-child,td:first-child{text-align:left}
+body{font-family:system-ui,sans-serif;margin:24px auto;padding:0 16px;color:#222;max-width:1000px;line-height:1.4}
+h1{margin-bottom:4px}
+h2{margin-top:32px;border-bottom:1px solid #ddd;padding-bottom:4px}
+code{font-size:90%}
+.facts{color:#444;margin:4px 0 16px;padding-left:20px}
+table.cmp{border-collapse:collapse;margin:12px 0;font-size:14px}
+table.cmp td,table.cmp th{border-bottom:1px solid #e2e2e2;padding:3px 10px;text-align:right;font-variant-numeric:tabular-nums}
+table.cmp .v,table.cmp .rng,table.cmp .ratio{white-space:nowrap;display:inline-block}
+table.cmp thead th{border-bottom:2px solid #888;vertical-align:bottom}
+table.cmp thead th:first-child{text-align:left}
+table.cmp th[scope=row]{text-align:left;font-weight:normal;min-width:12em}
+table.cmp tr.sep>*{border-top:2px solid #aaa}
+table.cmp tbody tr:hover{background:#f6f6f6}
+table.cmp td.best{font-weight:700;background:#d9f0d3}
+table.cmp .rng,table.cmp .ratio{color:#666;font-size:85%;font-weight:normal;margin-left:5px}
+.key{display:inline-flex;align-items:center;gap:5px;margin-right:16px;white-space:nowrap}
+.swatch{display:inline-block;width:14px;height:14px;background:#d9f0d3;border:1px solid #aaa;vertical-align:middle}
 figure{margin:16px 0}
+svg{max-width:100%;height:auto}
 .queues{display:flex;flex-wrap:wrap;gap:8px}
 .queues figure{margin:0}
+.note{color:#555}
 </style></head><body>
 <h1>tide sim</h1>
 <p>Trace <code>{{.R.Trace}}</code> on {{.R.Cluster.Nodes}} nodes × {{.R.Cluster.GPUsPerNode}} GPUs
-({{.R.Cluster.GPUs}} GPUs, {{.R.Cluster.Leaves}} leaf switches), seed {{.R.Seed}}.</p>
-<pre>{{.Table}}</pre>
-{{if .Spread}}<h2>Spread over seeds {{.Seeds}}</h2>
-<p>Each bar runs from the lowest to the highest value over the seeds; the dot is the median.</p>
+({{.R.Cluster.GPUs}} GPUs, {{.R.Cluster.Leaves}} leaf switches), {{if .Seeds}}seeds {{.Seeds}}{{else}}seed {{.R.Seed}}{{end}}.</p>
+{{if .Rows}}<ul class="facts">{{range .Lines}}<li>{{.}}</li>
+{{end}}</ul>
+<h2>Comparison</h2>
+<p class="note">{{if .Seeds}}Each cell is the median over the seeds, then its range (min–max). {{end}}Ratios are to the first policy,
+{{.First}}. <span class="swatch"></span> <b>Bold on green</b>: the best value of the row (lower is better, except GPU utilisation;
+rows where neither is better, such as a queue's share, mark none; nor do rows where every policy shows the same).</p>
+<table class="cmp">
+<thead><tr><th scope="col">metric</th>{{range .Head}}<th scope="col"><span class="key">{{.Key}}{{.Name}}</span></th>{{end}}</tr></thead>
+<tbody>
+{{range .Rows}}<tr{{if .Sep}} class="sep"{{end}}><th scope="row">{{.Name}}</th>{{range .Cells}}<td{{if .Best}} class="best" title="best of the row"{{end}}><span class="v">{{.Value}}</span>{{if .Range}}<span class="rng">[{{.Range}}]</span>{{end}}{{if .Ratio}}<span class="ratio">{{.Ratio}}</span>{{end}}</td>{{end}}</tr>
+{{end}}</tbody></table>
+{{if .More}}<p class="note">{{.More}} smaller queues are in the JSON report{{if .Queues}} and the queue charts below{{end}}.</p>{{end}}
+{{else}}<p>No policies were replayed.</p>
+{{end}}{{if .Spread}}<h2>Spread over seeds {{.Seeds}}</h2>
+<p class="note">Each bar runs from the lowest to the highest value over the seeds; the marker is the median.</p>
 {{range .Spread}}<figure class="spread">{{.}}</figure>
-{{end}}<p>The charts below show seed {{.R.Seed}}.</p>
-{{end}}<figure id="utilisation">{{.Util}}</figure>
+{{end}}{{end}}{{if .Rows}}<h2>Over time</h2>
+<p class="note">{{if .Seeds}}Lines show seed {{.R.Seed}}; the shaded band around each is the range (min–max) over seeds {{.Seeds}}.
+{{end}}Each point of the two time charts is the mean over one bucket of trace time, of the width their subtitle gives;
+after its last job ends, a replay's cluster stays in the state it ended in (idle, with any job that never started still pending).</p>
+<figure id="utilisation">{{.Util}}</figure>
 <figure id="queue">{{.Queue}}</figure>
 <figure id="jct-cdf">{{.CDF}}</figure>
-{{if .Queues}}<h2>Queues: share of the cluster's GPUs over time</h2>
-<p>Each queue's GPUs in use as a share of the cluster's, per policy{{if .Guarantees}}; the dashed line is its guarantee in the config{{else}}
-(guarantees come from the queues of a --config file; this replay has none){{end}}.</p>
+{{end}}{{if .Queues}}<h2>Queues: share of the cluster's GPUs over time</h2>
+<p class="note">Each queue's GPUs in use as a share of the cluster's, per policy{{if .Guarantees}}; the dashed line is its guarantee in the config{{else}}
+(guarantees come from the queues of a --config file; this replay has none){{end}}. {{if .Seeds}}Seed {{.R.Seed}}. {{end}}</p>
+<p>{{range .Head}}<span class="key">{{.Key}}{{.Name}}</span>{{end}}</p>
 <div class="queues">{{range .Queues}}<figure class="queue">{{.}}</figure>{{end}}</div>
 {{end}}
-<p>Scheduler time per pass is wall-clock time on the machine that ran the simulation; everything else is deterministic.</p>
+<p class="note">Scheduler time per pass is wall-clock time on the machine that ran the simulation; everything else is deterministic.</p>
 </body></html>
 `
 
+// htmlHead is a column of the HTML table: a policy and its line style.
+type htmlHead struct {
+	Name string
+	Key  template.HTML
+}
+
+// htmlRow is a row of the HTML table.
+type htmlRow struct {
+	Name  string
+	Cells []htmlCell
+	// Sep starts a group of rows (size classes, queues, the
+	// scheduler's time).
+	Sep bool
+}
+
+// htmlCell is a cell of the HTML table.
+type htmlCell struct {
+	Value, Range, Ratio string
+	Best                bool
+}
+
+// rowGroup names the group of rows a metric key belongs to.
+func rowGroup(key string) string {
+	for _, g := range []string{"by_size.", "queues.", "wall"} {
+		if strings.HasPrefix(key, g) {
+			return g
+		}
+	}
+	return ""
+}
+
 // WriteHTML writes a self-contained HTML report: the comparison table
-// and SVG charts of utilisation and queue length over time and of the
-// JCT distribution per policy. It loads nothing from the network.
+// with the best value of each row marked, and SVG charts of utilisation
+// and queue length over time, of the JCT distribution per policy and of
+// each large queue's share; with several seeds, the range of the
+// headline metrics and bands of the range over seeds around the lines.
+// It loads nothing from the network and runs no script.
 func (r *Report) WriteHTML(w io.Writer) error {
-	var table strings.Builder
-	if err := r.WriteText(&table); err != nil {
-		return err
-	}
-	var util, queue, cdf []line
-	for i, p := range r.Policies {
-		color := palette[i%len(palette)]
-		u := line{name: p.Policy, color: color}
-		q := line{name: p.Policy, color: color}
-		for _, pt := range p.Series {
-			day := float64(pt.T) / 86400
-			u.x, u.y = append(u.x, day), append(u.y, 100*pt.Utilisation)
-			q.x, q.y = append(q.x, day), append(q.y, pt.Queue)
-		}
-		c := line{name: p.Policy, color: color}
-		for k, v := range p.JCTCDF {
-			c.x, c.y = append(c.x, v), append(c.y, float64(k))
-		}
-		util, queue, cdf = append(util, u), append(queue, q), append(cdf, c)
-	}
-	days := func(v float64) string { return fmt.Sprintf("%.1fd", v) }
 	data := struct {
 		R                *Report
-		Table            string
-		Util, Queue, CDF template.HTML
 		Seeds            string
+		First            string
+		Lines            []string
+		Head             []htmlHead
+		Rows             []htmlRow
+		More             int
+		Util, Queue, CDF template.HTML
 		Spread           []template.HTML
 		Queues           []template.HTML
 		Guarantees       bool
-	}{
-		R:      r,
-		Table:  table.String(),
-		Seeds:  formatSeeds(r.Seeds),
-		Spread: r.spreadCharts(),
-		Queues: r.queueCharts(),
-		Guarantees: len(r.Policies) > 0 &&
-			slices.ContainsFunc(r.Policies[0].Queues, func(q QueueReport) bool { return q.Guarantee > 0 }),
-		Util: svgChart("GPU utilisation over time", "trace time (days)", "allocated GPUs %", util, false, days,
-			func(v float64) string { return fmt.Sprintf("%.0f%%", v) }),
-		Queue: svgChart("Queue length over time", "trace time (days)", "pending jobs", queue, false, days,
-			func(v float64) string { return fmt.Sprintf("%.0f", v) }),
-		CDF: svgChart("Job completion time CDF", "JCT (log scale)", "jobs %", cdf, true, formatSeconds,
-			func(v float64) string { return fmt.Sprintf("%.0f%%", v) }),
+	}{R: r}
+	if len(r.Seeds) > 1 {
+		data.Seeds = formatSeeds(r.Seeds)
+	}
+	if len(r.Policies) > 0 {
+		data.First = r.Policies[0].Policy
+		data.Lines = r.jobLines()
+		for i, p := range r.Policies {
+			data.Head = append(data.Head, htmlHead{Name: p.Policy, Key: legendSVG(p.Policy, policyStyle(i, len(r.Policies)))})
+		}
+		prev := ""
+		for k, row := range r.rows() {
+			hr := htmlRow{Name: row.name, Sep: k > 0 && rowGroup(row.key) != prev}
+			prev = rowGroup(row.key)
+			for i, c := range row.cells {
+				hr.Cells = append(hr.Cells, htmlCell{Value: c.value, Range: c.rng, Ratio: c.ratio, Best: row.best[i]})
+			}
+			data.Rows = append(data.Rows, hr)
+		}
+		if n := len(r.Policies[0].Queues); n > tableQueues {
+			data.More = n - tableQueues
+		}
+		data.Util, data.Queue = r.timeCharts()
+		data.CDF = r.cdfChart()
+		data.Spread = r.spreadCharts()
+		data.Queues = r.queueCharts()
+		data.Guarantees = slices.ContainsFunc(r.Policies[0].Queues, func(q QueueReport) bool { return q.Guarantee > 0 })
 	}
 	page, err := htmlPage()
 	if err != nil {
@@ -211,12 +178,190 @@ func (r *Report) WriteHTML(w io.Writer) error {
 	return nil
 }
 
+// replays lists policy i's replays, the first seed's first.
+func (r *Report) replays(i int) []*PolicyReport {
+	out := []*PolicyReport{&r.Policies[i]}
+	for s := range r.MoreSeeds {
+		if i < len(r.MoreSeeds[s].Policies) {
+			out = append(out, &r.MoreSeeds[s].Policies[i])
+		}
+	}
+	return out
+}
+
+// bandOf is the polygon between lo and hi over xs (a NaN ends it:
+// bands stop where a series has no value).
+func bandOf(xs, lo, hi []float64) [][2]float64 {
+	var up, down [][2]float64
+	for k := range xs {
+		if math.IsNaN(lo[k]) || math.IsNaN(hi[k]) {
+			continue
+		}
+		up = append(up, [2]float64{xs[k], hi[k]})
+		down = append(down, [2]float64{xs[k], lo[k]})
+	}
+	slices.Reverse(down)
+	return append(up, down...)
+}
+
+// spanOf is the range of values over replays: per index, the lowest
+// and highest of the series at that index (NaN where none has one).
+func spanOf(series [][]float64) (lo, hi []float64) {
+	n := 0
+	for _, s := range series {
+		n = max(n, len(s))
+	}
+	lo, hi = make([]float64, n), make([]float64, n)
+	for k := range n {
+		lo[k], hi[k] = math.Inf(1), math.Inf(-1)
+		for _, s := range series {
+			if k < len(s) && !math.IsNaN(s[k]) {
+				lo[k], hi[k] = math.Min(lo[k], s[k]), math.Max(hi[k], s[k])
+			}
+		}
+		if math.IsInf(lo[k], 1) {
+			lo[k], hi[k] = math.NaN(), math.NaN()
+		}
+	}
+	return lo, hi
+}
+
+// formatWidth prints a bucket width: 30 s, 15 min, 3 h, 1 d.
+func formatWidth(w int64) string {
+	switch {
+	case w%86400 == 0:
+		return fmt.Sprintf("%d d", w/86400)
+	case w%3600 == 0:
+		return fmt.Sprintf("%d h", w/3600)
+	case w%60 == 0:
+		return fmt.Sprintf("%d min", w/60)
+	}
+	return fmt.Sprintf("%d s", w)
+}
+
+// timeCharts draws utilisation and queue length over time per policy:
+// every replay re-bucketed onto buckets of one round width over the
+// span of them all, the first seed's as lines, the range over seeds as
+// bands.
+func (r *Report) timeCharts() (util, queue template.HTML) {
+	origin, end, least := int64(math.MaxInt64), int64(math.MinInt64), int64(0)
+	for i := range r.Policies {
+		for _, p := range r.replays(i) {
+			if c := p.Charts; c != nil {
+				origin, end, least = min(origin, c.From), max(end, c.To), max(least, c.Width)
+			}
+		}
+	}
+	if least == 0 {
+		origin, end = 0, 1
+	}
+	width := bucketWidth(end-origin, max(least, 1), chartBuckets)
+	var xs []float64
+	for lo := origin; lo < end; lo += width {
+		xs = append(xs, float64(lo+min(lo+width, end))/2)
+	}
+	note := "mean per " + formatWidth(width) + " bucket"
+	if len(r.Seeds) > 1 {
+		note += fmt.Sprintf("; lines: seed %d, bands: min–max over seeds %s", r.Seed, formatSeeds(r.Seeds))
+	}
+	var uLines, qLines []line
+	maxQ := 0.0
+	for i, p0 := range r.Policies {
+		if p0.Charts == nil {
+			continue
+		}
+		st := policyStyle(i, len(r.Policies))
+		var us, qs [][]float64
+		for _, p := range r.replays(i) {
+			c := p.Charts
+			if c == nil {
+				continue
+			}
+			u := c.rebucket(c.Util, c.EndUtil, origin, end, width)
+			for k := range u {
+				u[k] *= 100
+			}
+			q := c.rebucket(c.Queue, c.EndQueue, origin, end, width)
+			us, qs = append(us, u), append(qs, q)
+		}
+		u, q := line{name: p0.Policy, style: st, x: xs, y: us[0]}, line{name: p0.Policy, style: st, x: xs, y: qs[0]}
+		_, hi := spanOf(qs)
+		for _, v := range hi {
+			if !math.IsNaN(v) {
+				maxQ = math.Max(maxQ, v)
+			}
+		}
+		if len(us) > 1 {
+			lo, hi := spanOf(us)
+			u.band = bandOf(xs, lo, hi)
+			lo, hi = spanOf(qs)
+			q.band = bandOf(xs, lo, hi)
+		}
+		uLines, qLines = append(uLines, u), append(qLines, q)
+	}
+	x, unit := timeAxis(float64(origin), float64(end))
+	xl := "trace time (" + unit + ")"
+	util = drawChart(chart{w: wideW, h: wideH, title: "GPU utilisation over time", note: note, xLabel: xl,
+		yLabel: "allocated GPUs %", x: x, y: percentAxis(0, 100), legend: true}, uLines)
+	queue = drawChart(chart{w: wideW, h: wideH, title: "Queue length over time", note: note, xLabel: xl,
+		yLabel: "pending jobs", x: x, y: countAxis(0, math.Max(maxQ, 1)), legend: true}, qLines)
+	return util, queue
+}
+
+// cdfChart draws the distribution of job completion times per policy
+// (log scale), the first seed's as lines and the range over seeds as
+// bands.
+func (r *Report) cdfChart() template.HTML {
+	ys := make([]float64, 101)
+	for k := range ys {
+		ys[k] = float64(k)
+	}
+	lo, hi := math.Inf(1), 0.0
+	var lines []line
+	for i, p0 := range r.Policies {
+		if len(p0.JCTCDF) != len(ys) {
+			continue
+		}
+		l := line{name: p0.Policy, style: policyStyle(i, len(r.Policies)), x: p0.JCTCDF, y: ys}
+		var cdfs [][]float64
+		for _, p := range r.replays(i) {
+			if len(p.JCTCDF) == len(ys) {
+				cdfs = append(cdfs, p.JCTCDF)
+				lo, hi = math.Min(lo, p.JCTCDF[0]), math.Max(hi, p.JCTCDF[100])
+			}
+		}
+		if len(cdfs) > 1 {
+			// The band runs across: at each percentile, from the
+			// shortest JCT over the seeds to the longest.
+			left, right := spanOf(cdfs)
+			var poly [][2]float64
+			for k := range ys {
+				poly = append(poly, [2]float64{left[k], ys[k]})
+			}
+			for k := len(ys) - 1; k >= 0; k-- {
+				poly = append(poly, [2]float64{right[k], ys[k]})
+			}
+			l.band = poly
+		}
+		lines = append(lines, l)
+	}
+	if math.IsInf(lo, 1) {
+		lo, hi = 1, 10
+	}
+	note := "percentiles 0–100 of the completed jobs' JCT (end − submit)"
+	if len(r.Seeds) > 1 {
+		note += fmt.Sprintf("; lines: seed %d, bands: min–max over seeds %s", r.Seed, formatSeeds(r.Seeds))
+	}
+	return drawChart(chart{w: wideW, h: wideH, title: "Job completion time CDF", note: note, xLabel: "JCT (log scale)",
+		yLabel: "jobs %", x: logDurationAxis(lo, hi), y: percentAxis(0, 100), legend: true}, lines)
+}
+
 // htmlQueues bounds the queues the HTML report charts.
 const htmlQueues = 16
 
 // queueCharts draws, for each of the largest queues, its share of the
 // cluster's GPUs over time under each policy (the first seed), with its
-// guarantee when it has one.
+// guarantee when it has one. The charts share the legend above them.
 func (r *Report) queueCharts() []template.HTML {
 	if len(r.Policies) == 0 || len(r.Policies[0].Queues) < 2 {
 		return nil
@@ -224,25 +369,44 @@ func (r *Report) queueCharts() []template.HTML {
 	var out []template.HTML
 	for _, q0 := range r.Policies[0].Queues[:min(len(r.Policies[0].Queues), htmlQueues)] {
 		var lines []line
+		lo, hi, maxY, bucket := math.Inf(1), math.Inf(-1), 0.0, 0.0
 		for i := range r.Policies {
 			p := &r.Policies[i]
-			l := line{name: p.Policy, color: palette[i%len(palette)]}
+			l := line{name: p.Policy, style: policyStyle(i, len(r.Policies))}
 			for _, q := range p.Queues {
-				if q.Queue != q0.Queue {
+				if q.Queue != q0.Queue || len(q.Series) == 0 {
 					continue
 				}
-				for _, pt := range q.Series {
-					l.x, l.y = append(l.x, float64(pt.T)/86400), append(l.y, 100*pt.Share)
+				// Series points are bucket starts; the line runs
+				// through bucket middles.
+				w := 0.0
+				if len(q.Series) > 1 {
+					w = float64(q.Series[1].T - q.Series[0].T)
 				}
+				if i == 0 {
+					bucket = w
+				}
+				for _, pt := range q.Series {
+					l.x, l.y = append(l.x, float64(pt.T)+w/2), append(l.y, 100*pt.Share)
+					maxY = math.Max(maxY, 100*pt.Share)
+				}
+				lo, hi = math.Min(lo, float64(q.Series[0].T)), math.Max(hi, float64(q.Series[len(q.Series)-1].T)+w)
 			}
 			lines = append(lines, l)
 		}
-		ch := chart{w: 440, h: 200, title: fmt.Sprintf("queue %s (%d jobs)", q0.Queue, q0.Jobs), xLabel: "trace time (days)",
-			yLabel: "GPUs held %", xFmt: func(v float64) string { return fmt.Sprintf("%.0fd", v) },
-			yFmt: func(v float64) string { return fmt.Sprintf("%.0f%%", v) }}
+		if math.IsInf(lo, 1) {
+			lo, hi = 0, 1
+		}
+		x, unit := timeAxis(lo, hi)
+		ch := chart{w: smallW, h: smallH, title: fmt.Sprintf("queue %s (%d jobs)", q0.Queue, q0.Jobs),
+			xLabel: "trace time (" + unit + ")", yLabel: "GPUs held %", x: x}
+		if bucket > 0 {
+			ch.note = "mean per ≈" + formatSeconds(bucket) + " bucket (" + fmt.Sprint(queuePoints) + " per replay)"
+		}
 		if q0.Guarantee > 0 {
 			ch.ref, ch.refLabel = 100*q0.Guarantee, fmt.Sprintf("guarantee %.0f%%", 100*q0.Guarantee)
 		}
+		ch.y = percentAxis(0, math.Max(math.Max(maxY, ch.ref*1.15), 1))
 		out = append(out, drawChart(ch, lines))
 	}
 	return out
@@ -278,54 +442,66 @@ func (r *Report) spreadCharts() []template.HTML {
 		var rows []rangeRow
 		for i, p := range r.Policies {
 			if sp := idx[i][key]; sp != nil {
-				rows = append(rows, rangeRow{label: p.Policy, color: palette[i%len(palette)], min: sp.Min, med: sp.Median, max: sp.Max})
+				rows = append(rows, rangeRow{label: p.Policy, style: policyStyle(i, len(r.Policies)), min: sp.Min, med: sp.Median, max: sp.Max})
 			}
 		}
-		out = append(out, svgRanges(m.name, rows, m.format))
+		out = append(out, svgRanges(m, rows))
 	}
 	return out
 }
 
 // rangeRow is one policy's range of a metric.
 type rangeRow struct {
-	label, color  string
+	label         string
+	style         style
 	min, med, max float64
 }
 
-// svgRanges draws one bar per row from min to max, with a dot at the
-// median and the three values written out.
-func svgRanges(title string, rows []rangeRow, format func(float64) string) template.HTML {
-	const rowH, w = 22, chartW
-	h := padT + rowH*len(rows) + 28
+// svgRanges draws one bar per row from min to max, with the policy's
+// marker at the median and the three values written out.
+func svgRanges(m metric, rows []rangeRow) template.HTML {
+	const rowH, font, small = 22, 12.0, 11.0
 	hi := 0.0
-	for _, r := range rows {
-		hi = math.Max(hi, r.max)
-	}
-	if hi <= 0 {
-		hi = 1
-	}
-	left, right := 120.0, float64(w-padR-150)
-	px := func(v float64) float64 { return left + v/hi*(right-left) }
-	var b strings.Builder
-	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 %d %d" width="%d" height="%d" role="img" aria-label="%s">`,
-		w, h, w, h, template.HTMLEscapeString(title))
-	fmt.Fprintf(&b, `<text x="8" y="16" font-size="14" font-weight="bold">%s</text>`, template.HTMLEscapeString(title))
-	base := float64(padT + rowH*len(rows) + 4)
-	fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#333"/>`, left, base, right, base)
-	for k := 0; k <= 4; k++ {
-		v := hi * float64(k) / 4
-		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-size="10" text-anchor="middle">%s</text>`, px(v), base+14, template.HTMLEscapeString(format(v)))
-	}
+	labelN, valueN := 0, 0
+	values := make([]string, len(rows))
 	for i, r := range rows {
-		y := float64(padT + rowH*i + rowH/2)
-		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-size="11" text-anchor="end">%s</text>`, left-8, y+4, template.HTMLEscapeString(r.label))
-		fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-width="3"/>`, px(r.min), y, px(r.max), y, r.color)
+		hi = math.Max(hi, r.max)
+		labelN = max(labelN, len([]rune(r.label)))
+		values[i] = fmt.Sprintf("%s [%s–%s]", m.format(r.med), m.format(r.min), m.format(r.max))
+		valueN = max(valueN, len([]rune(values[i])))
+	}
+	x := metricAxis(math.Max(hi, 1e-9), m.kind)
+	if hi <= 0 {
+		x = metricAxis(1, m.kind)
+	}
+	lastTick := 0.0
+	if len(x.ticks) > 0 {
+		lastTick = textWidth(len([]rune(x.label(x.ticks[len(x.ticks)-1]))), small) / 2
+	}
+	left := 12 + textWidth(labelN, font)
+	right := float64(wideW) - 24 - textWidth(valueN, font) - math.Max(lastTick, 8)
+	h := 28 + rowH*len(rows) + 30
+	px := func(v float64) float64 { return left + x.frac(v)*(right-left) }
+	var b strings.Builder
+	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 %d %d" width="%d" height="%d" role="img" aria-label="%s" font-family="system-ui,sans-serif">`,
+		wideW, h, wideW, h, esc(m.name))
+	fmt.Fprintf(&b, `<text x="4" y="17" font-size="14" font-weight="bold">%s</text>`, esc(m.name))
+	base := float64(28 + rowH*len(rows) + 4)
+	for _, t := range x.ticks {
+		fmt.Fprintf(&b, `<line x1="%.1f" y1="28" x2="%.1f" y2="%.1f" stroke="#eee"/>`, px(t), px(t), base)
+		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-size="%.0f" text-anchor="middle">%s</text>`, px(t), base+15, small, esc(x.label(t)))
+	}
+	fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#333"/>`, left, base, right, base)
+	for i, r := range rows {
+		y := float64(28 + rowH*i + rowH/2)
+		c := r.style.color
+		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-size="%.0f" text-anchor="end">%s</text>`, left-8, y+4, font, esc(r.label))
+		fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-width="3"/>`, px(r.min), y, px(r.max), y, c)
 		for _, v := range []float64{r.min, r.max} {
-			fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s"/>`, px(v), y-6, px(v), y+6, r.color)
+			fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s"/>`, px(v), y-6, px(v), y+6, c)
 		}
-		fmt.Fprintf(&b, `<circle cx="%.1f" cy="%.1f" r="4" fill="%s"/>`, px(r.med), y, r.color)
-		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-size="11">%s [%s–%s]</text>`, right+12, y+4,
-			template.HTMLEscapeString(format(r.med)), template.HTMLEscapeString(format(r.min)), template.HTMLEscapeString(format(r.max)))
+		marker(&b, style{color: c, marker: r.style.marker}, px(r.med), y)
+		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-size="%.0f">%s</text>`, float64(wideW)-8-textWidth(valueN, font), y+4, font, esc(values[i]))
 	}
 	b.WriteString(`</svg>`)
 	return template.HTML(b.String()) // #nosec: built from escaped parts

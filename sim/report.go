@@ -134,6 +134,9 @@ type PolicyReport struct {
 	// Queues holds each trace queue's share of the cluster and waits,
 	// largest queues (by the GPU time their jobs ask) first.
 	Queues []QueueReport `json:"queues,omitempty"`
+	// Charts holds the series the HTML charts draw (nil without
+	// completed jobs); JSON leaves it out.
+	Charts *ChartSeries `json:"-"`
 }
 
 // WallTimes is the scheduler's wall time per pass of one replay.
@@ -218,6 +221,7 @@ func Summarize(r *Result, starveAfter int64) (PolicyReport, WallTimes) {
 			pr.Utilisation = round6(gpuSec / (float64(r.TotalGPUs) * float64(pr.SpanS)))
 		}
 		pr.FragmentedGPUs, pr.Series = series(r, first, last)
+		pr.Charts = newChartSeries(r, first, last)
 		pr.WorkloadFragGPUs = round6(timeAverage(r.Samples, first, last, func(s *Sample) float64 { return s.WorkFrag }))
 		if r.TotalGPUs > 0 {
 			pr.FragmentedShare = round6(pr.FragmentedGPUs / float64(r.TotalGPUs))
@@ -314,6 +318,109 @@ func series(r *Result, from, to int64) (float64, []Point) {
 	return round6(frag / float64(span)), pts
 }
 
+// ChartSeries is a replay's utilisation and queue length over time for
+// the HTML charts: means over buckets of a round width (bucketWidths),
+// as fine as chartSeriesBuckets per span allow, so that a chart can
+// re-bucket replays of different spans (policies, seeds) onto common
+// buckets and say how wide they are. The JSON keeps Series
+// (seriesPoints buckets per span), so that reports of different
+// versions still compare.
+type ChartSeries struct {
+	// From is the start of bucket 0 and To the end of the replay;
+	// bucket k covers [From+k*Width, min(From+(k+1)*Width, To)).
+	From, To, Width int64
+	// Util is the share of the cluster's GPUs allocated, Queue the
+	// jobs pending.
+	Util, Queue []float64
+	// EndUtil and EndQueue hold from To on: the state the replay ended
+	// in (no GPU in use; the jobs that never started pending).
+	EndUtil, EndQueue float64
+}
+
+// chartSeriesBuckets bounds a ChartSeries' buckets.
+const chartSeriesBuckets = 4000
+
+// bucketWidths are the widths, in seconds, that time series are
+// averaged over: round ones, so that a chart can say "mean per 3 h".
+var bucketWidths = []int64{1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800,
+	3600, 2 * 3600, 3 * 3600, 6 * 3600, 12 * 3600, 86400, 2 * 86400, 7 * 86400, 14 * 86400, 30 * 86400}
+
+// bucketWidth is the smallest of bucketWidths, and at least least, that
+// splits span seconds into at most n buckets (the largest width when
+// none does).
+func bucketWidth(span, least int64, n int) int64 {
+	for _, w := range bucketWidths {
+		if w >= least && (span+w-1)/w <= int64(n) {
+			return w
+		}
+	}
+	return bucketWidths[len(bucketWidths)-1]
+}
+
+// newChartSeries integrates r's samples over [from, to] into round
+// buckets; nil when there is nothing to chart.
+func newChartSeries(r *Result, from, to int64) *ChartSeries {
+	if to <= from || len(r.Samples) == 0 || r.TotalGPUs == 0 {
+		return nil
+	}
+	f := &ChartSeries{From: from, To: to, Width: bucketWidth(to-from, 1, chartSeriesBuckets)}
+	n := (to - from + f.Width - 1) / f.Width
+	f.Util, f.Queue = make([]float64, n), make([]float64, n)
+	for i, s := range r.Samples {
+		a, b := max(s.T, from), to
+		if i+1 < len(r.Samples) {
+			b = min(r.Samples[i+1].T, to)
+		}
+		for k := (a - from) / f.Width; a < b; k++ {
+			e := min(from+(k+1)*f.Width, b)
+			d := float64(e - a)
+			f.Util[k] += float64(s.UsedGPUs) * d
+			f.Queue[k] += float64(s.Pending) * d
+			a = e
+		}
+	}
+	for k := range f.Util {
+		lo := from + int64(k)*f.Width
+		d := float64(min(lo+f.Width, to) - lo)
+		f.Util[k] /= d * float64(r.TotalGPUs)
+		f.Queue[k] /= d
+	}
+	last := r.Samples[len(r.Samples)-1]
+	f.EndUtil, f.EndQueue = float64(last.UsedGPUs)/float64(r.TotalGPUs), float64(last.Pending)
+	return f
+}
+
+// rebucket averages v (f.Util or f.Queue) over the buckets of width w
+// from origin to end: a bucket's mean over the time it shares with
+// [f.From, end), the state f ended in (endV) counting from f.To on. A
+// bucket before f.From is NaN.
+func (f *ChartSeries) rebucket(v []float64, endV float64, origin, end, w int64) []float64 {
+	n := (end - origin + w - 1) / w
+	sum, cover := make([]float64, n), make([]float64, n)
+	add := func(a, b int64, x float64) {
+		for a < b {
+			k := (a - origin) / w
+			e := min(origin+(k+1)*w, b)
+			sum[k] += x * float64(e-a)
+			cover[k] += float64(e - a)
+			a = e
+		}
+	}
+	for k, x := range v {
+		lo := f.From + int64(k)*f.Width
+		add(max(lo, origin), min(lo+f.Width, f.To, end), x)
+	}
+	add(max(f.To, origin), end, endV)
+	out := make([]float64, n)
+	for k := range out {
+		out[k] = math.NaN()
+		if cover[k] > 0 {
+			out[k] = sum[k] / cover[k]
+		}
+	}
+	return out
+}
+
 func stats(v []float64) Stats {
 	if len(v) == 0 {
 		return Stats{}
@@ -358,7 +465,28 @@ type metric struct {
 	key, name string
 	get       func(*PolicyReport) float64
 	format    func(float64) string
+	// kind says what the number is, for the axes of charts.
+	kind metricKind
+	// better is the direction of a better value: lowerBetter,
+	// higherBetter, or 0 where neither is (a queue's share), so that
+	// the HTML table marks no best value in the row.
+	better int
 }
+
+// metricKind is what a metric's number is.
+type metricKind int
+
+const (
+	kindCount    metricKind = iota // a count, or a plain number
+	kindSeconds                    // a duration in seconds
+	kindFraction                   // a share, printed as a percentage
+)
+
+// The directions of metric.better.
+const (
+	lowerBetter  = -1
+	higherBetter = 1
+)
 
 // tableQueues bounds the queues the table shows (the JSON has all).
 const tableQueues = 8
@@ -372,15 +500,15 @@ func metrics(p0 *PolicyReport, starveAfter int64) []metric {
 	x := func(v float64) string { return fmt.Sprintf("%.2f", v) }
 	stat := func(key, name string, f func(*PolicyReport) *Stats) []metric {
 		return []metric{
-			{key + ".mean", name + " mean", func(p *PolicyReport) float64 { return f(p).Mean }, dur},
-			{key + ".p50", name + " p50", func(p *PolicyReport) float64 { return f(p).P50 }, dur},
-			{key + ".p95", name + " p95", func(p *PolicyReport) float64 { return f(p).P95 }, dur},
-			{key + ".p99", name + " p99", func(p *PolicyReport) float64 { return f(p).P99 }, dur},
+			{key + ".mean", name + " mean", func(p *PolicyReport) float64 { return f(p).Mean }, dur, kindSeconds, lowerBetter},
+			{key + ".p50", name + " p50", func(p *PolicyReport) float64 { return f(p).P50 }, dur, kindSeconds, lowerBetter},
+			{key + ".p95", name + " p95", func(p *PolicyReport) float64 { return f(p).P95 }, dur, kindSeconds, lowerBetter},
+			{key + ".p99", name + " p99", func(p *PolicyReport) float64 { return f(p).P99 }, dur, kindSeconds, lowerBetter},
 		}
 	}
 	ms := []metric{
-		{"utilisation", "GPU utilisation", func(p *PolicyReport) float64 { return p.Utilisation }, pct},
-		{"span_s", "makespan", func(p *PolicyReport) float64 { return float64(p.SpanS) }, dur},
+		{"utilisation", "GPU utilisation", func(p *PolicyReport) float64 { return p.Utilisation }, pct, kindFraction, higherBetter},
+		{"span_s", "makespan", func(p *PolicyReport) float64 { return float64(p.SpanS) }, dur, kindSeconds, lowerBetter},
 	}
 	ms = append(ms, stat("queue_delay_s", "queue delay", func(p *PolicyReport) *Stats { return &p.QueueDelay })...)
 	ms = append(ms, stat("jct_s", "JCT", func(p *PolicyReport) *Stats { return &p.JCT })...)
@@ -401,23 +529,23 @@ func metrics(p0 *PolicyReport, starveAfter int64) []metric {
 		key := "by_size." + cl.Class
 		ms = append(ms,
 			metric{key + ".queue_delay_s.mean", fmt.Sprintf("delay mean %s (%d)", label, cl.QueueDelay.N),
-				func(p *PolicyReport) float64 { return class(p).QueueDelay.Mean }, dur},
+				func(p *PolicyReport) float64 { return class(p).QueueDelay.Mean }, dur, kindSeconds, lowerBetter},
 			metric{key + ".queue_delay_s.p99", "delay p99 " + label,
-				func(p *PolicyReport) float64 { return class(p).QueueDelay.P99 }, dur},
+				func(p *PolicyReport) float64 { return class(p).QueueDelay.P99 }, dur, kindSeconds, lowerBetter},
 			metric{key + ".queue_delay_s.max", "delay max " + label,
-				func(p *PolicyReport) float64 { return class(p).QueueDelay.Max }, dur},
+				func(p *PolicyReport) float64 { return class(p).QueueDelay.Max }, dur, kindSeconds, lowerBetter},
 			metric{key + ".jct_s.mean", "JCT mean " + label,
-				func(p *PolicyReport) float64 { return class(p).JCT.Mean }, dur})
+				func(p *PolicyReport) float64 { return class(p).JCT.Mean }, dur, kindSeconds, lowerBetter})
 	}
 	ms = append(ms,
-		metric{"bounded_slowdown.mean", "bounded slowdown mean", func(p *PolicyReport) float64 { return p.Slowdown.Mean }, x},
-		metric{"bounded_slowdown.p99", "bounded slowdown p99", func(p *PolicyReport) float64 { return p.Slowdown.P99 }, x},
+		metric{"bounded_slowdown.mean", "bounded slowdown mean", func(p *PolicyReport) float64 { return p.Slowdown.Mean }, x, kindCount, lowerBetter},
+		metric{"bounded_slowdown.p99", "bounded slowdown p99", func(p *PolicyReport) float64 { return p.Slowdown.P99 }, x, kindCount, lowerBetter},
 		metric{"starved", fmt.Sprintf("starved (waited > %s)", formatSeconds(float64(starveAfter))),
-			func(p *PolicyReport) float64 { return float64(p.Starved) }, num},
-		metric{"fragmented_gpus", "fragmented GPUs (avg)", func(p *PolicyReport) float64 { return p.FragmentedGPUs }, x},
-		metric{"workload_frag_gpus", "workload fragmentation, GPUs (avg)", func(p *PolicyReport) float64 { return p.WorkloadFragGPUs }, x},
-		metric{"max_queue", "max queue length", func(p *PolicyReport) float64 { return float64(p.MaxQueue) }, num},
-		metric{"preemptions", "preemptions", func(p *PolicyReport) float64 { return float64(p.Preemptions) }, num},
+			func(p *PolicyReport) float64 { return float64(p.Starved) }, num, kindCount, lowerBetter},
+		metric{"fragmented_gpus", "fragmented GPUs (avg)", func(p *PolicyReport) float64 { return p.FragmentedGPUs }, x, kindCount, lowerBetter},
+		metric{"workload_frag_gpus", "workload fragmentation, GPUs (avg)", func(p *PolicyReport) float64 { return p.WorkloadFragGPUs }, x, kindCount, lowerBetter},
+		metric{"max_queue", "max queue length", func(p *PolicyReport) float64 { return float64(p.MaxQueue) }, num, kindCount, lowerBetter},
+		metric{"preemptions", "preemptions", func(p *PolicyReport) float64 { return float64(p.Preemptions) }, num, kindCount, lowerBetter},
 	)
 	// A single queue is the whole cluster: nothing to compare.
 	if len(p0.Queues) > 1 {
@@ -436,17 +564,19 @@ func metrics(p0 *PolicyReport, starveAfter int64) []metric {
 			if q.Guarantee > 0 {
 				label += fmt.Sprintf(" (guar. %s)", pct(q.Guarantee))
 			}
+			// A larger share is neither better nor worse: it is what
+			// the queue's jobs asked for that decides.
 			ms = append(ms,
-				metric{key + ".share", label, func(p *PolicyReport) float64 { return queue(p).Share }, pct},
+				metric{key + ".share", label, func(p *PolicyReport) float64 { return queue(p).Share }, pct, kindFraction, 0},
 				metric{key + ".queue_delay_s.mean", "delay mean, queue " + name,
-					func(p *PolicyReport) float64 { return queue(p).QueueDelay.Mean }, dur})
+					func(p *PolicyReport) float64 { return queue(p).QueueDelay.Mean }, dur, kindSeconds, lowerBetter})
 			if q.Guarantee > 0 {
 				ms = append(ms, metric{key + ".below_guarantee_s", "waiting below guarantee, queue " + name,
-					func(p *PolicyReport) float64 { return float64(queue(p).BelowGuaranteeS) }, dur})
+					func(p *PolicyReport) float64 { return float64(queue(p).BelowGuaranteeS) }, dur, kindSeconds, lowerBetter})
 			}
 		}
 	}
-	ms = append(ms, metric{"passes", "scheduling passes", func(p *PolicyReport) float64 { return float64(p.Passes) }, num})
+	ms = append(ms, metric{"passes", "scheduling passes", func(p *PolicyReport) float64 { return float64(p.Passes) }, num, kindCount, 0})
 	return ms
 }
 
@@ -466,13 +596,9 @@ func (r *Report) WriteText(w io.Writer) error {
 	}
 	fmt.Fprintf(w, "trace %s on %d nodes × %d GPUs (%d GPUs, %d leaf switches), %s\n",
 		r.Trace, c.Nodes, c.GPUsPerNode, c.GPUs, c.Leaves, seeds)
-	p0 := r.Policies[0]
-	fmt.Fprintf(w, "jobs %d: %d completed, %d rejected (never fit), %d skipped (no duration), %d unfinished\n",
-		p0.Jobs, p0.Completed, p0.Rejected, p0.Skipped, p0.Unfinished)
-	if p0.Censored > 0 {
-		fmt.Fprintf(w, "censored %d: unfinished in the trace, replayed for the time they had run\n", p0.Censored)
+	for _, l := range r.jobLines() {
+		fmt.Fprintln(w, l)
 	}
-	fmt.Fprintln(w, r.Estimates.describe(p0.TimedOut))
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	head := []string{"metric"}
@@ -480,52 +606,144 @@ func (r *Report) WriteText(w io.Writer) error {
 		head = append(head, p.Policy)
 	}
 	fmt.Fprintln(tw, strings.Join(head, "\t")+"\t")
-	spread := r.spreadIndex()
-	for _, m := range metrics(&r.Policies[0], r.StarveAfterS) {
-		cells := []string{m.name}
-		// value is policy i's number (the median over seeds) and its
-		// printed cell.
-		value := func(i int) (float64, string) {
-			if sp, ok := spread[i][m.key]; ok {
-				return sp.Median, fmt.Sprintf("%s [%s–%s]", m.format(sp.Median), m.format(sp.Min), m.format(sp.Max))
-			}
-			v := m.get(&r.Policies[i])
-			return v, m.format(v)
-		}
-		base, _ := value(0)
-		// A base that prints as zero gives no meaningful ratio.
-		shownZero := m.format(base) == m.format(0)
-		for i := range r.Policies {
-			v, cell := value(i)
-			switch {
-			case i == 0:
-			case shownZero && m.format(v) == m.format(0):
-				cell += " (1.00×)"
-			case shownZero:
-				cell += " (–)"
-			default:
-				cell += " " + ratio(v, base)
-			}
-			cells = append(cells, cell)
+	for _, row := range r.rows() {
+		cells := []string{row.name}
+		for _, c := range row.cells {
+			cells = append(cells, c.text())
 		}
 		fmt.Fprintln(tw, strings.Join(cells, "\t")+"\t")
-	}
-	if len(r.Wall) == len(r.Policies) {
-		cells50, cells99 := []string{"sched time/pass p50"}, []string{"sched time/pass p99"}
-		for _, wt := range r.Wall {
-			cells50 = append(cells50, formatDuration(wt.P50))
-			cells99 = append(cells99, formatDuration(wt.P99))
-		}
-		fmt.Fprintln(tw, strings.Join(cells50, "\t")+"\t")
-		fmt.Fprintln(tw, strings.Join(cells99, "\t")+"\t")
 	}
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("write report: %w", err)
 	}
-	if n := len(p0.Queues); n > tableQueues {
+	if n := len(r.Policies[0].Queues); n > tableQueues {
 		fmt.Fprintf(w, "(%d smaller queues in the JSON and HTML reports)\n", n-tableQueues)
 	}
 	return nil
+}
+
+// jobLines are the lines under the table's title: what became of the
+// jobs, and the time limits they asked for.
+func (r *Report) jobLines() []string {
+	p0 := r.Policies[0]
+	out := []string{fmt.Sprintf("jobs %d: %d completed, %d rejected (never fit), %d skipped (no duration), %d unfinished",
+		p0.Jobs, p0.Completed, p0.Rejected, p0.Skipped, p0.Unfinished)}
+	if p0.Censored > 0 {
+		out = append(out, fmt.Sprintf("censored %d: unfinished in the trace, replayed for the time they had run", p0.Censored))
+	}
+	return append(out, r.Estimates.describe(p0.TimedOut))
+}
+
+// tableRow is one row of the comparison, as the text and the HTML
+// tables print it.
+type tableRow struct {
+	key, name string
+	cells     []tableCell
+	// best marks the cells holding the row's best value; none when the
+	// row has no better direction or every policy shows the same.
+	best []bool
+}
+
+// tableCell is one policy's value of a row.
+type tableCell struct {
+	// value is the printed number (the median with several seeds), rng
+	// its range over the seeds ("min–max", or ""), and ratio its ratio
+	// to the first policy's ("(0.85×)"; "" in the first column).
+	value, rng, ratio string
+}
+
+// text is the cell as the text table prints it.
+func (c tableCell) text() string {
+	s := c.value
+	if c.rng != "" {
+		s += " [" + c.rng + "]"
+	}
+	if c.ratio != "" {
+		s += " " + c.ratio
+	}
+	return s
+}
+
+// rows computes the comparison: the rows of metrics, then the
+// scheduler's wall time per pass when the report has it.
+func (r *Report) rows() []tableRow {
+	spread := r.spreadIndex()
+	var out []tableRow
+	for _, m := range metrics(&r.Policies[0], r.StarveAfterS) {
+		row := tableRow{key: m.key, name: m.name}
+		// value is policy i's number (the median over seeds) and its
+		// printed range.
+		value := func(i int) (float64, string) {
+			if sp, ok := spread[i][m.key]; ok {
+				return sp.Median, m.format(sp.Min) + "–" + m.format(sp.Max)
+			}
+			return m.get(&r.Policies[i]), ""
+		}
+		base, _ := value(0)
+		// A base that prints as zero gives no meaningful ratio.
+		shownZero := m.format(base) == m.format(0)
+		vals := make([]float64, len(r.Policies))
+		for i := range r.Policies {
+			v, rng := value(i)
+			vals[i] = v
+			c := tableCell{value: m.format(v), rng: rng}
+			switch {
+			case i == 0:
+			case shownZero && m.format(v) == m.format(0):
+				c.ratio = "(1.00×)"
+			case shownZero:
+				c.ratio = "(–)"
+			default:
+				c.ratio = ratio(v, base)
+			}
+			row.cells = append(row.cells, c)
+		}
+		row.best = bestCells(vals, m.better, m.format)
+		out = append(out, row)
+	}
+	if len(r.Wall) == len(r.Policies) {
+		for _, q := range []struct {
+			name string
+			get  func(WallTimes) time.Duration
+		}{{"sched time/pass p50", func(w WallTimes) time.Duration { return w.P50 }},
+			{"sched time/pass p99", func(w WallTimes) time.Duration { return w.P99 }}} {
+			row := tableRow{key: "wall", name: q.name}
+			vals := make([]float64, len(r.Wall))
+			for i, wt := range r.Wall {
+				vals[i] = float64(q.get(wt))
+				row.cells = append(row.cells, tableCell{value: formatDuration(q.get(wt))})
+			}
+			row.best = bestCells(vals, lowerBetter, func(v float64) string { return formatDuration(time.Duration(v)) })
+			out = append(out, row)
+		}
+	}
+	return out
+}
+
+// bestCells marks the values that are best in the direction better, as
+// printed: values that print alike tie. It marks nothing without a
+// direction, or when all values print alike (nothing to choose).
+func bestCells(vals []float64, better int, format func(float64) string) []bool {
+	best := make([]bool, len(vals))
+	if better == 0 || len(vals) < 2 {
+		return best
+	}
+	b := 0
+	for i, v := range vals {
+		if float64(better)*(v-vals[b]) > 0 {
+			b = i
+		}
+	}
+	shown := format(vals[b])
+	all := true
+	for i, v := range vals {
+		best[i] = format(v) == shown
+		all = all && best[i]
+	}
+	if all {
+		clear(best)
+	}
+	return best
 }
 
 // formatSeeds lists seeds, runs of consecutive ones as ranges: 1-5,9.

@@ -56,8 +56,9 @@ type Options struct {
 	// (they and Config exclude each other).
 	GeneratorFlags []string
 	// Progress forces the progress line on (tests); by default it shows
-	// only when stderr is a terminal.
+	// only when stderr is a terminal, and never with Quiet (--quiet).
 	Progress bool
+	Quiet    bool
 	// Pack runs the packing experiment (arrivals only, see sim.Pack)
 	// instead of the replay.
 	Pack bool
@@ -120,6 +121,7 @@ func NewCmd(f *cmdutil.Factory) *cobra.Command {
 		"time limits the jobs ask for: exact (run time), limit (the trace's time_limit, else model) or model (user-style overestimates)")
 	fl.StringVar(&o.CPUProfile, "cpuprofile", "", "write a CPU profile of the run to FILE (go tool pprof)")
 	_ = fl.MarkHidden("cpuprofile")
+	fl.BoolVarP(&o.Quiet, "quiet", "q", false, "no progress bar on stderr (it shows only on a terminal anyway)")
 	fl.BoolVar(&o.Pack, "pack", false, "packing experiment: GPU jobs arrive in order and never leave; print allocation and fragmentation per policy (compare slice placements with POLICY+firstfit)")
 	cmd.AddCommand(newConvertCmd(f))
 	return cmd
@@ -215,7 +217,9 @@ func replay(o *Options) error {
 		if err := tsim.WritePackTable(o.IO.Out, rs, 0); err != nil {
 			return err
 		}
-		fmt.Fprintf(o.IO.ErrOut, "(%s)\n", time.Since(begin).Round(time.Millisecond))
+		if !o.Quiet {
+			fmt.Fprintf(o.IO.ErrOut, "(%s)\n", time.Since(begin).Round(time.Millisecond))
+		}
 		if o.JSON != "" {
 			return writeFile(o.JSON, func(w io.Writer) error {
 				enc := json.NewEncoder(w)
@@ -229,8 +233,8 @@ func replay(o *Options) error {
 	co := tsim.CompareOptions{Cluster: cluster, Policies: policies, Seed: o.Seed, Seeds: seeds, StarveAfter: starve,
 		TraceName: o.Trace, Estimates: est}
 	var bar *progress
-	if o.Progress || isTerminal(o.IO.ErrOut) {
-		bar = &progress{w: o.IO.ErrOut}
+	if !o.Quiet && (o.Progress || stderrIsTerminal(o.IO.ErrOut)) {
+		bar = newProgress(o.IO.ErrOut, time.Now)
 		co.Progress = bar.update
 	}
 	rep, err := tsim.Compare(jobs, co)
@@ -326,6 +330,10 @@ func parseSeconds(s string) (int64, error) {
 	return int64(d / time.Second), nil
 }
 
+// stderrIsTerminal says whether the progress bar may draw on w (tests
+// replace it).
+var stderrIsTerminal = isTerminal
+
 // isTerminal reports whether w is a character device (a terminal).
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
@@ -336,31 +344,81 @@ func isTerminal(w io.Writer) bool {
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
-// progress draws one updating line on stderr.
+// progress draws one updating line on stderr: a bar, the jobs done,
+// and once it can tell, the time left at the rate so far.
 type progress struct {
-	w    io.Writer
-	last int
-	any  bool
+	w   io.Writer
+	now func() time.Time
+	// start is the first update's time; drawn the last draw's, pct its
+	// percentage and width its length (a shorter line pads over it).
+	start, drawn time.Time
+	pct, width   int
+	// total is the last update's total: jobs times replays.
+	total int
+	any   bool
 }
+
+// newProgress starts a progress line on w.
+func newProgress(w io.Writer, now func() time.Time) *progress {
+	return &progress{w: w, now: now, start: now()}
+}
+
+// redrawEvery is how often the line redraws, to move the ETA, when the
+// percentage stands still.
+const redrawEvery = time.Second
+
+// etaAfter is how long the line waits before it estimates the time left:
+// the first seconds (reading the trace, the first replays' start) say
+// little about the rate.
+const etaAfter = 2 * time.Second
 
 func (p *progress) update(done, total int) {
 	if total == 0 {
 		return
 	}
+	now := p.now()
 	pct := done * 100 / total
-	if p.any && pct == p.last {
+	if p.any && pct == p.pct && now.Sub(p.drawn) < redrawEvery {
 		return
 	}
-	p.last, p.any = pct, true
-	const width = 30
+	p.pct, p.drawn, p.total, p.any = pct, now, total, true
+	// The line stays under 80 columns: a wrapped line breaks the \r redraw.
+	const width = 20
 	fill := pct * width / 100
-	fmt.Fprintf(p.w, "\rsimulating [%s%s] %3d%% (%d/%d jobs)", strings.Repeat("#", fill), strings.Repeat(".", width-fill), pct, done, total)
+	line := fmt.Sprintf("simulating [%s%s] %3d%% (%d/%d job runs)", strings.Repeat("#", fill), strings.Repeat(".", width-fill), pct, done, total)
+	if el := now.Sub(p.start); done > 0 && done < total && el >= etaAfter {
+		left := time.Duration(float64(el) * float64(total-done) / float64(done))
+		line += ", ETA " + formatETA(left)
+	}
+	p.draw(line)
 }
 
+// draw writes line over the previous one.
+func (p *progress) draw(line string) {
+	pad := max(p.width-len(line), 0)
+	fmt.Fprintf(p.w, "\r%s%s", line, strings.Repeat(" ", pad))
+	p.width = len(line)
+}
+
+// done ends the line with the time the run took.
 func (p *progress) done() {
-	if p.any {
-		fmt.Fprintln(p.w)
+	if !p.any {
+		return
 	}
+	p.draw(fmt.Sprintf("simulated %d job runs in %s", p.total, formatETA(p.now().Sub(p.start))))
+	fmt.Fprintln(p.w)
+}
+
+// formatETA prints a duration to the second: 45s, 3m05s, 1h02m.
+func formatETA(d time.Duration) string {
+	s := int64((d + time.Second/2) / time.Second)
+	switch {
+	case s < 60:
+		return fmt.Sprintf("%ds", s)
+	case s < 3600:
+		return fmt.Sprintf("%dm%02ds", s/60, s%60)
+	}
+	return fmt.Sprintf("%dh%02dm", s/3600, s%3600/60)
 }
 
 // newConvertCmd builds `tide sim convert`.

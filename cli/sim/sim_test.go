@@ -1,10 +1,13 @@
 package sim
 
 import (
+	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	goldenpkg "github.com/tide-hpc/tide/internal/golden"
 
@@ -96,6 +99,103 @@ func TestStarveDeprecated(t *testing.T) {
 	out, errOut, code := run(t, "--trace", tr, "--nodes", "1", "--leaf", "0", "--compare", "fifo", "--starve", "90")
 	if code != 0 || !strings.Contains(out, "starved (waited > 90s)") || !strings.Contains(errOut, "--starve-bound") {
 		t.Errorf("exit %d, stdout %q, stderr %q: want the bound applied and a deprecation note", code, out, errOut)
+	}
+}
+
+// fakeClock is a clock that tests move.
+type fakeClock struct{ t time.Time }
+
+func (c *fakeClock) now() time.Time { return c.t }
+
+// TestProgress feeds the bar updates a fake clock apart: no ETA in the
+// first seconds, then the time left at the rate so far, redraws only
+// when the percentage moves or a second passed, and a closing line
+// that pads over the longer bar.
+func TestProgress(t *testing.T) {
+	clk := &fakeClock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	var b strings.Builder
+	p := newProgress(&b, clk.now)
+	bar := func(pct int) string {
+		return "[" + strings.Repeat("#", pct*20/100) + strings.Repeat(".", 20-pct*20/100) + "]"
+	}
+	steps := []struct {
+		after       time.Duration
+		done, total int
+		want        string // "" when nothing is drawn
+	}{
+		{0, 0, 1000, "\rsimulating " + bar(0) + "   0% (0/1000 job runs)"},
+		{time.Second, 100, 1000, "\rsimulating " + bar(10) + "  10% (100/1000 job runs)"},
+		{100 * time.Millisecond, 105, 1000, ""}, // same percentage, too soon
+		{2 * time.Second, 250, 1000, "\rsimulating " + bar(25) + "  25% (250/1000 job runs), ETA 9s"},
+		{1500 * time.Millisecond, 259, 1000, "\rsimulating " + bar(25) + "  25% (259/1000 job runs), ETA 13s"},
+		// One space pads over the longer "ETA 13s".
+		{5 * time.Minute, 999, 1000, "\rsimulating " + bar(99) + "  99% (999/1000 job runs), ETA 0s "},
+		{time.Second, 1000, 1000, "\rsimulating " + bar(100) + " 100% (1000/1000 job runs)" + strings.Repeat(" ", len(", ETA 0s")-1)},
+	}
+	for _, st := range steps {
+		clk.t = clk.t.Add(st.after)
+		b.Reset()
+		p.update(st.done, st.total)
+		if b.String() != st.want {
+			t.Errorf("update(%d, %d) after %v drew %q, want %q", st.done, st.total, st.after, b.String(), st.want)
+		}
+	}
+	b.Reset()
+	p.done()
+	want := "\rsimulated 1000 job runs in 5m06s" // 305.6 s
+	want += strings.Repeat(" ", len("simulating "+bar(100)+" 100% (1000/1000 job runs)")-len(want)+1) + "\n"
+	if b.String() != want {
+		t.Errorf("done drew %q, want %q", b.String(), want)
+	}
+}
+
+func TestFormatETA(t *testing.T) {
+	for d, want := range map[time.Duration]string{
+		400 * time.Millisecond: "0s", 45 * time.Second: "45s", 185 * time.Second: "3m05s", 3720 * time.Second: "1h02m",
+	} {
+		if got := formatETA(d); got != want {
+			t.Errorf("formatETA(%v) = %q, want %q", d, got, want)
+		}
+	}
+}
+
+// TestProgressOnTerminalOnly: the bar draws on a terminal (here a fake
+// one), never with --quiet, and never in a pipe.
+func TestProgressOnTerminalOnly(t *testing.T) {
+	dir := t.TempDir()
+	tr := filepath.Join(dir, "small.csv")
+	if err := os.WriteFile(tr, []byte(small), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"--trace", tr, "--nodes", "1", "--leaf", "0", "--compare", "fifo"}
+	for _, tc := range []struct {
+		name     string
+		terminal bool
+		quiet    bool
+		want     bool
+	}{
+		{name: "terminal", terminal: true, want: true},
+		{name: "terminal, --quiet", terminal: true, quiet: true},
+		{name: "pipe", terminal: false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			defer func(f func(io.Writer) bool) { stderrIsTerminal = f }(stderrIsTerminal)
+			stderrIsTerminal = func(io.Writer) bool { return tc.terminal }
+			a := args
+			if tc.quiet {
+				a = append(slices.Clone(args), "--quiet")
+			}
+			out, errOut, code := run(t, a...)
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, errOut)
+			}
+			if got := strings.Contains(errOut, "simulated "); got != tc.want {
+				t.Errorf("progress shown: %v, want %v (stderr %q)", got, tc.want, errOut)
+			}
+			if strings.Contains(out, "simulat") {
+				t.Errorf("progress on stdout: %q", out)
+			}
+		})
 	}
 }
 

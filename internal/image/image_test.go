@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -206,5 +207,60 @@ func TestListEscapesNames(t *testing.T) {
 		`evil/x:1\x1b]0;pwned\x07\n\tFAKE` + "  d1      900 B  just now\n"
 	if b.String() != want {
 		t.Errorf("List =\n%q\nwant\n%q", b.String(), want)
+	}
+}
+
+// TestImportProgress: on a terminal, import shows the bytes it has read
+// of the tarball's size (of standard input: the bytes alone) and ends
+// the line with the total; a failed import ends the line so that the
+// error starts its own; in a pipe it shows nothing.
+func TestImportProgress(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "bb.tar")
+	// The fake store takes the trimmed content as the image's name.
+	os.WriteFile(good, []byte("docker.io/tide-test/bb:latest\n"+strings.Repeat(" ", 5000)), 0o644)
+	bad := filepath.Join(dir, "bad.tar")
+	os.WriteFile(bad, []byte("bad"+strings.Repeat(" ", 3000)), 0o644)
+	tests := []struct {
+		name     string
+		args     []string
+		stdin    string
+		terminal bool
+		want     []*regexp.Regexp // on stderr, in order
+		wantErr  bool
+	}{
+		{name: "file on a terminal", args: []string{"import", good}, terminal: true, want: []*regexp.Regexp{
+			regexp.MustCompile(`^\rimporting ` + regexp.QuoteMeta(good) + `: [0-9.]+ (B|KiB) of 4\.9 KiB \([0-9]+%\)`),
+			regexp.MustCompile(`\rread ` + regexp.QuoteMeta(good) + `: 4\.9 KiB in [0-9.]+m?s *\n$`)}},
+		{name: "stdin on a terminal", args: []string{"import", "-"}, stdin: "docker.io/library/alpine:latest", terminal: true, want: []*regexp.Regexp{
+			regexp.MustCompile(`^\rimporting -: 31 B *\rread -: 31 B in [0-9.]+m?s *\n$`)}},
+		{name: "failure ends the line", args: []string{"import", bad}, terminal: true, wantErr: true, want: []*regexp.Regexp{
+			regexp.MustCompile(`^\rimporting ` + regexp.QuoteMeta(bad) + `: .*\n$`)}},
+		{name: "pipe", args: []string{"import", good}, want: []*regexp.Regexp{regexp.MustCompile(`^$`)}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			store := &fakeStore{images: map[string]ctr.Image{}}
+			var out, errb strings.Builder
+			streams := &Streams{In: strings.NewReader(tt.stdin), Out: &out, ErrOut: &errb, ErrIsTerminal: tt.terminal}
+			clock := now
+			tick := func() time.Time { clock = clock.Add(150 * time.Millisecond); return clock }
+			cmd := Command(streams, &Target{}, func(context.Context, Target) (Store, error) { return store, nil }, tick)
+			cmd.SetArgs(tt.args)
+			if err := cmd.Execute(); (err != nil) != tt.wantErr {
+				t.Fatalf("err = %v, want an error: %v", err, tt.wantErr)
+			}
+			if !tt.wantErr && !strings.HasPrefix(out.String(), "imported ") {
+				t.Errorf("stdout %q: want the imported line alone there", out.String())
+			}
+			rest := errb.String()
+			for _, re := range tt.want {
+				loc := re.FindStringIndex(rest)
+				if loc == nil {
+					t.Fatalf("stderr %q does not match %s", errb.String(), re)
+				}
+				rest = rest[loc[1]:]
+			}
+		})
 	}
 }
