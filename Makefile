@@ -27,6 +27,8 @@ help: ## list targets
 
 build: ## build bin/tide, bin/tide-sim, bin/tidectld, bin/tided, bin/tide-stepd and the Slurm-named links
 	@mkdir -p $(BIN)
+	@if [ -x $(BIN)/tidectld ]; then echo "== building $(BIN)/: tidectld tided tide-stepd tide tide-sim"; \
+	else echo "== building $(BIN)/: tidectld tided tide-stepd tide tide-sim (the first build takes a few minutes)"; fi
 	@# The supervisor uses cgo to fork jobs without a /bin/sh trampoline
 	@# (noded/stepd/spawn_cgo.go); it runs once per node, so its start
 	@# does not matter.
@@ -42,17 +44,27 @@ build: ## build bin/tide, bin/tide-sim, bin/tidectld, bin/tided, bin/tide-stepd 
 	@install -m 0755 $(addprefix $(BIN)/.build/,tidectld tided tide-stepd tide tide-sim) $(BIN)/
 	@for l in $(SLURM_LINKS); do ln -sf tide $(BIN)/$$l; done
 
-test: ## vet, unit and integration tests (real daemons on loopback), the concurrent packages (RACE_PKGS) again under -race, then the integration tests again with every host in a network namespace of its own (as root)
+# The tests run through test/tools/testprogress: a line per package as it
+# finishes, a line every 30 s while one runs long (the integration tests)
+# or while the first build goes on, the output of failed tests only, and a
+# summary. TESTV=1 runs plain go test instead (its own output, as before).
+TESTPROGRESS := $(GO) run ./test/tools/testprogress --
+GOTEST = $(if $(TESTV),$(GO) test,$(TESTPROGRESS) $(GO) test -json)
+
+test: ## vet, unit and integration tests (real daemons on loopback), the concurrent packages (RACE_PKGS) again under -race, then the integration tests again with every host in a network namespace of its own (as root); TESTV=1: go test's own output
+	@echo "== go vet ./... (it compiles every package first: a few minutes on a first build)"
 	$(GO) vet -tags '$(GOTAGS)' ./...
-	$(GO) test -tags '$(GOTAGS)' -count=1 -timeout $(TEST_TIMEOUT) ./...
-	$(GO) test -race -tags '$(GOTAGS)' -count=1 -timeout $(TEST_TIMEOUT) $(RACE_PKGS)
+	@echo "== unit and integration tests, package by package (the integration tests build the binaries first and run for minutes)"
+	$(GOTEST) -tags '$(GOTAGS)' -count=1 -timeout $(TEST_TIMEOUT) ./...
+	@echo "== the concurrent packages again under the race detector (RACE_PKGS; it rebuilds them: minutes)"
+	$(GOTEST) -race -tags '$(GOTAGS)' -count=1 -timeout $(TEST_TIMEOUT) $(RACE_PKGS)
 	@# The second pass: the controller, a login node and each node in a
 	@# network namespace of its own, the commands on the login node over
 	@# TCP with MUNGE (test/integration/hosts_test.go). It needs root,
 	@# iproute2, util-linux and munge, which CI has.
 	@if [ "$$(id -u)" = 0 ] && command -v ip >/dev/null && command -v nsenter >/dev/null; then \
 	  echo "== integration tests, netns mode (TIDE_IT_HOSTS=netns)"; \
-	  TIDE_IT_HOSTS=netns $(GO) test -tags '$(GOTAGS)' -count=1 -timeout $(TEST_TIMEOUT) ./test/integration/; \
+	  TIDE_IT_HOSTS=netns $(GOTEST) -tags '$(GOTAGS)' -count=1 -timeout $(TEST_TIMEOUT) ./test/integration/; \
 	else echo "== skipping the netns pass of the integration tests: it needs root, ip (iproute2) and nsenter (util-linux)"; fi
 
 test-gpu: build ## on a machine with an NVIDIA GPU: NVML discovery against the driver, then scripts/gpu-check.sh
@@ -60,7 +72,8 @@ test-gpu: build ## on a machine with an NVIDIA GPU: NVML discovery against the d
 	./scripts/gpu-check.sh
 
 test-short: ## unit tests only
-	$(GO) test -tags '$(GOTAGS)' -short -count=1 ./...
+	@echo "== unit tests, package by package (-short)"
+	$(GOTEST) -tags '$(GOTAGS)' -short -count=1 ./...
 
 .PHONY: chaos
 chaos: ## soak test: mixed load on a local cluster while tidectld and tided are killed -9 at random (DURATION=10m)
@@ -109,6 +122,7 @@ down: ## stop exactly the daemons `make up` started
 	./scripts/down.sh
 
 demo: up ## start the local cluster, run the examples, show squeue, sinfo and sacct
+	@echo "== the demo: examples/*.sh on the local cluster, then squeue, sinfo and sacct (scripts/demo.sh)"
 	./scripts/demo.sh
 
 # Not part of make test: CI cannot fetch Slurm's sources.
@@ -137,7 +151,16 @@ cover: ## test coverage summary
 tidy: ## go mod tidy
 	$(GO) mod tidy
 
-install: build ## install binaries, links, example configs and systemd units under PREFIX
+# The manual pages are generated from the option tables the commands'
+# parsers read, the daemons' flags and the configuration loaders' keys
+# (internal/mangen), so they cannot drift from the programs.
+MANDIR := $(BIN)/man
+.PHONY: man
+man: ## write the manual pages (sbatch.1 ... tide.1, tidectld.8, tided.8, tide.yaml.5) under bin/man; try one with man -l bin/man/man1/sbatch.1
+	@echo "== writing the manual pages under $(MANDIR)/"
+	$(GO) run -tags '$(GOTAGS)' ./cmd/gen-man -dir $(MANDIR) -src .
+
+install: build man ## install binaries, links, manual pages, shell completion, example configs and systemd units under PREFIX
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/sbin $(DESTDIR)$(PREFIX)/etc/tide $(DESTDIR)$(PREFIX)/lib/systemd/system
 	install -m 0755 $(BIN)/tide $(BIN)/tide-sim $(DESTDIR)$(PREFIX)/bin/
 	install -m 0755 $(BIN)/tidectld $(BIN)/tided $(BIN)/tide-stepd $(DESTDIR)$(PREFIX)/sbin/
@@ -150,6 +173,17 @@ install: build ## install binaries, links, example configs and systemd units und
 	install -m 0644 README.md docs/*.md $(DESTDIR)$(PREFIX)/share/doc/tide/
 	sed 's|@PREFIX@|$(PREFIX)|g' etc/systemd/tidectld.service > $(DESTDIR)$(PREFIX)/lib/systemd/system/tidectld.service
 	sed 's|@PREFIX@|$(PREFIX)|g' etc/systemd/tided.service > $(DESTDIR)$(PREFIX)/lib/systemd/system/tided.service
+	install -d $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/man/man5 $(DESTDIR)$(PREFIX)/share/man/man8
+	install -m 0644 $(MANDIR)/man1/*.1 $(DESTDIR)$(PREFIX)/share/man/man1/
+	install -m 0644 $(MANDIR)/man5/*.5 $(DESTDIR)$(PREFIX)/share/man/man5/
+	install -m 0644 $(MANDIR)/man8/*.8 $(DESTDIR)$(PREFIX)/share/man/man8/
+	@# Shell completion. bash-completion loads a command's script by the
+	@# command's name, so each link gets the name too (tide's script
+	@# covers them all); zsh binds every name on _tide's #compdef line.
+	install -d $(DESTDIR)$(PREFIX)/share/bash-completion/completions $(DESTDIR)$(PREFIX)/share/zsh/site-functions
+	$(BIN)/tide completion bash > $(DESTDIR)$(PREFIX)/share/bash-completion/completions/tide
+	@for l in $(SLURM_LINKS); do ln -sf tide $(DESTDIR)$(PREFIX)/share/bash-completion/completions/$$l; done
+	$(BIN)/tide completion zsh > $(DESTDIR)$(PREFIX)/share/zsh/site-functions/_tide
 
 clean: ## remove build outputs (not ./run)
 	rm -rf $(BIN)

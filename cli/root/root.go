@@ -181,5 +181,6 @@ func newTide(f *cmdutil.Factory) *cobra.Command {
 		Use: "version", Short: "Print Tide's version (the Slurm commands' -V prints the Slurm release they follow)", Args: cobra.NoArgs,
 		Run: func(cmd *cobra.Command, _ []string) { fmt.Fprintln(cmd.OutOrStdout(), "tide", Version) },
 	})
+	addCompletion(root, f)
 	return root
 }

@@ -225,7 +225,7 @@ var ownOptions = []ownOption{
 	{long: "context", arg: 1, cmds: forBoth, arg0: "context", help: "SELinux context of the job", set: noEffect("context")},
 	{long: "cpu-bind", arg: 1, cmds: forSrun, id: "cpu-bind", group: grpAffinity, arg0: "type", help: "bind tasks to CPUs (see --cpu-bind=help)", set: setCPUBind},
 	{long: "cpu_bind", arg: 1, cmds: forSrun, id: "cpu-bind", hidden: true, set: setCPUBind},
-	{long: "debugger-test", cmds: forSrun, hidden: true, set: flag(func(a *Args) { a.DebuggerTest = true })},
+	{long: "debugger-test", cmds: forSrun, hidden: true, help: "start the tasks held and print the process table a parallel debugger reads (MPIR), as under a debugger that never releases them (for tests)", set: flag(func(a *Args) { a.DebuggerTest = true })},
 	{long: "disable-status", short: 'X', cmds: forSrun, help: "Ctrl-C goes to the tasks instead of showing their status", set: flag(func(a *Args) { a.DisableStatus = true })},
 	{long: "epilog", arg: 1, cmds: forSrun, arg0: "program", help: "run program here after the step ends (none: no epilog)", set: func(a *Args, v string) error {
 		a.Epilog = v
@@ -243,7 +243,7 @@ var ownOptions = []ownOption{
 		return nil
 	}},
 	{long: "het-group", arg: 1, cmds: forSrun, arg0: "value", help: "heterogeneous job component(s) to run in (Tide has one: 0)", set: setHetGroup},
-	{long: "pack-group", arg: 1, cmds: forSrun, hidden: true, set: setHetGroup},
+	{long: "pack-group", arg: 1, cmds: forSrun, arg0: "value", hidden: true, help: "old name of --het-group", set: setHetGroup},
 	{long: "immediate", short: 'I', arg: 2, cmds: forBoth, arg0: "secs", help: "exit if resources are not available within secs (default 1)", set: func(a *Args, v string) error {
 		if v == "" {
 			a.Immediate = 1
@@ -253,7 +253,7 @@ var ownOptions = []ownOption{
 		a.Immediate = n
 		return err
 	}},
-	{long: "interactive", cmds: forSrun, hidden: true, set: flag(func(*Args) {})},
+	{long: "interactive", cmds: forSrun, hidden: true, help: "accepted and ignored, as Slurm's hidden option is", set: flag(func(*Args) {})},
 	{long: "jobid", arg: 1, cmds: forSrun, arg0: "id", help: "run under an already allocated job", set: func(a *Args, v string) error {
 		id, err := strconv.ParseUint(strings.TrimSpace(v), 10, 64)
 		if err != nil || id == 0 {
@@ -306,7 +306,7 @@ var ownOptions = []ownOption{
 	{long: "multi-prog", cmds: forSrun, help: "the command is a configuration naming each task's program", set: flag(func(a *Args) { a.MultiProg = true })},
 	{long: "no-allocate", short: 'Z', cmds: forSrun, group: grpConstraint, help: "run without an allocation (refused: root only in Slurm, never in Tide)", set: flag(func(a *Args) { a.NoAllocate = true })},
 	{long: "no-shell", cmds: forSalloc, help: "get the allocation and exit; it stays until scancel or its time limit", set: flag(func(a *Args) { a.NoShell = true })},
-	{long: "ntasks-per-tres", arg: 1, cmds: forBoth, hidden: true, set: func(a *Args, v string) error {
+	{long: "ntasks-per-tres", arg: 1, cmds: forBoth, arg0: "n", hidden: true, help: "number of tasks to invoke for each GPU (Slurm's hidden spelling of --ntasks-per-gpu)", set: func(a *Args, v string) error {
 		_, err := parseInt("--ntasks-per-tres", v, true)
 		return err
 	}},

@@ -1,0 +1,8 @@
+package squeue
+
+import "github.com/tide-hpc/tide/cli/manpage"
+
+// ManualOptions describes squeue's options for its manual page and shell
+// completion: every entry of the table its parser reads, in table order,
+// hidden spellings included.
+func ManualOptions() []manpage.Option { return manpage.FromGetopt(command.Options) }
