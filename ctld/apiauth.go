@@ -110,7 +110,8 @@ func authFailed(reason, format string, args ...any) error {
 // authentication. Profiles stay on the socket.
 func (s *Server) apiHandler() http.Handler {
 	inner := s.localHandler()
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	// Browsers on the dashboard sign in with a cookie (dashboard.go).
+	return s.uiGate(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id, err := s.authenticate(r)
 		if err != nil {
 			var ae *authError
@@ -146,7 +147,7 @@ func (s *Server) apiHandler() http.Handler {
 			return
 		}
 		inner.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), identKey{}, id)))
-	})
+	}))
 }
 
 // authenticate checks the request's one Authorization header.

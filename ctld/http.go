@@ -29,6 +29,9 @@ func (s *Server) localHandler() http.Handler {
 	mux.HandleFunc("GET /api/v1/jobs", s.handleList)
 	mux.HandleFunc("GET /api/v1/jobs/{id}", s.handleJob)
 	mux.HandleFunc("GET /api/v1/jobs/{id}/events", s.handleEvents)
+	// Usage series (jobseries.go).
+	mux.HandleFunc("GET /api/v1/jobs/{id}/usage", s.handleJobUsage)
+	mux.HandleFunc("GET /api/v1/jobs/usage", s.handleJobUsages)
 	post("/api/v1/jobs/cancel", smallBody, "Job cancellation failed", s.handleCancel)
 	post("/api/v1/jobs/update", smallBody, "Job update failed", s.handleUpdate)
 	mux.HandleFunc("GET /api/v1/accounting/jobs", s.handleAccounting)
@@ -51,6 +54,9 @@ func (s *Server) localHandler() http.Handler {
 	mux.HandleFunc("GET /api/v1/accounting/steps", s.handleSteps)
 	mux.HandleFunc("GET /api/v1/accounting/usage", s.handleUsage) // stepacct.go
 	mux.Handle("GET /metrics", s.metrics.handler())
+	// The read-only web dashboard (dashboard.go, ctld/ui).
+	mux.Handle("/ui/", s.dashboardHandler())
+	mux.Handle("/ui", s.dashboardHandler())
 	// Profiles for operators, on the local socket only; they hold the
 	// connection for their duration.
 	mux.HandleFunc("GET /debug/pprof/{name...}", s.operatorOnly(s.profileDeadline(pprof.Index)))

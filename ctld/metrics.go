@@ -34,6 +34,8 @@ type metrics struct {
 	// cache serves every scrape (metricscache.go).
 	cache   *cachedGatherer
 	scrapes *scrapeCache
+	// collectors are every registered collector (register).
+	collectors []prometheus.Collector
 }
 
 func newMetrics(s *Server) *metrics {
@@ -71,18 +73,30 @@ func newMetrics(s *Server) *metrics {
 	m.connEvicted = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "tide_connections_evicted_total",
 		Help: "Idle connections without the cluster key closed to make room for new ones, by listener."}, []string{"listener"})
-	m.reg.MustRegister(m.submissions, m.ends, m.cycle, m.startDelay, m.reclaims, m.preemptions, m.throttled,
+	m.register(m.submissions, m.ends, m.cycle, m.startDelay, m.reclaims, m.preemptions, m.throttled,
 		m.syncs, m.commits, m.connRefused, m.connEvicted, &m.conns, &stateCollector{s: s})
+	// Issue 25: the jobs' usage and the idle-GPU flag (jobseries.go),
+	// and what the Grafana dashboard and the alerts (etc/grafana,
+	// etc/prometheus) read besides.
+	m.register(&seriesCollector{s: s}, &clusterCollector{s: s})
 	m.cache = newCachedGatherer(m.reg, time.Second, time.Now)
 	m.scrapes = newScrapeCache(m.cache, time.Second, time.Now)
 	// How often scrapes made the controller gather (its state collector
 	// takes the controller's lock): at most once a second, however many
 	// scrapers there are.
-	m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+	m.register(prometheus.NewCounterFunc(prometheus.CounterOpts{
 		Name: "tide_metrics_gathered_total",
 		Help: "Gatherings of these metrics from the controller's state; scrapes within a second of one share it."},
 		func() float64 { return float64(m.cache.gatherings.Load()) }))
 	return m
+}
+
+// register registers cs and keeps them, so that tests can list every
+// metric the controller exports (a vector without children gathers
+// nothing).
+func (m *metrics) register(cs ...prometheus.Collector) {
+	m.reg.MustRegister(cs...)
+	m.collectors = append(m.collectors, cs...)
 }
 
 func (m *metrics) refused(listener, reason string) {

@@ -272,6 +272,7 @@ func (s *Server) sync(ctx context.Context, r api.NodeSyncRequest) (api.NodeSyncR
 	if r.GPUStatus != nil {
 		s.applyGPUStatus(n, r.GPUStatus)
 		s.reclaimGPUs(n, r.GPUStatus, r.GPUProcJobs)
+		s.noteGPUReading(n.Name, r.GPUProcJobs) // jobseries.go
 	}
 	if !n.Responding {
 		n.Responding = true

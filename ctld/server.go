@@ -102,12 +102,16 @@ type Server struct {
 	liveSteps map[uint64]map[uint32]*liveStep
 	// acct holds the steps' usage reports (stepacct.go); guarded by mu.
 	acct usageAcct
+	// series holds the jobs' usage series (jobseries.go); guarded by mu.
+	series seriesState
 	// reconf reloads the configuration (reconfigure.go).
 	reconf reconfState
 	// ledger is every node's resources and what jobs hold of them: the
 	// one account the scheduler's snapshot reads and its plans are
 	// applied to (ctld/state, shared with the simulator). Guarded by mu.
 	ledger *state.Ledger
+	// dash is the web dashboard's handler and history (dashboard.go).
+	dash dashboard
 }
 
 // refusalLogEvery is how often refused connections and keyless node
@@ -364,6 +368,8 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	wg.Add(1)
 	go func() { defer wg.Done(); s.loop(ctx) }()
+	wg.Add(1)
+	go func() { defer wg.Done(); s.recordHistory(ctx) }()
 	renewCtx, stopRenew := context.WithCancel(ctx)
 	defer stopRenew()
 	if s.tls.on {
@@ -509,6 +515,7 @@ func (s *Server) loop(ctx context.Context) {
 			s.mu.Lock()
 			s.checkNodes(now)
 			s.checkPreemptions(now)
+			s.sampleJobUsage(now) // jobseries.go
 			if s.releaseBuffered(now) {
 				s.Kick()
 			}

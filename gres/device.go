@@ -97,14 +97,20 @@ type Status struct {
 	// Reason says why Health is not Healthy ("XID 79: GPU has fallen off
 	// the bus"), or which readings failed on a healthy GPU.
 	Reason string `json:"reason,omitempty"`
-	// MemUsedMB is device memory in use, in MiB, by all processes.
+	// MemUsedMB is device memory in use, in MiB, by all processes;
+	// UsageUnknown where the source cannot tell (a static GPU list).
 	MemUsedMB int64 `json:"mem_used_mb"`
 	// UtilPct is the percentage of time over the driver's last sample
-	// period during which a kernel ran (0–100).
+	// period during which a kernel ran (0–100); UsageUnknown where the
+	// source cannot tell.
 	UtilPct int `json:"util_pct"`
 	// Processes are the compute processes on the GPU.
 	Processes []ProcUsage `json:"processes,omitempty"`
 }
+
+// UsageUnknown is Status.MemUsedMB and Status.UtilPct from a source that
+// does not measure them: readers must not take it for an idle GPU.
+const UsageUnknown = -1
 
 // ProcUsage is one process's use of a GPU, so that slice owners can be
 // found when shared memory runs out.

@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"time"
 )
 
 // Canned fake topologies (FakeConfig.Topology).
@@ -37,7 +38,21 @@ type FakeConfig struct {
 	// Topology is TopologyDGX, TopologyIslands or TopologyPCIe; "" picks
 	// dgx for 8 GPUs and pcie otherwise.
 	Topology string `mapstructure:"topology" json:"topology,omitempty"`
+	// Load is what the GPUs jobs hold read: FakeLoadBusy (or "") a
+	// plausible, changing load (FakeSource.SetHolders), FakeLoadIdle
+	// nothing, as GPUs a job reserved and never used.
+	Load string `mapstructure:"load" json:"load,omitempty"`
 }
+
+// Fake loads (FakeConfig.Load).
+const (
+	// FakeLoadBusy simulates a load on every GPU a job holds: a
+	// utilisation that wanders around a level of the job's own, and
+	// memory that fills part of the GPU (or of the job's slice).
+	FakeLoadBusy = "busy"
+	// FakeLoadIdle leaves every GPU idle whatever holds it.
+	FakeLoadIdle = "idle"
+)
 
 // Fake returns a deterministic inventory for node: UUIDs derive from the
 // node name so that restarts report the same devices. PCI bus ids, NUMA
@@ -62,6 +77,9 @@ func Fake(node string, c FakeConfig) ([]Device, error) {
 		}
 	default:
 		return nil, fmt.Errorf("fake gpu topology %q: want %s, %s or %s", topo, TopologyDGX, TopologyIslands, TopologyPCIe)
+	}
+	if err := checkFakeLoad(c.Load); err != nil {
+		return nil, err
 	}
 	model := c.Model
 	if model == "" {
@@ -149,8 +167,10 @@ func fakeUUID(node string, idx int) string {
 }
 
 // FakeSource is the Source of development clusters and tests: Fake's
-// inventory, healthy and idle unless a test says otherwise with
-// MarkUnhealthy or SetUsage, or a usage file (SetUsageFile) says so.
+// inventory, healthy, idle where no job holds a GPU and, under
+// FakeLoadBusy, busy with a simulated load where one does
+// (SetHolders), unless a test says otherwise with MarkUnhealthy or
+// SetUsage, or a usage file (SetUsageFile) says so.
 type FakeSource struct {
 	cfg FakeConfig
 
@@ -159,6 +179,39 @@ type FakeSource struct {
 	// usageFile, when set, is read on every Status call.
 	usageFile string
 	procJobs  map[int]uint64
+	// listed are the GPUs the usage file listed at its last reading;
+	// pinned those SetUsage set. Their readings stand: no simulated
+	// load covers them.
+	listed, pinned map[int]bool
+	// holders are the jobs on each GPU and loadAt the time of the
+	// simulated readings (SetHolders); simJobs maps the pids of the
+	// simulated processes to their jobs.
+	holders map[int][]FakeHolder
+	loadAt  time.Time
+	simJobs map[int]uint64
+}
+
+// FakeHolder is a job holding a fake GPU, as the node tells the fake
+// (SetHolders) so that the GPU reads the job's simulated load.
+type FakeHolder struct {
+	JobID uint64
+	// PID is the job's process (its batch script): the GPU lists it as
+	// a compute process using the job's memory, so that the node
+	// charges the load to the job as it would NVML's. 0: no process.
+	PID int
+	// SliceMemMB and SliceComputePct are the job's slice of a shared
+	// GPU; both 0 for a whole GPU.
+	SliceMemMB      int64
+	SliceComputePct int
+}
+
+// checkFakeLoad checks FakeConfig.Load.
+func checkFakeLoad(load string) error {
+	switch load {
+	case "", FakeLoadBusy, FakeLoadIdle:
+		return nil
+	}
+	return fmt.Errorf("fake gpu load %q: want %s or %s", load, FakeLoadBusy, FakeLoadIdle)
 }
 
 // FakeUsageFile is the name of the usage file tided's fake source reads
@@ -171,8 +224,11 @@ const FakeUsageFile = "gpu-usage.json"
 //	{"gpus": [{"index": 2, "mem_used_mb": 78000, "util_pct": 90,
 //	           "processes": [{"pid": 4242, "mem_mb": 70000, "job_id": 17}]}]}
 //
-// GPUs it does not list keep their readings. MemUsedMB 0 with processes
-// means the sum of their memory.
+// GPUs it does not list keep their readings. A GPU it lists reads what
+// it says whatever job holds it, with no simulated load: {"gpus":
+// [{"index": 0}]} makes GPU 0 read idle, as a job that reserved it and
+// never used it. MemUsedMB 0 with processes means the sum of their
+// memory.
 type FakeUsage struct {
 	GPUs []FakeGPUUsage `json:"gpus"`
 }
@@ -229,19 +285,38 @@ func (f *FakeSource) SetUsageFile(path string) {
 }
 
 // ProcJobs returns the pid → job map of the usage file as last read
-// (nil when it names no job), so that the node can report which job a
-// fake process belongs to.
+// and of the simulated processes of the last Status (nil when they name
+// no job), so that the node can report which job a fake process
+// belongs to.
 func (f *FakeSource) ProcJobs() map[int]uint64 {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if len(f.procJobs) == 0 {
+	if len(f.procJobs) == 0 && len(f.simJobs) == 0 {
 		return nil
 	}
-	out := make(map[int]uint64, len(f.procJobs))
+	out := make(map[int]uint64, len(f.procJobs)+len(f.simJobs))
+	for pid, id := range f.simJobs {
+		out[pid] = id
+	}
 	for pid, id := range f.procJobs {
 		out[pid] = id
 	}
 	return out
+}
+
+// SetHolders tells the fake which jobs hold each GPU (by index) at time
+// at; later Status calls read, on each GPU held, the load the holders
+// simulate at that time (under FakeLoadIdle, none). GPUs not in holders
+// are idle. The fake takes the time as data: its readings are a pure
+// function of the holders and the time, so tests can replay them.
+func (f *FakeSource) SetHolders(at time.Time, holders map[int][]FakeHolder) {
+	cp := make(map[int][]FakeHolder, len(holders))
+	for i, hs := range holders {
+		cp[i] = append([]FakeHolder(nil), hs...)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.holders, f.loadAt = cp, at
 }
 
 // Status returns a copy of every GPU's current fake status, after
@@ -261,7 +336,93 @@ func (f *FakeSource) Status() ([]Status, error) {
 		out[i] = s
 		out[i].Processes = append([]ProcUsage(nil), s.Processes...)
 	}
+	f.simulateLocked(out)
 	return out, nil
+}
+
+// simulateLocked puts the simulated load of each held GPU into st,
+// except on GPUs whose readings a test set (SetUsage, the usage file).
+//
+// A job's load has a level of its own, 55 to 90 % utilisation, which
+// wanders by up to 6 points every 5 seconds, and fills 35 to 79 % of
+// its GPU's memory. A slice adds its share of the GPU's compute (its
+// compute percentage, or an equal share) of such a level, and fills
+// 35 to 60 % of its slice's memory (or of its equal share of the GPU):
+// with the slices' memory capped at 70 % of the card, a simulated load
+// never passes a reclaim watermark (at least 0.5, 0.95 by default) on
+// its own.
+func (f *FakeSource) simulateLocked(st []Status) {
+	f.simJobs = nil
+	if f.cfg.Load == FakeLoadIdle {
+		return
+	}
+	memMB := f.cfg.MemoryMB
+	if memMB == 0 {
+		memMB = 80 * 1024
+	}
+	tick := uint64(f.loadAt.Unix() / 5)
+	for i := range st {
+		hs := f.holders[st[i].Index]
+		if len(hs) == 0 || f.pinned[st[i].Index] || f.listed[st[i].Index] || st[i].Health == Unhealthy {
+			continue
+		}
+		whole := len(hs) == 1 && hs[0].SliceMemMB == 0 && hs[0].SliceComputePct == 0
+		var util float64
+		var used int64
+		var procs []ProcUsage
+		for _, h := range hs {
+			level := 55 + float64(mix(h.JobID)%36)
+			u := min(max(level+float64(mix(h.JobID, uint64(st[i].Index), tick)%13)-6, 1), 100)
+			var mem int64
+			if whole {
+				util = u
+				mem = memMB * int64(35+mix(h.JobID, 1)%45) / 100
+			} else {
+				share := 1 / float64(len(hs))
+				if h.SliceComputePct > 0 {
+					share = float64(h.SliceComputePct) / 100
+				}
+				util += u * share
+				capMB := h.SliceMemMB
+				if capMB <= 0 {
+					capMB = memMB / int64(len(hs))
+				}
+				mem = capMB * int64(35+mix(h.JobID, 1)%26) / 100
+			}
+			used += mem
+			if h.PID > 0 {
+				procs = append(procs, ProcUsage{PID: h.PID, MemMB: mem})
+				if f.simJobs == nil {
+					f.simJobs = map[int]uint64{}
+				}
+				f.simJobs[h.PID] = h.JobID
+			}
+		}
+		if !whole && used > memMB*7/10 {
+			// Scale every slice down alike to the cap.
+			for k := range procs {
+				procs[k].MemMB = procs[k].MemMB * (memMB * 7 / 10) / used
+			}
+			used = memMB * 7 / 10
+		}
+		st[i].UtilPct = int(min(util, 100) + 0.5)
+		st[i].MemUsedMB = used
+		st[i].Processes = procs
+	}
+}
+
+// mix hashes vs into 64 well-mixed bits (splitmix64 over the values), so
+// that simulated loads look random yet replay exactly.
+func mix(vs ...uint64) uint64 {
+	h := uint64(0x9e3779b97f4a7c15)
+	for _, v := range vs {
+		h ^= v
+		h += 0x9e3779b97f4a7c15
+		h = (h ^ (h >> 30)) * 0xbf58476d1ce4e5b9
+		h = (h ^ (h >> 27)) * 0x94d049bb133111eb
+		h ^= h >> 31
+	}
+	return h
 }
 
 // MarkUnhealthy makes GPU index report Unhealthy with reason from now on,
@@ -289,6 +450,10 @@ func (f *FakeSource) SetUsage(s Status) error {
 	cur := &st[s.Index]
 	cur.MemUsedMB, cur.UtilPct = s.MemUsedMB, s.UtilPct
 	cur.Processes = append([]ProcUsage(nil), s.Processes...)
+	if f.pinned == nil {
+		f.pinned = map[int]bool{}
+	}
+	f.pinned[s.Index] = true
 	return nil
 }
 
@@ -311,6 +476,7 @@ func (f *FakeSource) readUsageLocked(st []Status) error {
 	}
 	data, err := os.ReadFile(f.usageFile)
 	if errors.Is(err, fs.ErrNotExist) {
+		f.listed = nil
 		return nil
 	}
 	if err != nil {
@@ -321,10 +487,12 @@ func (f *FakeSource) readUsageLocked(st []Status) error {
 		return fmt.Errorf("fake gpu usage %s: %w", f.usageFile, err)
 	}
 	jobs := map[int]uint64{}
+	listed := map[int]bool{}
 	for _, g := range u.GPUs {
 		if g.Index < 0 || g.Index >= len(st) {
 			return fmt.Errorf("fake gpu usage %s: no gpu %d (have %d)", f.usageFile, g.Index, len(st))
 		}
+		listed[g.Index] = true
 		cur := &st[g.Index]
 		cur.MemUsedMB, cur.UtilPct, cur.Processes = g.MemUsedMB, g.UtilPct, nil
 		var sum int64
@@ -339,6 +507,6 @@ func (f *FakeSource) readUsageLocked(st []Status) error {
 			cur.MemUsedMB = sum
 		}
 	}
-	f.procJobs = jobs
+	f.procJobs, f.listed = jobs, listed
 	return nil
 }

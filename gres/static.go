@@ -39,7 +39,8 @@ type StaticGPU struct {
 }
 
 // StaticSource serves an inventory fixed in the node config. It knows no
-// usage: every GPU reports healthy and idle.
+// usage: every GPU reports healthy, its memory and utilisation unknown
+// (-1).
 type StaticSource struct {
 	devs []Device
 }
@@ -66,11 +67,13 @@ func (s *StaticSource) Inventory(string) ([]Device, error) {
 	return out, nil
 }
 
-// Status reports every configured GPU healthy and idle.
+// Status reports every configured GPU healthy with its usage unknown:
+// nothing here measures it, and an idle reading would make every job
+// on the node look as if it left its GPUs idle.
 func (s *StaticSource) Status() ([]Status, error) {
 	out := make([]Status, len(s.devs))
 	for i := range out {
-		out[i] = Status{Index: i, Health: Healthy}
+		out[i] = Status{Index: i, Health: Healthy, MemUsedMB: UsageUnknown, UtilPct: UsageUnknown}
 	}
 	return out, nil
 }

@@ -71,7 +71,10 @@ func TestStaticDevices(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantSt := []Status{{Index: 0, Health: Healthy}, {Index: 1, Health: Healthy}, {Index: 2, Health: Healthy}, {Index: 3, Health: Healthy}}
+	wantSt := make([]Status, 4)
+	for i := range wantSt {
+		wantSt[i] = Status{Index: i, Health: Healthy, MemUsedMB: UsageUnknown, UtilPct: UsageUnknown}
+	}
 	if diff := cmp.Diff(wantSt, st); diff != "" {
 		t.Errorf("Status() (-want +got):\n%s", diff)
 	}

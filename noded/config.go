@@ -273,6 +273,7 @@ func configKeys(c Config) []struct {
 		{"gpus.fake.model", c.GPUs.Fake.Model},
 		{"gpus.fake.memory_mb", c.GPUs.Fake.MemoryMB},
 		{"gpus.fake.topology", c.GPUs.Fake.Topology},
+		{"gpus.fake.load", c.GPUs.Fake.Load},
 		{"gpus.static", c.GPUs.Static},
 		{"features", c.Features},
 		{"heartbeat", c.Heartbeat},
@@ -490,6 +491,9 @@ func (c *Config) Validate() error {
 		}
 		if c.GPUs.Fake.MemoryMB < 0 {
 			bad("gpus.fake.memory_mb: %d must not be negative", c.GPUs.Fake.MemoryMB)
+		}
+		if l := c.GPUs.Fake.Load; l != "" && l != gres.FakeLoadBusy && l != gres.FakeLoadIdle {
+			bad("gpus.fake.load: %q is not %s or %s", l, gres.FakeLoadBusy, gres.FakeLoadIdle)
 		}
 	case GPUSourceStatic:
 		if _, err := gres.StaticDevices(c.GPUs.Static); err != nil {

@@ -49,7 +49,7 @@ func TestParseExampleConfig(t *testing.T) {
 	want := Config{
 		Version: 1, Name: "gpu01", Controller: "127.0.0.1:6817", KeyFile: "/etc/tide/cluster.key",
 		TLSDir: DefaultTLSDir, StateDir: "/run/tided", Supervisor: "shared", CPUs: 64, Memory: "512G", TmpDiskMB: 1800000,
-		GPUs:     GPUConfig{Source: "none", Fake: gres.FakeConfig{Count: 0, Model: "h100", MemoryMB: 81920, Topology: "dgx"}},
+		GPUs:     GPUConfig{Source: "none", Fake: gres.FakeConfig{Count: 0, Model: "h100", MemoryMB: 81920, Topology: "dgx", Load: gres.FakeLoadBusy}},
 		Features: []string{"nvlink", "ib"}, Heartbeat: 10 * time.Second, KillWait: 30 * time.Second,
 		LaunchTimeout: time.Minute, OutputGrace: 5 * time.Second, Cgroups: CgroupsAuto, CgroupParent: "tide",
 		LogLevel: "info",
@@ -164,6 +164,9 @@ func TestValidate(t *testing.T) {
 		{name: "fake gpu count out of range", edit: func(_ *testing.T, c *Config) {
 			c.GPUs = GPUConfig{Source: GPUSourceFake, Fake: gres.FakeConfig{Count: 65}}
 		}, want: []string{"gpus.fake.count"}},
+		{name: "fake gpu load unknown", edit: func(_ *testing.T, c *Config) {
+			c.GPUs = GPUConfig{Source: GPUSourceFake, Fake: gres.FakeConfig{Count: 2, Load: "heavy"}}
+		}, want: []string{`gpus.fake.load: "heavy" is not busy or idle`}},
 		{name: "controller port", edit: func(_ *testing.T, c *Config) { c.Controller = "ctl:99999" },
 			want: []string{"invalid port"}},
 		{name: "unknown supervisor", edit: func(_ *testing.T, c *Config) { c.Supervisor = "systemd" },

@@ -72,6 +72,10 @@ func (d *Daemon) gpuHeartbeat(force bool) []gres.Status {
 	if fresh {
 		return cached
 	}
+	if fake, ok := d.gpuSrc.(*gres.FakeSource); ok {
+		// The fake simulates the load of the jobs holding its GPUs.
+		fake.SetHolders(time.Now(), d.fakeHolders())
+	}
 	st, err := d.gpuSrc.Status()
 	if err != nil {
 		d.log.Warn("read GPU status", "err", err)
@@ -135,6 +139,38 @@ func (d *Daemon) watchGPUs(ctx context.Context) {
 	if err := d.nvml.WatchHealth(ctx, nil, events); err != nil && ctx.Err() == nil {
 		d.log.Error("GPU health watch stopped", "err", err)
 	}
+}
+
+// fakeHolders lists, by GPU index, the jobs running here on the node's
+// fake GPUs, each with its batch script's pid (read from the job
+// directory when tided has not needed it yet; 0 before the script
+// started), for the fake's simulated load. Jobs whose batch script runs
+// elsewhere are not listed: tided knows their GPUs only through their
+// steps.
+func (d *Daemon) fakeHolders() map[int][]gres.FakeHolder {
+	out := map[int][]gres.FakeHolder{}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, j := range d.jobs {
+		if j.finished() || !j.hasSpec || j.launching != nil {
+			continue
+		}
+		if j.pid.PID == 0 {
+			if id, err := readIdentity(filepath.Join(j.dir, filePID)); err == nil {
+				j.pid = id
+			}
+		}
+		for _, a := range j.spec.Alloc {
+			if a.Node != d.cfg.Name {
+				continue
+			}
+			for _, g := range a.GPUs {
+				out[g] = append(out[g], gres.FakeHolder{JobID: j.ref.JobID, PID: j.pid.PID,
+					SliceMemMB: a.GPUMemMB, SliceComputePct: a.GPUComputePct})
+			}
+		}
+	}
+	return out
 }
 
 // procJobSource is a GPU source that knows which job each of its

@@ -29,6 +29,11 @@ package noded
 //     totals hold theirs too and are left out.
 //
 // Container jobs are not measured (their processes run under runc).
+//
+// GPU use comes from NVML, or from the fake GPUs' simulated load (the
+// local cluster and tests): the fake lists each job's batch script as
+// the process on the job's GPUs, so the batch step is charged with it
+// (srun steps' tasks are not).
 
 import (
 	"cmp"
@@ -40,6 +45,7 @@ import (
 	"time"
 
 	"github.com/tide-hpc/tide/ctld/api"
+	"github.com/tide-hpc/tide/gres"
 	"github.com/tide-hpc/tide/noded/cgroup"
 	"github.com/tide-hpc/tide/noded/steps"
 )
@@ -415,10 +421,11 @@ type gpuReading struct {
 }
 
 // gpuUse returns the GPU reading to charge to tasks, and false where
-// the node has no NVML (a fake or static GPU list says nothing true
-// about use).
+// the node's GPUs do not measure use: NVML and the fake (whose
+// simulated load lists each job's batch script as the process on its
+// GPUs) do, a static GPU list does not.
 func (d *Daemon) gpuUse(procs map[int]*procInfo) (*gpuReading, bool) {
-	if d.nvml == nil {
+	if _, fake := d.gpuSrc.(*gres.FakeSource); d.nvml == nil && !fake {
 		return nil, false
 	}
 	st := d.gpuHeartbeat(false)

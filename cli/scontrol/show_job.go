@@ -70,10 +70,15 @@ func (o *Options) showJob(ctx context.Context, args []string) error {
 		}
 	}
 	share, now := o.loadSharing(ctx, c, jobs, now)
+	var usage map[uint64]*api.JobUsage
+	if o.Details {
+		usage = loadJobUsage(ctx, c, jobs, len(args) == 0) // usage.go
+	}
 	var b strings.Builder
 	for i := range jobs {
 		r := o.jobRecord(&jobs[i], now, models)
 		o.shareLines(r, &jobs[i], now, share)
+		o.usageLine(r, &jobs[i], usage[jobs[i].ID])
 		b.WriteString(r.render(o.OneLiner))
 	}
 	_, err = fmt.Fprint(o.IO.Out, b.String())

@@ -85,6 +85,10 @@ type Config struct {
 	// TLS (tls.go): the cluster CA, certificates for the controller and
 	// the nodes, and whether node_addr and api_addr serve TLS.
 	TLS TLSConfig `mapstructure:"tls" json:"tls"`
+
+	// JobUsage (jobusage.go): each running job's usage series and the
+	// idle-GPU flag.
+	JobUsage JobUsageConfig `mapstructure:"job_usage" json:"job_usage"`
 }
 
 // TimeoutConfig holds the controller's timeouts.
@@ -162,6 +166,11 @@ type SchedulerConfig struct {
 	BackfillMaxJobPart int           `mapstructure:"backfill_max_job_part" json:"backfill_max_job_part"`
 	BackfillResolution time.Duration `mapstructure:"backfill_resolution" json:"-"`
 	BackfillWindow     time.Duration `mapstructure:"backfill_window" json:"-"`
+	// BackfillReserveDepth bounds the blocked jobs a backfill pass
+	// reserves for (Maui's RESERVATIONDEPTH; 0: the policy's default,
+	// every tested job under backfill, 4 under tide); later jobs only
+	// start where they delay no reservation, and are not counted.
+	BackfillReserveDepth int `mapstructure:"backfill_reserve_depth" json:"backfill_reserve_depth"`
 	// BackfillDepth is the key backfill_max_job_test replaced; set, it
 	// is refused with an error that names its successor.
 	BackfillDepth *int `mapstructure:"backfill_depth" json:"-"`
@@ -200,7 +209,8 @@ const (
 // Backfill is the scheduler's backfill settings as the core takes them.
 func (c SchedulerConfig) Backfill() sched.BackfillConfig {
 	return sched.BackfillConfig{MaxJobTest: c.BackfillMaxJobTest, MaxJobUser: c.BackfillMaxJobUser,
-		MaxJobPart: c.BackfillMaxJobPart, Resolution: c.BackfillResolution, Window: c.BackfillWindow}
+		MaxJobPart: c.BackfillMaxJobPart, Resolution: c.BackfillResolution, Window: c.BackfillWindow,
+		ReserveDepth: c.BackfillReserveDepth}
 }
 
 // Priority is the multifactor order of a pass under policy p as the
@@ -258,6 +268,9 @@ func (c SchedulerConfig) validateBackfill(bad func(string, ...any)) {
 	}
 	if n := c.BackfillMaxJobPart; n < 0 || n > maxBackfillMaxJobTest {
 		bad("scheduler.backfill_max_job_part: %d is not between 0 (no limit) and %d", n, maxBackfillMaxJobTest)
+	}
+	if n := c.BackfillReserveDepth; n < 0 || n > maxBackfillMaxJobTest {
+		bad("scheduler.backfill_reserve_depth: %d is not between 0 (the policy's default) and %d", n, maxBackfillMaxJobTest)
 	}
 	res := c.BackfillResolution
 	if res < time.Second || res > maxBackfillResolution {
@@ -391,6 +404,8 @@ func Default() Config {
 		JWT:    JWTConfig{MaxLifespan: DefaultJWTMaxLifespan},
 		Munge:  MungeConfig{Socket: DefaultMungeSocket},
 		TLS:    TLSConfig{Mode: TLSAuto, CertValidity: DefaultCertValidity},
+		// jobusage.go
+		JobUsage: DefaultJobUsage(),
 	}
 }
 
@@ -441,6 +456,7 @@ func Parse(r io.Reader) (Config, error) {
 		"scheduler.backfill_max_job_test":     def.Scheduler.BackfillMaxJobTest,
 		"scheduler.backfill_max_job_user":     0,
 		"scheduler.backfill_max_job_part":     0,
+		"scheduler.backfill_reserve_depth":    0,
 		"scheduler.backfill_resolution":       def.Scheduler.BackfillResolution,
 		"scheduler.backfill_window":           def.Scheduler.BackfillWindow,
 		"scheduler.priority_weight_age":       def.Scheduler.PriorityWeightAge,
@@ -469,6 +485,9 @@ func Parse(r io.Reader) (Config, error) {
 		v.SetDefault(k, val)
 	}
 	for k, val := range tlsDefaults(def) {
+		v.SetDefault(k, val)
+	}
+	for k, val := range jobUsageDefaults(def.JobUsage) {
 		v.SetDefault(k, val)
 	}
 	if err := v.ReadConfig(r); err != nil {
@@ -699,6 +718,7 @@ func (c Config) Validate() (*Cluster, error) {
 	c.validateAuth(bad)
 	c.validateTLS(bad)
 	c.validatePrivacy(cl, bad)
+	c.validateJobUsage(bad)
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}

@@ -109,7 +109,7 @@ func (c BackfillConfig) resolved() BackfillConfig {
 	if c.MaxJobTest <= 0 {
 		c.MaxJobTest = DefaultBackfillMaxJobTest
 	}
-	c.MaxJobUser, c.MaxJobPart = max(c.MaxJobUser, 0), max(c.MaxJobPart, 0)
+	c.MaxJobUser, c.MaxJobPart, c.ReserveDepth = max(c.MaxJobUser, 0), max(c.MaxJobPart, 0), max(c.ReserveDepth, 0)
 	if c.Resolution <= 0 {
 		c.Resolution = DefaultBackfillResolution
 	}
@@ -230,6 +230,11 @@ func (pol *policy) blocks(p *pass, r *Request) (bool, string) {
 // test counts job r as tested in its partition, or returns the detail of
 // the limit that leaves it untested.
 func (pol *policy) test(r *Request) string {
+	if pol.deep() {
+		// Past the reservation depth jobs are tested as EASY tests
+		// them, uncounted.
+		return ""
+	}
 	id, user := r.Job.ID, r.Job.User
 	if pol.counted == id && slices.Contains(pol.countedParts, r.Part) {
 		return ""
@@ -294,9 +299,11 @@ func (pol *policy) noFit(p *pass, r *Request, reason api.ReasonCode) {
 				return
 			}
 		}
-		if reason == api.ReasonTopology || pol.reserved(r.Job.ID) {
+		if reason == api.ReasonTopology || pol.reserved(r.Job.ID) || pol.deep() {
 			// --switches waits for its own placement; a job of several
-			// partitions is reserved in the first where it waits.
+			// partitions is reserved in the first where it waits; past
+			// the reservation depth a job only starts where it delays
+			// no reservation.
 			return
 		}
 		if pol.reserve(p, r) == fitNever {
@@ -332,6 +339,12 @@ func (pol *policy) cachedNoFit(p *pass, r *Request, reason api.ReasonCode) {
 	if pol.kind == PolicyBackfill {
 		pol.noFit(p, r, reason)
 	}
+}
+
+// deep reports whether the pass made as many reservations as
+// BackfillConfig.ReserveDepth allows.
+func (pol *policy) deep() bool {
+	return pol.bf.ReserveDepth > 0 && len(pol.reservations) >= pol.bf.ReserveDepth
 }
 
 // reserved reports whether the pass reserved for job id last.

@@ -73,14 +73,28 @@ var DefaultMultifactor = Multifactor{
 	FairshareWeight: 500,
 }
 
+// DefaultTideReserveDepth is policy tide's BackfillConfig.ReserveDepth:
+// the first blocked jobs in priority order hold reservations, the rest
+// start only where they delay none. Reserving for every tested job
+// (Slurm's rule) made the plan rigid under overestimated limits: on the
+// Alibaba 2023 replays a job that asked for the 7-day maximum fitted
+// before none of hundreds of reservations, so such jobs (and CPU-only
+// jobs, which the test limit then left untested) waited far longer than
+// under EASY (docs/simulator.md, "The default policy").
+const DefaultTideReserveDepth = 4
+
 // Resolved returns c as a pass runs it: PolicyTide is PolicyBackfill
-// in the multifactor order (DefaultMultifactor unless c.Priority says).
+// in the multifactor order (DefaultMultifactor unless c.Priority says)
+// with DefaultTideReserveDepth unless c.Backfill says.
 func (c Config) Resolved() Config {
 	if c.Policy == PolicyTide {
 		c.Policy = PolicyBackfill
 		if c.Priority == nil {
 			m := DefaultMultifactor
 			c.Priority = &m
+		}
+		if c.Backfill.ReserveDepth <= 0 {
+			c.Backfill.ReserveDepth = DefaultTideReserveDepth
 		}
 	}
 	return c

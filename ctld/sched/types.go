@@ -187,6 +187,14 @@ type BackfillConfig struct {
 	// DefaultBackfillWindow): a job whose earliest start is later gets
 	// no reservation (and no start).
 	Window time.Duration
+	// ReserveDepth bounds the blocked jobs a pass reserves for (Maui's
+	// RESERVATIONDEPTH): once that many hold reservations, later jobs
+	// are tested as EASY tests them, for a start now that delays no
+	// reservation, without a reservation of their own and without
+	// counting against MaxJobTest and its per-user and per-partition
+	// bounds. 0 takes the policy's default: every tested job under
+	// PolicyBackfill (Slurm's), DefaultTideReserveDepth under PolicyTide.
+	ReserveDepth int
 }
 
 // Defaults of BackfillConfig, Slurm's.
