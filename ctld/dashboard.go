@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"slices"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/tide-hpc/tide/ctld/api"
@@ -71,6 +72,43 @@ func (s *Server) uiGate(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// socketBrowserGuard refuses a web browser's requests to the API on
+// the unix socket (everything but the dashboard's /ui/ pages). A
+// browser reaches the socket only through a tunnel (the dashboard's
+// `ssh -L 8080:/run/tide/tidectld.sock`), and every web page it opens
+// can then send requests to that port: a form or fetch() POST of a
+// text/plain body (no CORS preflight) that submits or cancels jobs as
+// the SSH user, or, under a name of its own rebound to 127.0.0.1, reads
+// jobs and mints tokens. The CLI, curl and programs send none of the
+// headers browsers add to every request (Sec-Fetch-Site) or to every
+// POST (Origin); the dashboard's pages need no API call. Callers on
+// api_addr are not concerned: a browser there holds no credential the
+// API takes (uiGate).
+func socketBrowserGuard(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, socket := r.Context().Value(credKey{}).(syscall.Ucred); socket && !ui.Under(r.URL.Path) {
+			if h := browserHeader(r); h != "" {
+				writeErr(w, api.Errorf(api.ErrPermissionDenied,
+					"%s %s: the API on the local socket does not answer web browsers (this request carries %s): "+
+						"a page could use a tunnel to the socket as you; the dashboard is under /ui/", r.Method, r.URL.Path, h))
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// browserHeader names a header that only a browser's request carries,
+// or "".
+func browserHeader(r *http.Request) string {
+	for _, h := range []string{"Origin", "Sec-Fetch-Site", "Sec-Fetch-Mode"} {
+		if len(r.Header.Values(h)) > 0 {
+			return h
+		}
+	}
+	return ""
 }
 
 // dashSource is the dashboard's ui.Source: every method reads what the

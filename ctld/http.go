@@ -65,7 +65,7 @@ func (s *Server) localHandler() http.Handler {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, api.Errorf(api.ErrNotFound, "%s %s: no such API call", r.Method, r.URL.Path))
 	})
-	return mux
+	return socketBrowserGuard(mux)
 }
 
 func (s *Server) operatorOnly(h http.HandlerFunc) http.HandlerFunc {

@@ -69,7 +69,7 @@ func tideSpec(c command, f *cmdutil.Factory) *compSpec {
 		operand = func(c *completer, _ []string, cur string) compResult {
 			return listOfCands(c.queueNames(), cur, false)
 		}
-	case "audit", "token":
+	case "audit", "token", "ui":
 	default:
 		return nil
 	}

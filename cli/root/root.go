@@ -27,6 +27,7 @@ import (
 	"github.com/tide-hpc/tide/cli/srun"
 	"github.com/tide-hpc/tide/cli/sstat"
 	"github.com/tide-hpc/tide/cli/token"
+	"github.com/tide-hpc/tide/cli/ui"
 )
 
 // Version is Tide's own version, which `tide version` and `tide
@@ -62,6 +63,7 @@ var commands = []command{
 	{"", "queues", queues.NewCmd, "Show the queues' guaranteed shares and use, and the job classes"},
 	{"", "checkpoint-done", checkpoint.NewCmd, "Acknowledge that a job finished writing a checkpoint"},
 	{"", "token", token.NewCmd, "Get a token (JWT) for the controller's TCP API (TIDE_CONTROLLER, TIDE_JWT)"},
+	{"", "ui", ui.NewCmd, "Print a sign-in link to the web dashboard (or the ssh -L way to it)"},
 	{"", "sim", newSimHandoff, "Replay a job trace through the scheduler and compare policies"},
 	{"", "image", newImageHandoff, "Manage container images in this node's containerd (node-side, root)"},
 }

@@ -110,12 +110,20 @@ func (h *Handler) serveLogout(w http.ResponseWriter, r *http.Request) {
 // sameOrigin refuses a form posted from another site (login CSRF: a
 // page signing the victim in as the attacker). Browsers say where a
 // request comes from in Sec-Fetch-Site, or at least Origin; a client
-// that sends neither is no browser acting for someone else.
+// that sends neither is no browser acting for someone else. Origin
+// "null" is an opaque origin (a sandboxed frame, a data: or file:
+// page): never the dashboard's own form, whose pages' Referrer-Policy
+// (same-origin) lets the browser send their origin; it counts only
+// when Sec-Fetch-Site, which a browser that sends it sets right, is
+// missing.
 func sameOrigin(r *http.Request) error {
-	if s := r.Header.Get("Sec-Fetch-Site"); s != "" && s != "same-origin" && s != "none" {
-		return api.Errorf(api.ErrPermissionDenied, "refused a form sent from another site (Sec-Fetch-Site: %s)", clip(s, 40))
+	site := r.Header.Get("Sec-Fetch-Site")
+	if site != "" && site != "same-origin" && site != "none" {
+		return api.Errorf(api.ErrPermissionDenied, "refused a form sent from another site (Sec-Fetch-Site: %s)", clip(site, 40))
 	}
-	if o := r.Header.Get("Origin"); o != "" && o != "null" {
+	if o := r.Header.Get("Origin"); o == "null" && site == "" {
+		return api.Errorf(api.ErrPermissionDenied, "refused a form sent from an opaque origin (Origin: null)")
+	} else if o != "" && o != "null" {
 		u, err := url.Parse(o)
 		if err != nil || !strings.EqualFold(u.Host, r.Host) {
 			return api.Errorf(api.ErrPermissionDenied, "refused a form sent from another site (Origin: %s)", clip(o, 100))

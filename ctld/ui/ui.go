@@ -100,7 +100,11 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	hd := w.Header()
 	hd.Set("Content-Security-Policy", contentSecurityPolicy)
 	hd.Set("X-Content-Type-Options", "nosniff")
-	hd.Set("Referrer-Policy", "no-referrer")
+	// same-origin, not no-referrer: under no-referrer a browser sends
+	// "Origin: null" with the page's own form posts, which sameOrigin
+	// could then not tell from a sandboxed frame's. Other sites get no
+	// Referer either way.
+	hd.Set("Referrer-Policy", "same-origin")
 	hd.Set("X-Frame-Options", "DENY")
 	if r.URL.Path == "/ui" {
 		http.Redirect(w, r, Prefix, http.StatusMovedPermanently)
@@ -283,7 +287,7 @@ func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error) {
 
 // checkHost refuses a socket caller's request that names a host other
 // than this machine's loopback. A browser reaches the socket only
-// through a tunnel (ssh -L 8080:/run/tide/ctld.sock), whose port any
+// through a tunnel (ssh -L 8080:/run/tide/tidectld.sock), whose port any
 // web page the user opens could also reach by DNS rebinding (a name of
 // the attacker's that resolves to 127.0.0.1): such a request names the
 // attacker's host and is refused. Over api_addr the cookie is bound

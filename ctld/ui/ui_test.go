@@ -400,6 +400,11 @@ func TestLogin(t *testing.T) {
 		{"no token", url.Values{"token": {" "}}, nil, 400, "paste the token"},
 		{"from another site", url.Values{"token": {"good.token.sig"}}, map[string]string{"Sec-Fetch-Site": "cross-site"}, 403, "refused a form sent from another site"},
 		{"another origin", url.Values{"token": {"good.token.sig"}}, map[string]string{"Origin": "https://evil.example"}, 403, "Origin: https://evil.example"},
+		// A sandboxed frame of another site posts with an opaque
+		// origin; without Sec-Fetch-Site (older browsers) that is all
+		// there is to refuse it by.
+		{"opaque origin", url.Values{"token": {"good.token.sig"}}, map[string]string{"Origin": "null"}, 403, "opaque origin (Origin: null)"},
+		{"opaque origin, cross-site", url.Values{"token": {"good.token.sig"}}, map[string]string{"Origin": "null", "Sec-Fetch-Site": "cross-site"}, 403, "Sec-Fetch-Site: cross-site"},
 	} {
 		resp, body := post(tc.form, tc.hdr)
 		if resp.StatusCode != tc.status || !strings.Contains(body, tc.want) || len(resp.Cookies()) != 0 {
