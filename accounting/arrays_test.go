@@ -35,73 +35,79 @@ func arrayJobs(t *testing.T, s *Store) {
 }
 
 func TestQueryArrayJobs(t *testing.T) {
-	s := openTest(t)
-	arrayJobs(t, s)
-	tests := []struct {
-		name string
-		f    api.JobFilter
-		want []uint64
-	}{
-		{name: "array id selects every task", f: api.JobFilter{IDs: []uint64{10}}, want: []uint64{10, 11, 12}},
-		{name: "task id of a split task", f: api.JobFilter{IDs: []uint64{12}}, want: []uint64{12}},
-		{name: "started task", f: api.JobFilter{Tasks: []api.TaskRef{{JobID: 10, Task: 1}}}, want: []uint64{12}},
-		{name: "pending task is on the meta record", f: api.JobFilter{Tasks: []api.TaskRef{{JobID: 10, Task: 3}}}, want: []uint64{10}},
-		{name: "task and job", f: api.JobFilter{IDs: []uint64{13}, Tasks: []api.TaskRef{{JobID: 10, Task: 0}}}, want: []uint64{11, 13}},
-		{name: "unknown task", f: api.JobFilter{Tasks: []api.TaskRef{{JobID: 10, Task: 9}}}, want: []uint64{}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, err := s.QueryJobs(context.Background(), tt.f)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if diff := cmp.Diff(tt.want, ids(got)); diff != "" {
-				t.Errorf("ids (-want +got):\n%s", diff)
-			}
-		})
-	}
+	forEachBackend(t, func(t *testing.T, be backend) {
+		s := be.openNew(t)
+		arrayJobs(t, s)
+		tests := []struct {
+			name string
+			f    api.JobFilter
+			want []uint64
+		}{
+			{name: "array id selects every task", f: api.JobFilter{IDs: []uint64{10}}, want: []uint64{10, 11, 12}},
+			{name: "task id of a split task", f: api.JobFilter{IDs: []uint64{12}}, want: []uint64{12}},
+			{name: "started task", f: api.JobFilter{Tasks: []api.TaskRef{{JobID: 10, Task: 1}}}, want: []uint64{12}},
+			{name: "pending task is on the meta record", f: api.JobFilter{Tasks: []api.TaskRef{{JobID: 10, Task: 3}}}, want: []uint64{10}},
+			{name: "task and job", f: api.JobFilter{IDs: []uint64{13}, Tasks: []api.TaskRef{{JobID: 10, Task: 0}}}, want: []uint64{11, 13}},
+			{name: "unknown task", f: api.JobFilter{Tasks: []api.TaskRef{{JobID: 10, Task: 9}}}, want: []uint64{}},
+		}
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				got, err := s.QueryJobs(context.Background(), tt.f)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if diff := cmp.Diff(tt.want, ids(got)); diff != "" {
+					t.Errorf("ids (-want +got):\n%s", diff)
+				}
+			})
+		}
+	})
 }
 
 func TestSpoolOfArrayTask(t *testing.T) {
-	s := openTest(t)
-	arrayJobs(t, s)
-	ctx := context.Background()
-	want, _, err := s.Spool(ctx, 10)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, env, err := s.Spool(ctx, 12)
-	if err != nil || got != want || len(env) == 0 {
-		t.Fatalf("task spool = %q %v %v, want the array's %q", got, env, err, want)
-	}
-	if _, _, err := s.Spool(ctx, 99); !errors.Is(err, api.ErrNotFound) {
-		t.Fatalf("unknown job: %v", err)
-	}
+	forEachBackend(t, func(t *testing.T, be backend) {
+		s := be.openNew(t)
+		arrayJobs(t, s)
+		ctx := context.Background()
+		want, _, err := s.Spool(ctx, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, env, err := s.Spool(ctx, 12)
+		if err != nil || got != want || len(env) == 0 {
+			t.Fatalf("task spool = %q %v %v, want the array's %q", got, env, err, want)
+		}
+		if _, _, err := s.Spool(ctx, 99); !errors.Is(err, api.ErrNotFound) {
+			t.Fatalf("unknown job: %v", err)
+		}
+	})
 }
 
 // TestArraySpoolOutlivesMeta: the meta record may end (its last task
 // failed) while a task split off earlier still runs and may be
 // requeued; the array's script must stay.
 func TestArraySpoolOutlivesMeta(t *testing.T) {
-	s := openTest(t)
-	ctx := context.Background()
-	meta := makeJob(20).ended(api.StateFailed, at(5)).obj()
-	meta.ArrayJobID, meta.ArrayTaskID = 20, 1
-	task := makeJob(21).running(at(1)).obj()
-	task.Script, task.Environment, task.ArrayJobID = "", nil, 20
-	mustWrite(t, s, &Batch{NewJobs: []*api.Job{meta}})
-	mustWrite(t, s, &Batch{Jobs: []*api.Job{task}})
-	if n, err := s.PurgeSpool(ctx, at(100)); err != nil || n != 0 {
-		t.Fatalf("purged %d, %v while a task runs", n, err)
-	}
-	if n, err := s.PurgeJobs(ctx, at(100)); err != nil || n != 0 {
-		t.Fatalf("purged %d jobs, %v while a task runs", n, err)
-	}
-	task.State, task.EndTime = api.StateCompleted, at(6)
-	mustWrite(t, s, &Batch{Jobs: []*api.Job{task}})
-	if n, err := s.PurgeSpool(ctx, at(100)); err != nil || n != 1 {
-		t.Fatalf("purged %d, %v after the array ended", n, err)
-	}
+	forEachBackend(t, func(t *testing.T, be backend) {
+		s := be.openNew(t)
+		ctx := context.Background()
+		meta := makeJob(20).ended(api.StateFailed, at(5)).obj()
+		meta.ArrayJobID, meta.ArrayTaskID = 20, 1
+		task := makeJob(21).running(at(1)).obj()
+		task.Script, task.Environment, task.ArrayJobID = "", nil, 20
+		mustWrite(t, s, &Batch{NewJobs: []*api.Job{meta}})
+		mustWrite(t, s, &Batch{Jobs: []*api.Job{task}})
+		if n, err := s.PurgeSpool(ctx, at(100)); err != nil || n != 0 {
+			t.Fatalf("purged %d, %v while a task runs", n, err)
+		}
+		if n, err := s.PurgeJobs(ctx, at(100)); err != nil || n != 0 {
+			t.Fatalf("purged %d jobs, %v while a task runs", n, err)
+		}
+		task.State, task.EndTime = api.StateCompleted, at(6)
+		mustWrite(t, s, &Batch{Jobs: []*api.Job{task}})
+		if n, err := s.PurgeSpool(ctx, at(100)); err != nil || n != 1 {
+			t.Fatalf("purged %d, %v after the array ended", n, err)
+		}
+	})
 }
 
 // TestMigrateAddsArrayColumn opens a database written by schema 1 and

@@ -3,13 +3,82 @@ package accounting
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"reflect"
 	"testing"
 	"time"
 
 	"github.com/tide-hpc/tide/ctld/api"
+	"github.com/tide-hpc/tide/internal/pgtest"
 )
+
+// pg is the private PostgreSQL server of the PostgreSQL pass, started
+// by the first test that needs it.
+var pg pgtest.Lazy
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if err := pg.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, "stop the test PostgreSQL:", err)
+		code = 1
+	}
+	os.Exit(code)
+}
+
+// backend is a kind of database the store runs on. The tests of the
+// write and query core run on each (forEachBackend); the PostgreSQL
+// pass skips when PostgreSQL is not installed.
+type backend struct {
+	name string
+	// newDB makes a fresh, empty database and returns its location: a
+	// file path for SQLite, a URL for PostgreSQL.
+	newDB func(t testing.TB) string
+}
+
+var backends = []backend{
+	{name: "sqlite", newDB: func(t testing.TB) string { return filepath.Join(t.TempDir(), "tide.db") }},
+	{name: "postgres", newDB: func(t testing.TB) string { return pg.Database(t) }},
+}
+
+// open opens the store at loc (from newDB) and closes it when the test
+// ends.
+func (b backend) open(t testing.TB, loc string) *Store {
+	t.Helper()
+	var s *Store
+	var err error
+	if b.name == "sqlite" {
+		s, err = Open(loc)
+	} else {
+		s, err = OpenURL(loc)
+	}
+	if err != nil {
+		t.Fatalf("open %s store: %v", b.name, err)
+	}
+	if s.dialect.String() != b.name {
+		s.Close()
+		t.Fatalf("the %s backend opened a %s store", b.name, s.dialect)
+	}
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	return s
+}
+
+// openNew opens a store on a fresh database.
+func (b backend) openNew(t testing.TB) *Store {
+	t.Helper()
+	return b.open(t, b.newDB(t))
+}
+
+// forEachBackend runs f as a subtest per backend.
+func forEachBackend(t *testing.T, f func(t *testing.T, be backend)) {
+	for _, be := range backends {
+		t.Run(be.name, func(t *testing.T) { f(t, be) })
+	}
+}
 
 // t0 is the tests' reference time; a non-UTC zone and nanoseconds make
 // sure the store normalises and keeps sub-second precision.

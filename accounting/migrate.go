@@ -13,19 +13,34 @@ import (
 	"time"
 )
 
-//go:embed migrations/*.sql
+//go:embed migrations/*.sql migrations/postgres/*.sql
 var migrationFS embed.FS
 
-// migration is one numbered schema step.
+// migration is one numbered schema step, written for each dialect:
+// migrations/NNNN_name.sql for SQLite and migrations/postgres/NNNN_name.sql
+// for PostgreSQL. The list is one: every step has both texts, under the
+// same name, and a database of either kind records the same versions.
+// Where SQLite's step only changes its storage (0004, 0005), the
+// PostgreSQL text does what the step means there, and says so.
 type migration struct {
 	version int
 	name    string
-	sql     string
+	sql     string // SQLite
+	pgsql   string // PostgreSQL
+}
+
+// text is m's SQL for dialect d.
+func (m migration) text(d dialect) string {
+	if d == postgresDialect {
+		return m.pgsql
+	}
+	return m.sql
 }
 
 // loadMigrations reads the embedded files NNNN_name.sql and checks that
-// they are numbered 1, 2, 3… without gaps, so a missing or duplicated file
-// is caught by the tests rather than on a production database.
+// they are numbered 1, 2, 3… without gaps, and that each has its
+// PostgreSQL text, so a missing or duplicated file is caught by the
+// tests rather than on a production database.
 func loadMigrations(fsys fs.FS) ([]migration, error) {
 	names, err := fs.Glob(fsys, "migrations/*.sql")
 	if err != nil {
@@ -46,7 +61,21 @@ func loadMigrations(fsys fs.FS) ([]migration, error) {
 		if err != nil {
 			return nil, fmt.Errorf("read migration %s: %w", base, err)
 		}
-		ms = append(ms, migration{version: v, name: base, sql: string(body)})
+		pg, err := fs.ReadFile(fsys, path.Join(path.Dir(n), "postgres", base))
+		if err != nil {
+			return nil, fmt.Errorf("migration %s has no PostgreSQL text: %w", base, err)
+		}
+		ms = append(ms, migration{version: v, name: base, sql: string(body), pgsql: string(pg)})
+	}
+	// A PostgreSQL step without its SQLite twin would never run.
+	pgNames, err := fs.Glob(fsys, "migrations/postgres/*.sql")
+	if err != nil {
+		return nil, fmt.Errorf("list migrations: %w", err)
+	}
+	for _, n := range pgNames {
+		if _, err := fs.Stat(fsys, path.Join("migrations", path.Base(n))); err != nil {
+			return nil, fmt.Errorf("migration postgres/%s has no SQLite text", path.Base(n))
+		}
 	}
 	sort.Slice(ms, func(i, j int) bool { return ms[i].version < ms[j].version })
 	for i, m := range ms {
@@ -67,9 +96,32 @@ func SchemaVersion() int {
 	return len(ms)
 }
 
-// migrate brings db up to the newest embedded schema in one transaction,
-// so a crash mid-way leaves the previous version intact.
-func migrate(ctx context.Context, db *sql.DB) error {
+// sqlSchemaVersion creates the table of applied versions (SQLite).
+const sqlSchemaVersion = `CREATE TABLE IF NOT EXISTS schema_version (
+		version    INTEGER PRIMARY KEY,
+		applied_at INTEGER NOT NULL
+	)`
+
+// sqlSchemaVersionPG is sqlSchemaVersion for PostgreSQL, whose INTEGER
+// is 32 bits.
+const sqlSchemaVersionPG = `CREATE TABLE IF NOT EXISTS schema_version (
+		version    BIGINT PRIMARY KEY,
+		applied_at BIGINT NOT NULL
+	)`
+
+// migrateLockID is the PostgreSQL advisory lock that migrations hold:
+// several controllers (or clusters) sharing a database may start at
+// once, and only one may apply a step.
+const migrateLockID = 0x7469_6465_6d69_67 // "tidemig"
+
+// migrate brings the writer's database up to the newest embedded schema
+// in one transaction, so a crash mid-way leaves the previous version
+// intact.
+func (s *Store) migrate(ctx context.Context) error {
+	return migrate(ctx, s.w, s.dialect)
+}
+
+func migrate(ctx context.Context, db *sql.DB, dl dialect) error {
 	ms, err := loadMigrations(migrationFS)
 	if err != nil {
 		return err
@@ -80,10 +132,16 @@ func migrate(ctx context.Context, db *sql.DB) error {
 	}
 	defer tx.Rollback()
 
-	if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_version (
-		version    INTEGER PRIMARY KEY,
-		applied_at INTEGER NOT NULL
-	)`); err != nil {
+	create, insert := sqlSchemaVersion, `INSERT INTO schema_version (version, applied_at) VALUES (?, ?)`
+	if dl == postgresDialect {
+		// Held until the transaction ends; a second controller waits
+		// here and then finds the steps applied.
+		if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock($1)`, int64(migrateLockID)); err != nil {
+			return fmt.Errorf("migrate: lock: %w", err)
+		}
+		create, insert = sqlSchemaVersionPG, rebind(insert)
+	}
+	if _, err := tx.ExecContext(ctx, create); err != nil {
 		return fmt.Errorf("migrate: create schema_version: %w", err)
 	}
 	var cur int
@@ -94,11 +152,10 @@ func migrate(ctx context.Context, db *sql.DB) error {
 		return fmt.Errorf("migrate: database schema version %d is newer than this program's %d", cur, len(ms))
 	}
 	for _, m := range ms[cur:] {
-		if _, err := tx.ExecContext(ctx, m.sql); err != nil {
+		if _, err := tx.ExecContext(ctx, m.text(dl)); err != nil {
 			return fmt.Errorf("migrate: apply %s: %w", m.name, err)
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO schema_version (version, applied_at) VALUES (?, ?)`,
-			m.version, time.Now().Unix()); err != nil {
+		if _, err := tx.ExecContext(ctx, insert, m.version, time.Now().Unix()); err != nil {
 			return fmt.Errorf("migrate: record %s: %w", m.name, err)
 		}
 	}

@@ -32,9 +32,15 @@ var terminalStates = func() string {
 // controller continues numbering after it.
 func (s *Store) LastJobID(ctx context.Context) (uint64, error) {
 	var id int64
-	err := s.r.QueryRowContext(ctx, `SELECT max(
+	q := `SELECT max(
 		COALESCE((SELECT CAST(value AS INTEGER) FROM meta WHERE key = ?), 0),
-		COALESCE((SELECT max(id) FROM jobs), 0))`, metaMaxJobID).Scan(&id)
+		COALESCE((SELECT max(id) FROM jobs), 0))`
+	if s.dialect == postgresDialect {
+		q = `SELECT GREATEST(
+		COALESCE((SELECT CAST(value AS BIGINT) FROM meta WHERE key = $1), 0),
+		COALESCE((SELECT max(id) FROM jobs), 0))`
+	}
+	err := s.r.QueryRowContext(ctx, q, metaMaxJobID).Scan(&id)
 	if err != nil {
 		return 0, fmt.Errorf("last job id: %w", err)
 	}
@@ -56,7 +62,7 @@ func (s *Store) LoadJobs(ctx context.Context, since time.Time) ([]*api.Job, erro
 	if since.IsZero() {
 		q, args = `SELECT record FROM jobs ORDER BY id`, nil
 	}
-	rows, err := s.r.QueryContext(ctx, q, args...)
+	rows, err := s.r.QueryContext(ctx, s.q(q), args...)
 	if err != nil {
 		return nil, fmt.Errorf("load jobs: %w", err)
 	}
@@ -85,15 +91,15 @@ func (s *Store) QueryJobs(ctx context.Context, f api.JobFilter) ([]api.Job, erro
 		return nil, fmt.Errorf("query jobs: %w", api.Invalid("start time %s comes after end time %s",
 			f.Since.UTC().Format(time.RFC3339), f.Until.UTC().Format(time.RFC3339)))
 	}
-	where, args := jobWhere(f)
+	where, args := jobWhere(f, s.dialect)
 	// Counting first sizes the slice: growing a slice of 10,000 large
 	// structs 25% at a time would allocate five times its final size. The
 	// count is only a hint; a commit in between does no harm.
 	var n int
-	if err := s.r.QueryRowContext(ctx, `SELECT count(*) FROM jobs`+where, args...).Scan(&n); err != nil {
+	if err := s.r.QueryRowContext(ctx, s.q(`SELECT count(*) FROM jobs`+where), args...).Scan(&n); err != nil {
 		return nil, fmt.Errorf("query jobs: %w", err)
 	}
-	rows, err := s.r.QueryContext(ctx, `SELECT record FROM jobs`+where+` ORDER BY id`, args...)
+	rows, err := s.r.QueryContext(ctx, s.q(`SELECT record FROM jobs`+where+` ORDER BY id`), args...)
 	if err != nil {
 		return nil, fmt.Errorf("query jobs: %w", err)
 	}
@@ -113,14 +119,15 @@ func (s *Store) QueryJobs(ctx context.Context, f api.JobFilter) ([]api.Job, erro
 	return out, nil
 }
 
-// jobWhere translates f into a WHERE clause. Lists are passed as one JSON
-// array each (json_each), so the statement has a fixed, small number of
-// parameters however many ids sacct -j names.
-func jobWhere(f api.JobFilter) (string, []any) {
+// jobWhere translates f into a WHERE clause in SQLite's spelling of
+// dialect dl. Lists are passed as one JSON array each (dialect.inList),
+// so the statement has a fixed, small number of parameters however many
+// ids sacct -j names.
+func jobWhere(f api.JobFilter, dl dialect) (string, []any) {
 	var conds []string
 	var args []any
 	in := func(col string, list string) {
-		conds = append(conds, col+` IN (SELECT value FROM json_each(?))`)
+		conds = append(conds, dl.inList(col, false))
 		args = append(args, list)
 	}
 	if len(f.IDs) > 0 || len(f.Tasks) > 0 {
@@ -138,7 +145,7 @@ func jobWhere(f api.JobFilter) (string, []any) {
 				arrays = append(arrays, int64(t.JobID))
 			}
 		}
-		conds = append(conds, `(id IN (SELECT value FROM json_each(?)) OR array_job_id IN (SELECT value FROM json_each(?)))`)
+		conds = append(conds, `(`+dl.inList("id", true)+` OR `+dl.inList("array_job_id", true)+`)`)
 		args = append(args, jsonList(ids), jsonList(arrays))
 	}
 	if len(f.Users) > 0 {
@@ -148,7 +155,7 @@ func jobWhere(f api.JobFilter) (string, []any) {
 				uids = append(uids, int64(n))
 			}
 		}
-		conds = append(conds, `("user" IN (SELECT value FROM json_each(?)) OR uid IN (SELECT value FROM json_each(?)))`)
+		conds = append(conds, `(`+dl.inList(`"user"`, false)+` OR `+dl.inList("uid", true)+`)`)
 		args = append(args, jsonList(f.Users), jsonList(uids))
 	}
 	if len(f.Names) > 0 {
@@ -209,8 +216,8 @@ func scanJobs(rows *sql.Rows, next func() *api.Job) error {
 func (s *Store) Spool(ctx context.Context, id uint64) (script string, env []string, err error) {
 	var envJSON []byte
 	// An array task split off its meta record runs the array's script.
-	err = s.r.QueryRowContext(ctx, `SELECT script, env FROM spool WHERE job_id = COALESCE(
-		(SELECT array_job_id FROM jobs WHERE id = ?1 AND array_job_id != 0), ?1)`, int64(id)).
+	err = s.r.QueryRowContext(ctx, s.q(`SELECT script, env FROM spool WHERE job_id = COALESCE(
+		(SELECT array_job_id FROM jobs WHERE id = ?1 AND array_job_id != 0), ?1)`), int64(id)).
 		Scan(&script, &envJSON)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", nil, fmt.Errorf("spool of job %d: %w", id, api.ErrNotFound)
@@ -227,8 +234,8 @@ func (s *Store) Spool(ctx context.Context, id uint64) (script string, env []stri
 // Events returns a job's trail in the order it was written (an empty
 // slice for a job without events).
 func (s *Store) Events(ctx context.Context, jobID uint64) ([]api.Event, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT time, kind, state, reason, message, actor
-		FROM events WHERE job_id = ? ORDER BY id`, int64(jobID))
+	rows, err := s.r.QueryContext(ctx, s.q(`SELECT time, kind, state, reason, message, actor
+		FROM events WHERE job_id = ? ORDER BY id`), int64(jobID))
 	if err != nil {
 		return nil, fmt.Errorf("events of job %d: %w", jobID, err)
 	}
@@ -253,11 +260,11 @@ func (s *Store) Events(ctx context.Context, jobID uint64) ([]api.Event, error) {
 // AuditLog returns the newest limit audit records, newest first; limit
 // <= 0 returns them all.
 func (s *Store) AuditLog(ctx context.Context, limit int) ([]api.AuditRecord, error) {
-	if limit <= 0 {
-		limit = -1 // SQLite: no limit
+	q, args := `SELECT time, uid, "user", action, target, detail FROM audit ORDER BY id DESC`, []any(nil)
+	if limit > 0 {
+		q, args = q+` LIMIT ?`, []any{limit}
 	}
-	rows, err := s.r.QueryContext(ctx, `SELECT time, uid, "user", action, target, detail
-		FROM audit ORDER BY id DESC LIMIT ?`, limit)
+	rows, err := s.r.QueryContext(ctx, s.q(q), args...)
 	if err != nil {
 		return nil, fmt.Errorf("audit log: %w", err)
 	}
@@ -310,10 +317,10 @@ func (s *Store) LoadNodes(ctx context.Context) ([]api.Node, error) {
 func (s *Store) PurgeSpool(ctx context.Context, before time.Time) (int, error) {
 	// An array's script stays while any of its tasks may still run it
 	// (a requeued task is launched again).
-	res, err := s.w.ExecContext(ctx, `DELETE FROM spool WHERE job_id IN (
+	res, err := s.w.ExecContext(ctx, s.q(`DELETE FROM spool WHERE job_id IN (
 		SELECT id FROM jobs WHERE state IN (`+terminalStates+`) AND end_time > 0 AND end_time < ?
 		AND NOT EXISTS (SELECT 1 FROM jobs t WHERE t.array_job_id = jobs.id
-			AND t.state NOT IN (`+terminalStates+`)))`,
+			AND t.state NOT IN (`+terminalStates+`)))`),
 		nanos(before))
 	if err != nil {
 		return 0, fmt.Errorf("purge spool: %w", err)
@@ -346,25 +353,26 @@ func (s *Store) purgeJobs(ctx context.Context, before int64) (int, error) {
 		AND NOT EXISTS (SELECT 1 FROM jobs t WHERE t.array_job_id = jobs.id
 			AND t.state NOT IN (` + terminalStates + `))`
 	var maxID sql.NullInt64
-	if err := tx.QueryRowContext(ctx, `SELECT max(id) FROM (`+old+`)`, before).Scan(&maxID); err != nil {
+	// PostgreSQL wants the subquery named.
+	if err := tx.QueryRowContext(ctx, s.q(`SELECT max(id) FROM (`+old+`) AS old`), before).Scan(&maxID); err != nil {
 		return 0, err
 	}
 	if !maxID.Valid {
 		return 0, nil
 	}
-	if _, err := tx.ExecContext(ctx, sqlBumpMaxID, maxID.Int64); err != nil {
+	if _, err := tx.ExecContext(ctx, s.dialect.bumpMaxID(), maxID.Int64); err != nil {
 		return 0, err
 	}
-	if _, err := tx.ExecContext(ctx, `DELETE FROM events WHERE job_id IN (`+old+`)`, before); err != nil {
+	if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM events WHERE job_id IN (`+old+`)`), before); err != nil {
 		return 0, err
 	}
 	// Their steps and the steps' usage go with them (issue 22).
 	for _, table := range []string{"steps", "usage"} {
-		if _, err := tx.ExecContext(ctx, `DELETE FROM `+table+` WHERE job_id IN (`+old+`)`, before); err != nil {
+		if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM `+table+` WHERE job_id IN (`+old+`)`), before); err != nil {
 			return 0, err
 		}
 	}
-	res, err := tx.ExecContext(ctx, `DELETE FROM jobs WHERE id IN (`+old+`)`, before)
+	res, err := tx.ExecContext(ctx, s.q(`DELETE FROM jobs WHERE id IN (`+old+`)`), before)
 	if err != nil {
 		return 0, err
 	}

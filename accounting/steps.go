@@ -43,7 +43,7 @@ func (s *Store) NextStepID(ctx context.Context, jobID uint64) (uint32, error) {
 		return 0, err
 	}
 	var next int64
-	if err := s.w.QueryRowContext(ctx, `SELECT COALESCE(MAX(step_id) + 1, 0) FROM steps WHERE job_id = ?`, id).Scan(&next); err != nil {
+	if err := s.w.QueryRowContext(ctx, s.q(`SELECT COALESCE(MAX(step_id) + 1, 0) FROM steps WHERE job_id = ?`), id).Scan(&next); err != nil {
 		return 0, fmt.Errorf("next step id of job %d: %w", jobID, err)
 	}
 	return uint32(next), nil
@@ -56,7 +56,7 @@ func (s *Store) Step(ctx context.Context, jobID uint64, stepID uint32) (api.Step
 		return api.StepRecord{}, err
 	}
 	var rec []byte
-	err = s.w.QueryRowContext(ctx, `SELECT record FROM steps WHERE job_id = ? AND step_id = ?`, id, int64(stepID)).Scan(&rec)
+	err = s.w.QueryRowContext(ctx, s.q(`SELECT record FROM steps WHERE job_id = ? AND step_id = ?`), id, int64(stepID)).Scan(&rec)
 	if err == sql.ErrNoRows {
 		return api.StepRecord{}, api.Errorf(api.ErrNotFound, "Invalid job step specified: %d.%d", jobID, stepID)
 	}
@@ -96,6 +96,10 @@ func jobRecords[T any](ctx context.Context, s *Store, table, order, what string,
 		chunk := args[:n]
 		args = args[n:]
 		q := `SELECT record FROM ` + table + ` WHERE job_id IN (?` + strings.Repeat(",?", len(chunk)-1) + `) ORDER BY ` + order
+		// Not cached: the text differs with the chunk's length.
+		if s.dialect == postgresDialect {
+			q = rebind(q)
+		}
 		rows, err := s.r.QueryContext(ctx, q, chunk...)
 		if err != nil {
 			return nil, fmt.Errorf("query %s: %w", table, err)

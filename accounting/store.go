@@ -5,10 +5,15 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"net/url"
 	"runtime"
 	"strings"
 	"sync"
 	"time"
+
+	// PostgreSQL through database/sql (driver name "pgx"), so that the
+	// queries are shared with SQLite.
+	"github.com/jackc/pgx/v5/stdlib"
 
 	// The SQLite driver; with -tags libsqlite3 it links the system
 	// library instead of compiling the bundled amalgamation.
@@ -35,13 +40,18 @@ func init() {
 	}})
 }
 
-// Store is the controller's SQLite database. It is safe for concurrent
-// use: writes are serialised on one connection, reads run in parallel on
-// a read-only pool and see the last committed Batch.
+// Store is the controller's database: an SQLite file (Open) or a
+// PostgreSQL database (OpenURL with a postgres:// URL). It is safe for
+// concurrent use: writes are serialised on one connection, reads run in
+// parallel on a second pool (read-only for SQLite) and see the last
+// committed Batch.
 type Store struct {
-	path string
-	w    *sql.DB // the single writer connection
-	r    *sql.DB // read-only pool
+	path    string // the SQLite file, or the PostgreSQL URL without its password
+	dialect dialect
+	w       *sql.DB // the single writer connection
+	r       *sql.DB // read pool
+	// rebound caches statements rewritten for PostgreSQL (dialect.go).
+	rebound sync.Map
 	// dst are the statements batches commit with, prepared on the
 	// writer's driver connection (txn.go); used only while holding that
 	// connection.
@@ -76,7 +86,7 @@ const (
 	// An event's id counts within its job (migration 0005): the lookup
 	// reads the b-tree page the insert then writes.
 	sqlInsertEvent = `INSERT INTO events (job_id, id, time, kind, state, reason, message, actor)
-		VALUES (?1, (SELECT ifnull(max(id), 0) + 1 FROM events WHERE job_id = ?1), ?2, ?3, ?4, ?5, ?6, ?7)`
+		VALUES (?1, (SELECT COALESCE(max(id), 0) + 1 FROM events WHERE job_id = ?1), ?2, ?3, ?4, ?5, ?6, ?7)`
 	sqlInsertAudit = `INSERT INTO audit (time, uid, "user", action, target, detail)
 		VALUES (?, ?, ?, ?, ?, ?)`
 	sqlUpsertNode = `INSERT INTO nodes (name, record) VALUES (?, ?)
@@ -84,7 +94,20 @@ const (
 	sqlBumpMaxID = `INSERT INTO meta (key, value) VALUES ('` + metaMaxJobID + `', ?1)
 		ON CONFLICT (key) DO UPDATE SET value = excluded.value
 		WHERE excluded.value > CAST(meta.value AS INTEGER)`
+	// sqlBumpMaxIDPG is sqlBumpMaxID for PostgreSQL, whose meta.value is
+	// TEXT: compared as numbers, not as strings ("9" > "10").
+	sqlBumpMaxIDPG = `INSERT INTO meta (key, value) VALUES ('` + metaMaxJobID + `', CAST(CAST($1 AS BIGINT) AS TEXT))
+		ON CONFLICT (key) DO UPDATE SET value = excluded.value
+		WHERE CAST(excluded.value AS BIGINT) > CAST(meta.value AS BIGINT)`
 )
+
+// bumpMaxID is the statement raising the high-water mark.
+func (d dialect) bumpMaxID() string {
+	if d == postgresDialect {
+		return sqlBumpMaxIDPG
+	}
+	return sqlBumpMaxID
+}
 
 // metaMaxJobID is the meta key of the job id high-water mark.
 const metaMaxJobID = "max_job_id"
@@ -125,13 +148,7 @@ func open(path string) (_ *Store, err error) {
 	if err != nil {
 		return nil, err
 	}
-	// One writer: SQLite allows one write transaction at a time anyway,
-	// and a single connection keeps the prepared statements valid.
-	s.w.SetMaxOpenConns(1)
-	s.w.SetMaxIdleConns(1)
-	s.w.SetConnMaxLifetime(0)
-	s.w.SetConnMaxIdleTime(0)
-
+	s.writerPool()
 	// The first statement is where SQLite reads the header: a garbage
 	// file fails here with "file is not a database".
 	var mode string
@@ -141,7 +158,7 @@ func open(path string) (_ *Store, err error) {
 	if !strings.EqualFold(mode, "wal") {
 		return nil, fmt.Errorf("journal mode is %q, not WAL (is the file on a filesystem without shared memory?)", mode)
 	}
-	if err := migrate(ctx, s.w); err != nil {
+	if err := s.migrate(ctx); err != nil {
 		return nil, err
 	}
 	if err := s.prepare(ctx); err != nil {
@@ -152,14 +169,102 @@ func open(path string) (_ *Store, err error) {
 	if err != nil {
 		return nil, err
 	}
-	n := max(4, runtime.GOMAXPROCS(0))
-	s.r.SetMaxOpenConns(n)
-	s.r.SetMaxIdleConns(1)
-	s.r.SetConnMaxIdleTime(time.Minute)
+	s.readPool()
 	if err := s.r.PingContext(ctx); err != nil {
 		return nil, fmt.Errorf("read-only pool: %w", err)
 	}
 	return s, nil
+}
+
+// OpenURL opens the store named by a URL: sqlite:///path/to/tide.db (an
+// SQLite file, as Open) or postgres://user:password@host:port/db?...
+// (a PostgreSQL database, also spelt postgresql://; parameters as libpq
+// takes them). Errors name the store without its password.
+func OpenURL(store string) (*Store, error) {
+	scheme, rest, ok := strings.Cut(store, "://")
+	switch {
+	case ok && scheme == "sqlite":
+		path, err := url.PathUnescape(rest)
+		if err != nil || path == "" || path[0] != '/' {
+			return nil, fmt.Errorf("open accounting database %s: want sqlite:///absolute/path", store)
+		}
+		return Open(path)
+	case ok && (scheme == "postgres" || scheme == "postgresql"):
+		s, err := openPostgres(store)
+		if err != nil {
+			return nil, fmt.Errorf("open accounting database %s: %w", redact(store), err)
+		}
+		return s, nil
+	}
+	return nil, fmt.Errorf("open accounting database %q: want sqlite:///path or postgres://host/db", redact(store))
+}
+
+// redact is a store URL without its password, for logs and errors.
+func redact(store string) string {
+	u, err := url.Parse(store)
+	if err != nil {
+		// An unparsable URL may hold a password anywhere: show the scheme.
+		scheme, _, _ := strings.Cut(store, ":")
+		return scheme + "://…"
+	}
+	return u.Redacted()
+}
+
+func openPostgres(dsn string) (_ *Store, err error) {
+	ctx := context.Background()
+	s := &Store{path: redact(dsn), dialect: postgresDialect}
+	defer func() {
+		if err != nil {
+			s.Close()
+		}
+	}()
+	// Parsing first gives a clear error for a malformed URL instead of
+	// one on the first query.
+	cfg, err := pgxConfig(dsn)
+	if err != nil {
+		return nil, err
+	}
+	s.w = stdlib.OpenDB(*cfg)
+	s.writerPool()
+	if err := s.w.PingContext(ctx); err != nil {
+		return nil, err
+	}
+	if err := s.migrate(ctx); err != nil {
+		return nil, err
+	}
+	if err := s.prepare(ctx); err != nil {
+		return nil, err
+	}
+	// The read pool cannot write, as SQLite's is opened read-only: a
+	// query that tried would fail rather than bypass the writer's order.
+	rcfg := cfg.Copy()
+	rcfg.RuntimeParams["default_transaction_read_only"] = "on"
+	s.r = stdlib.OpenDB(*rcfg)
+	s.readPool()
+	if err := s.r.PingContext(ctx); err != nil {
+		return nil, fmt.Errorf("read pool: %w", err)
+	}
+	return s, nil
+}
+
+// writerPool sets the writer pool to its one connection: SQLite allows
+// one write transaction at a time anyway, a PostgreSQL store gets the
+// same order of batches, and a single connection keeps the prepared
+// statements valid.
+func (s *Store) writerPool() {
+	s.w.SetMaxOpenConns(1)
+	s.w.SetMaxIdleConns(1)
+	s.w.SetConnMaxLifetime(0)
+	s.w.SetConnMaxIdleTime(0)
+}
+
+// readPool sizes the read pool: queries serve occasional sacct and
+// squeue --all requests.
+func (s *Store) readPool() {
+	n := max(4, runtime.GOMAXPROCS(0))
+	s.r.SetMaxOpenConns(n)
+	s.r.SetMaxIdleConns(1)
+	s.r.SetConnMaxIdleTime(time.Minute)
 }
 
 // prepare prepares the write statements on the writer connection, so
@@ -171,11 +276,7 @@ func (s *Store) prepare(ctx context.Context) error {
 	}
 	defer conn.Close()
 	return conn.Raw(func(dc any) error {
-		c, ok := dc.(*sqlite3.SQLiteConn)
-		if !ok {
-			return fmt.Errorf("the writer connection is a %T", dc)
-		}
-		d, err := prepareDriverStmts(c)
+		d, err := prepareDriverStmts(dc, s.dialect)
 		if err != nil {
 			return err
 		}
@@ -189,11 +290,12 @@ func firstLine(s string) string {
 	return s
 }
 
-// Path is the database file the store was opened on.
+// Path is the database file the store was opened on, or for PostgreSQL
+// its URL without the password.
 func (s *Store) Path() string { return s.path }
 
-// Close releases the statements and both pools; the last connection to
-// close checkpoints the WAL into the main file. It is safe to call more
+// Close releases the statements and both pools; for SQLite the last
+// connection to close checkpoints the WAL into the main file. It is safe to call more
 // than once; other methods fail after it with "database is closed".
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/mattn/go-sqlite3"
 )
 
@@ -19,11 +20,15 @@ import (
 // runs between BEGIN IMMEDIATE and COMMIT on statements prepared once on
 // that connection (driverStmts). A commit is never interrupted halfway:
 // the statements run without a context, as a commit shared by several
-// submissions must (groupCommit).
+// submissions must (groupCommit). A PostgreSQL store takes the same path
+// on pgx's database/sql connection, between BEGIN and COMMIT.
 
 // driverStmts are the write statements prepared on one driver connection.
 type driverStmts struct {
-	conn                                  *sqlite3.SQLiteConn
+	conn    any // the driver connection they belong to
+	dialect dialect
+	// inTxn reports whether the connection is inside a transaction.
+	inTxn                                 func() bool
 	begin, commit, rollback               driver.Stmt
 	insertJob, upsertJob, upsertLive      driver.Stmt
 	insertSpool, insertEvent, insertAudit driver.Stmt
@@ -42,14 +47,36 @@ func (d *driverStmts) all() []driver.Stmt {
 		d.insertSpool, d.insertEvent, d.insertAudit, d.upsertNode, d.bumpMaxID, d.upsertStep, d.upsertUsage}
 }
 
-// prepareDriverStmts prepares the write statements on c.
-func prepareDriverStmts(c *sqlite3.SQLiteConn) (*driverStmts, error) {
-	d := &driverStmts{conn: c}
+// prepareDriverStmts prepares the write statements on the driver
+// connection dc, an SQLite or a pgx one as dl says.
+func prepareDriverStmts(dc any, dl dialect) (*driverStmts, error) {
+	d := &driverStmts{conn: dc, dialect: dl}
+	var prep func(string) (driver.Stmt, error)
+	begin, q := "BEGIN IMMEDIATE", func(s string) string { return s }
+	switch c := dc.(type) {
+	case *sqlite3.SQLiteConn:
+		if dl != sqliteDialect {
+			return nil, fmt.Errorf("an SQLite connection in a %s store", dl)
+		}
+		prep = c.Prepare
+		d.inTxn = func() bool { return !c.AutoCommit() }
+	case *stdlib.Conn:
+		if dl != postgresDialect {
+			return nil, fmt.Errorf("a PostgreSQL connection in a %s store", dl)
+		}
+		prep = c.Prepare
+		// 'I' is idle; 'T' in a transaction and 'E' in a failed one,
+		// which needs its ROLLBACK as much.
+		d.inTxn = func() bool { return c.Conn().PgConn().TxStatus() != 'I' }
+		begin, q = "BEGIN", rebind
+	default:
+		return nil, fmt.Errorf("the writer connection is a %T", dc)
+	}
 	for _, p := range []struct {
 		dst *driver.Stmt
 		sql string
 	}{
-		{&d.begin, "BEGIN IMMEDIATE"},
+		{&d.begin, begin},
 		{&d.commit, "COMMIT"},
 		{&d.rollback, "ROLLBACK"},
 		{&d.insertJob, sqlInsertJob},
@@ -59,11 +86,11 @@ func prepareDriverStmts(c *sqlite3.SQLiteConn) (*driverStmts, error) {
 		{&d.insertEvent, sqlInsertEvent},
 		{&d.insertAudit, sqlInsertAudit},
 		{&d.upsertNode, sqlUpsertNode},
-		{&d.bumpMaxID, sqlBumpMaxID},
+		{&d.bumpMaxID, dl.bumpMaxID()},
 		{&d.upsertStep, sqlUpsertStep},
 		{&d.upsertUsage, sqlUpsertUsage},
 	} {
-		st, err := c.Prepare(p.sql)
+		st, err := prep(q(p.sql))
 		if err != nil {
 			d.close()
 			return nil, fmt.Errorf("prepare %q: %w", firstLine(p.sql), err)
@@ -87,6 +114,9 @@ func (d *driverStmts) close() {
 func (d *driverStmts) exec(st driver.Stmt, args ...driver.Value) error {
 	d.args = d.args[:0]
 	for i, v := range args {
+		if d.dialect == postgresDialect {
+			v = pgText(v)
+		}
 		d.args = append(d.args, driver.NamedValue{Ordinal: i + 1, Value: v})
 	}
 	_, err := st.(driver.StmtExecContext).ExecContext(context.Background(), d.args)
@@ -103,15 +133,11 @@ func (s *Store) inTxn(ctx context.Context, apply func(*driverStmts) error) error
 	}
 	defer conn.Close()
 	return conn.Raw(func(dc any) error {
-		c, ok := dc.(*sqlite3.SQLiteConn)
-		if !ok {
-			return fmt.Errorf("begin: the writer connection is a %T", dc)
-		}
 		d := s.dst
-		if d == nil || d.conn != c {
+		if d == nil || d.conn != dc {
 			// The first write, or the pool replaced a broken connection
 			// (whose statements went with it).
-			if d, err = prepareDriverStmts(c); err != nil {
+			if d, err = prepareDriverStmts(dc, s.dialect); err != nil {
 				return err
 			}
 			s.dst = d
@@ -133,7 +159,7 @@ func (s *Store) inTxn(ctx context.Context, apply func(*driverStmts) error) error
 // itself (a full disk, an I/O error), and then ROLLBACK finds no
 // transaction: that is not an error.
 func rollback(d *driverStmts) error {
-	if d.conn.AutoCommit() {
+	if !d.inTxn() {
 		return nil
 	}
 	if err := d.exec(d.rollback); err != nil {
@@ -154,7 +180,7 @@ func (s *Store) closeDriverStmts() {
 	}
 	defer conn.Close()
 	_ = conn.Raw(func(dc any) error {
-		if c, ok := dc.(*sqlite3.SQLiteConn); ok && c == s.dst.conn {
+		if dc == s.dst.conn {
 			s.dst.close()
 		}
 		s.dst = nil

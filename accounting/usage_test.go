@@ -22,72 +22,78 @@ func usageOf(job uint64, step uint32, node string, final bool, cpu uint64) api.N
 // replaces anything, and a late running report never replaces a final
 // one.
 func TestUsageRoundTrip(t *testing.T) {
-	s := openTest(t)
-	ctx := context.Background()
-	mustWrite(t, s, &Batch{Usage: []api.NodeUsage{
-		usageOf(7, api.BatchStepID, "gpu01", false, 10),
-		usageOf(7, 0, "gpu02", false, 20),
-		usageOf(7, 0, "gpu01", false, 30),
-		usageOf(8, 1, "gpu01", true, 40),
-	}})
-	mustWrite(t, s, &Batch{Usage: []api.NodeUsage{usageOf(7, 0, "gpu01", false, 31)}})
-	mustWrite(t, s, &Batch{Usage: []api.NodeUsage{usageOf(7, 0, "gpu02", true, 50)}})
-	mustWrite(t, s, &Batch{Usage: []api.NodeUsage{usageOf(7, 0, "gpu02", false, 60)}}) // late: ignored
-	got, err := s.Usage(ctx, []uint64{7, 8, 9})
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := []api.NodeUsage{
-		usageOf(7, 0, "gpu01", false, 31),
-		usageOf(7, 0, "gpu02", true, 50),
-		usageOf(7, api.BatchStepID, "gpu01", false, 10),
-		usageOf(8, 1, "gpu01", true, 40),
-	}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("Usage (-want +got):\n%s", diff)
-	}
-	if got, err := s.Usage(ctx, nil); err != nil || len(got) != 0 {
-		t.Errorf("Usage of no jobs = %v, %v", got, err)
-	}
-	if (&Batch{Usage: []api.NodeUsage{{}}}).Empty() {
-		t.Error("a batch with usage is empty")
-	}
+	forEachBackend(t, func(t *testing.T, be backend) {
+		s := be.openNew(t)
+		ctx := context.Background()
+		mustWrite(t, s, &Batch{Usage: []api.NodeUsage{
+			usageOf(7, api.BatchStepID, "gpu01", false, 10),
+			usageOf(7, 0, "gpu02", false, 20),
+			usageOf(7, 0, "gpu01", false, 30),
+			usageOf(8, 1, "gpu01", true, 40),
+		}})
+		mustWrite(t, s, &Batch{Usage: []api.NodeUsage{usageOf(7, 0, "gpu01", false, 31)}})
+		mustWrite(t, s, &Batch{Usage: []api.NodeUsage{usageOf(7, 0, "gpu02", true, 50)}})
+		mustWrite(t, s, &Batch{Usage: []api.NodeUsage{usageOf(7, 0, "gpu02", false, 60)}}) // late: ignored
+		got, err := s.Usage(ctx, []uint64{7, 8, 9})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []api.NodeUsage{
+			usageOf(7, 0, "gpu01", false, 31),
+			usageOf(7, 0, "gpu02", true, 50),
+			usageOf(7, api.BatchStepID, "gpu01", false, 10),
+			usageOf(8, 1, "gpu01", true, 40),
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("Usage (-want +got):\n%s", diff)
+		}
+		if got, err := s.Usage(ctx, nil); err != nil || len(got) != 0 {
+			t.Errorf("Usage of no jobs = %v, %v", got, err)
+		}
+		if (&Batch{Usage: []api.NodeUsage{{}}}).Empty() {
+			t.Error("a batch with usage is empty")
+		}
+	})
 }
 
 // TestUsageRejectsNodeless: a report without its node cannot be keyed;
 // the whole batch fails and nothing of it is stored.
 func TestUsageRejectsNodeless(t *testing.T) {
-	s := openTest(t)
-	err := s.Write(context.Background(), &Batch{Jobs: []*api.Job{makeJob(1).obj()}, Usage: []api.NodeUsage{{JobID: 1}}})
-	if err == nil {
-		t.Fatal("a nodeless usage report was stored")
-	}
-	if js, _ := s.QueryJobs(context.Background(), api.JobFilter{All: true}); len(js) != 0 {
-		t.Errorf("the failed batch stored %d jobs", len(js))
-	}
+	forEachBackend(t, func(t *testing.T, be backend) {
+		s := be.openNew(t)
+		err := s.Write(context.Background(), &Batch{Jobs: []*api.Job{makeJob(1).obj()}, Usage: []api.NodeUsage{{JobID: 1}}})
+		if err == nil {
+			t.Fatal("a nodeless usage report was stored")
+		}
+		if js, _ := s.QueryJobs(context.Background(), api.JobFilter{All: true}); len(js) != 0 {
+			t.Errorf("the failed batch stored %d jobs", len(js))
+		}
+	})
 }
 
 // TestPurgeTakesUsageAndSteps: purged jobs leave no steps or usage
 // behind; younger jobs keep theirs.
 func TestPurgeTakesUsageAndSteps(t *testing.T) {
-	s := openTest(t)
-	ctx := context.Background()
-	old := makeJob(1).ended(api.StateCompleted, at(10)).obj()
-	young := makeJob(2).ended(api.StateCompleted, at(100)).obj()
-	mustWrite(t, s, &Batch{NewJobs: []*api.Job{old, young},
-		Steps: []api.StepRecord{{JobID: 1, StepID: 0, State: api.StateCompleted}, {JobID: 2, StepID: 0, State: api.StateCompleted}},
-		Usage: []api.NodeUsage{usageOf(1, 0, "n1", true, 1), usageOf(2, 0, "n1", true, 2)}})
-	if n, err := s.PurgeJobs(ctx, at(50)); err != nil || n != 1 {
-		t.Fatalf("PurgeJobs = %d, %v; want 1", n, err)
-	}
-	us, err := s.Usage(ctx, []uint64{1, 2})
-	if err != nil || len(us) != 1 || us[0].JobID != 2 {
-		t.Errorf("usage after purge = %+v, %v; want job 2's only", us, err)
-	}
-	st, err := s.Steps(ctx, []uint64{1, 2})
-	if err != nil || len(st) != 1 || st[0].JobID != 2 {
-		t.Errorf("steps after purge = %+v, %v; want job 2's only", st, err)
-	}
+	forEachBackend(t, func(t *testing.T, be backend) {
+		s := be.openNew(t)
+		ctx := context.Background()
+		old := makeJob(1).ended(api.StateCompleted, at(10)).obj()
+		young := makeJob(2).ended(api.StateCompleted, at(100)).obj()
+		mustWrite(t, s, &Batch{NewJobs: []*api.Job{old, young},
+			Steps: []api.StepRecord{{JobID: 1, StepID: 0, State: api.StateCompleted}, {JobID: 2, StepID: 0, State: api.StateCompleted}},
+			Usage: []api.NodeUsage{usageOf(1, 0, "n1", true, 1), usageOf(2, 0, "n1", true, 2)}})
+		if n, err := s.PurgeJobs(ctx, at(50)); err != nil || n != 1 {
+			t.Fatalf("PurgeJobs = %d, %v; want 1", n, err)
+		}
+		us, err := s.Usage(ctx, []uint64{1, 2})
+		if err != nil || len(us) != 1 || us[0].JobID != 2 {
+			t.Errorf("usage after purge = %+v, %v; want job 2's only", us, err)
+		}
+		st, err := s.Steps(ctx, []uint64{1, 2})
+		if err != nil || len(st) != 1 || st[0].JobID != 2 {
+			t.Errorf("steps after purge = %+v, %v; want job 2's only", st, err)
+		}
+	})
 }
 
 // TestMigrateKeepsOlderDatabase builds a database file as the Tide

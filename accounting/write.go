@@ -75,7 +75,11 @@ func (d *driverStmts) apply(b *Batch) error {
 		if err != nil {
 			return fmt.Errorf("encode environment of job %d: %w", j.ID, err)
 		}
-		if err := d.exec(d.insertSpool, int64(j.ID), j.Script, env); err != nil {
+		var script driver.Value = j.Script
+		if d.dialect == postgresDialect {
+			script = []byte(j.Script) // a BYTEA column (migration 0001)
+		}
+		if err := d.exec(d.insertSpool, int64(j.ID), script, env); err != nil {
 			return fmt.Errorf("spool job %d: %w", j.ID, err)
 		}
 	}

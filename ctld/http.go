@@ -522,7 +522,7 @@ func (s *Server) configSummary() map[string]string {
 }
 
 // schedulerType names the scheduling policy as Slurm's SchedulerType:
-// policies backfill and easy are sched/backfill; priority and fifo, where nothing
+// policies tide, backfill and easy are sched/backfill; priority and fifo, where nothing
 // passes a blocked job, are Slurm's main scheduler alone.
 func schedulerType(p sched.Policy) string {
 	if p.Backfills() {

@@ -51,7 +51,7 @@ const reconfigureDrain = 10 * time.Second
 // job id (read once, for a new cluster), the operators (the socket's
 // listener checks them before any request), and the node declarations
 // (nodes registered against them and hold jobs).
-var restartOnly = []string{"version", "cluster_name", "state_dir", "socket", "node_addr", "key_file",
+var restartOnly = []string{"version", "cluster_name", "state_dir", "store", "socket", "node_addr", "key_file",
 	"operators", "first_job_id", "metrics_addr", "limits", "api_addr", "jwt", "munge", "tls", "nodes"}
 
 // reloaders copy each reloadable top-level key of tide.yaml into the

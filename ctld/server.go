@@ -141,7 +141,7 @@ func New(cl *Cluster, log *slog.Logger) (*Server, error) {
 			return nil, err
 		}
 	}
-	st, err := accounting.Open(filepath.Join(cl.StateDir, "tide.db"))
+	st, err := openStore(cl)
 	if err != nil {
 		return nil, err
 	}

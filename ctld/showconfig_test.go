@@ -25,7 +25,7 @@ nodes:
 `, want: map[string]string{
 			// Nodes of fewer CPUs: --overcommit's 512 tasks per node.
 			"SlurmctldPort": "16817", "SLURM_VERSION": "22.05.8", "MaxTasksPerNode": "512",
-			"MinJobAge": "300 sec", "KillWait": "5 sec", "SchedulerType": "sched/builtin",
+			"MinJobAge": "300 sec", "KillWait": "5 sec", "SchedulerType": "sched/backfill",
 			"SelectType": "select/cons_tres", "ClusterName": "t",
 			"AccountingStorageTRES": "cpu,mem,node,billing,gres/gpu", "EnforcePartLimits": "NO",
 		}},

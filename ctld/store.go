@@ -2,6 +2,7 @@ package ctld
 
 import (
 	"context"
+	"path/filepath"
 	"time"
 
 	"github.com/tide-hpc/tide/accounting"
@@ -24,3 +25,13 @@ type Store interface {
 }
 
 var _ Store = (*accounting.Store)(nil)
+
+// openStore opens the controller's database: the store key's URL when
+// set (sqlite:///path or postgres://…), else tide.db in the state
+// directory, as before the key existed.
+func openStore(cl *Cluster) (*accounting.Store, error) {
+	if cl.Store != "" {
+		return accounting.OpenURL(cl.Store)
+	}
+	return accounting.Open(filepath.Join(cl.StateDir, "tide.db"))
+}

@@ -34,6 +34,10 @@ type Config struct {
 	ClusterName string `mapstructure:"cluster_name" json:"cluster_name"`
 	// StateDir holds the SQLite database (state, accounting, spool).
 	StateDir string `mapstructure:"state_dir" json:"state_dir"`
+	// Store is the database of the controller's state and accounting:
+	// sqlite:///path/tide.db or postgres://user@host:port/db. Empty (the
+	// default) is the SQLite file tide.db in StateDir (store.go).
+	Store string `mapstructure:"store" json:"store"`
 	// Socket is the unix socket for local clients; NodeAddr the TCP
 	// address node daemons reach (and /metrics).
 	Socket   string `mapstructure:"socket" json:"socket"`
@@ -144,8 +148,9 @@ type SchedulerConfig struct {
 	// override it); see docs/operations.md.
 	GPUMemHighWatermark float64 `mapstructure:"gpu_mem_high_watermark" json:"gpu_mem_high_watermark"`
 	// Policy decides what jobs behind one that does not fit may do:
-	// priority (the default: the blocked job holds the nodes it could
-	// use), backfill (Slurm's: every tested job that cannot start gets
+	// tide (the default: backfill in the multifactor order, see
+	// sched.PolicyTide), priority (the blocked job holds the nodes it
+	// could use), backfill (Slurm's: every tested job that cannot start gets
 	// a reservation in time, later jobs start only where they delay
 	// none), easy (one reservation, for the first blocked job) or fifo
 	// (strict order). See ctld/sched/README.md, "Policies".
@@ -389,7 +394,7 @@ func Default() Config {
 			SpoolKeep: 7 * 24 * time.Hour,
 		},
 		Scheduler: SchedulerConfig{Interval: time.Second, MaxGPUOversubscribe: DefaultMaxGPUOversubscribe,
-			GPUMemHighWatermark: DefaultGPUMemHighWatermark, Policy: sched.PolicyPriority.String(),
+			GPUMemHighWatermark: DefaultGPUMemHighWatermark, Policy: sched.PolicyTide.String(),
 			StarvationAge: DefaultStarvationAge, Preemption: true, LaunchFailLimit: DefaultLaunchFailLimit,
 			BackfillMaxJobTest: sched.DefaultBackfillMaxJobTest, BackfillResolution: sched.DefaultBackfillResolution,
 			BackfillWindow:    sched.DefaultBackfillWindow,
@@ -442,7 +447,7 @@ func Parse(r io.Reader) (Config, error) {
 	v.AutomaticEnv()
 	def := Default()
 	for k, val := range map[string]any{
-		"version": def.Version, "cluster_name": def.ClusterName, "state_dir": def.StateDir,
+		"version": def.Version, "cluster_name": def.ClusterName, "state_dir": def.StateDir, "store": def.Store,
 		"socket": def.Socket, "node_addr": def.NodeAddr, "key_file": def.KeyFile,
 		"first_job_id": def.FirstJobID, "log_level": def.LogLevel, "allow_root_jobs": false,
 		"max_array_size": def.MaxArraySize,
@@ -541,6 +546,9 @@ func (c Config) Validate() (*Cluster, error) {
 	if c.StateDir == "" {
 		bad("state_dir: must not be empty")
 	}
+	if err := validateStore(c.Store); err != nil {
+		errs = append(errs, err)
+	}
 	if c.Socket == "" {
 		bad("socket: must not be empty")
 	}
@@ -578,7 +586,7 @@ func (c Config) Validate() (*Cluster, error) {
 	}
 	policy, perr := sched.ParsePolicy(c.Scheduler.Policy)
 	if perr != nil {
-		bad("scheduler.policy: %q is not priority, fifo, backfill or easy", c.Scheduler.Policy)
+		bad("scheduler.policy: %q is not tide, priority, fifo, backfill or easy", c.Scheduler.Policy)
 	}
 	c.Scheduler.validateBackfill(bad)
 	c.Scheduler.validatePriority(bad)

@@ -294,12 +294,13 @@ func TestSchedulerPolicyConfig(t *testing.T) {
 		want sched.Policy
 		err  string
 	}{
-		{name: "default is priority", yaml: "", want: sched.PolicyPriority},
+		{name: "default is tide", yaml: "", want: sched.PolicyTide},
+		{name: "tide", yaml: "scheduler: {policy: tide}", want: sched.PolicyTide},
 		{name: "backfill", yaml: "scheduler: {policy: backfill}", want: sched.PolicyBackfill},
 		{name: "fifo, any case", yaml: "scheduler: {policy: FIFO}", want: sched.PolicyFIFO},
 		{name: "priority", yaml: "scheduler: {policy: priority}", want: sched.PolicyPriority},
 		{name: "easy", yaml: "scheduler: {policy: easy}", want: sched.PolicyEASY},
-		{name: "unknown", yaml: "scheduler: {policy: lottery}", err: `scheduler.policy: "lottery" is not priority, fifo, backfill or easy`},
+		{name: "unknown", yaml: "scheduler: {policy: lottery}", err: `scheduler.policy: "lottery" is not tide, priority, fifo, backfill or easy`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -85,12 +85,12 @@ func (pl Policy) Backfills() bool {
 	return pl == PolicyBackfill || pl == PolicyEASY || pl == PolicyTide
 }
 
-// ParsePolicy reads a policy name (case-insensitive): priority (also ""
-// and "default"), fifo, backfill or easy, so that configs and the
-// simulator's flags share one spelling.
+// ParsePolicy reads a policy name (case-insensitive): tide (also "" and
+// "default": the controller's default), priority, fifo, backfill or
+// easy, so that configs and the simulator's flags share one spelling.
 func ParsePolicy(s string) (Policy, error) {
 	switch strings.ToLower(strings.TrimSpace(s)) {
-	case "", "default", "priority":
+	case "priority":
 		return PolicyPriority, nil
 	case "fifo":
 		return PolicyFIFO, nil
@@ -98,7 +98,7 @@ func ParsePolicy(s string) (Policy, error) {
 		return PolicyBackfill, nil
 	case "easy":
 		return PolicyEASY, nil
-	case "tide":
+	case "", "default", "tide":
 		return PolicyTide, nil
 	}
 	return 0, api.Invalid("scheduling policy %q is not priority, fifo, backfill, easy or tide", s)

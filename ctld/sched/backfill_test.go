@@ -226,9 +226,10 @@ func TestParsePolicy(t *testing.T) {
 		want sched.Policy
 		err  bool
 	}{
-		{name: "empty is the default", in: "", want: sched.PolicyPriority},
+		{name: "empty is the default", in: "", want: sched.PolicyTide},
 		{name: "priority", in: "priority", want: sched.PolicyPriority},
-		{name: "default", in: "Default", want: sched.PolicyPriority},
+		{name: "default", in: "Default", want: sched.PolicyTide},
+		{name: "tide", in: "tide", want: sched.PolicyTide},
 		{name: "fifo", in: "FIFO", want: sched.PolicyFIFO},
 		{name: "backfill", in: " backfill ", want: sched.PolicyBackfill},
 		{name: "easy", in: "EASY", want: sched.PolicyEASY},

@@ -356,7 +356,7 @@ func checkTimeline(t *testing.T, snap *sched.Snapshot, plan sched.Plan) {
 // clusters and queues: the pass's starts (over their
 // limits), the running jobs (until their releases) and all reservations
 // never need more than a node has at any instant, so no reserved job is
-// delayed past its planned start; no GPU is given twice (checkPlan);
+// delayed past its planned start, with and without a reservation depth; no GPU is given twice (checkPlan);
 // every reserved job's ExpectedStart is its reservation, within the
 // window; and every job the pass tested that neither started nor was
 // reserved is one that fits only beyond the window or never.
@@ -374,7 +374,10 @@ func TestBackfillNeverDelaysReserved(t *testing.T) {
 			snap.QOS, snap.DefaultQOS = sched.DefaultQOS(), api.QOSBatch
 		}
 		bf := sched.BackfillConfig{Resolution: []time.Duration{time.Second, 0, 5 * time.Minute}[seed%3],
-			MaxJobTest: []int{0, 3, 10}[seed%3], MaxJobUser: seed % 4, Window: []time.Duration{0, 30 * time.Minute}[seed/3%2]}
+			MaxJobTest: []int{0, 3, 10}[seed%3], MaxJobUser: seed % 4, Window: []time.Duration{0, 30 * time.Minute}[seed/3%2],
+			// A reservation depth (policy tide's rule) must hold its
+			// reservations the same way.
+			ReserveDepth: []int{0, 0, 1, 2, 0, 3, 0}[seed%7]}
 		pol := sched.PolicyBackfill
 		if seed%5 == 4 {
 			// EASY's one reservation must hold as well.
@@ -393,6 +396,9 @@ func TestBackfillNeverDelaysReserved(t *testing.T) {
 			}
 			if pol == sched.PolicyEASY && len(plan.Reservations) > 1 {
 				t.Errorf("EASY made %d reservations", len(plan.Reservations))
+			}
+			if d := bf.ReserveDepth; pol == sched.PolicyBackfill && d > 0 && len(plan.Reservations) > d {
+				t.Errorf("%d reservations beyond the depth %d", len(plan.Reservations), d)
 			}
 			reserved := map[uint64]bool{}
 			for _, r := range plan.Reservations {
