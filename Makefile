@@ -115,6 +115,10 @@ fuzz: ## run every Go fuzz target for FUZZTIME (default 30s) in turn, then a sum
 bench-vs-slurm: build ## the same measurements against the reference Slurm, side by side
 	./scripts/bench-vs-slurm.sh
 
+.PHONY: bench-scale
+bench-scale: build ## the whole controller at scale: one tided emulating BENCH_NODES nodes (2000) and BENCH_PENDING pending jobs (20000), a table against issue 26's targets
+	./scripts/bench-scale.sh
+
 up: build ## start tidectld and four tided (gpu[01-04]) under ./run (again: restart only what died), wait until they respond
 	./scripts/up.sh
 

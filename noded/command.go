@@ -49,6 +49,12 @@ func NewCommand() *cobra.Command {
 				// makes that a few (memory: at most the floor).
 				gcfloor.Start(100, tidedGCFloorBytes)
 			}
+			if ec, on, err := emulateFromFlags(cmd.Flags()); err != nil || on {
+				if err != nil {
+					return err
+				}
+				return runFleet(cmd.Context(), cfg, ec, log) // emulate.go
+			}
 			d, err := Setup(cmd.Context(), cfg, Options{Logger: log})
 			if err != nil {
 				return err
@@ -57,7 +63,9 @@ func NewCommand() *cobra.Command {
 		},
 	}
 	addConfigFlags(root.PersistentFlags())
-	root.AddCommand(newConfigCommand(), newStepdCommand(), newStepdExecCommand(), newStepdServeCommand(), newImageCommand(), newJoinCommand())
+	addEmulateFlags(root.PersistentFlags())
+	root.AddCommand(newConfigCommand(), newStepdCommand(), newStepdExecCommand(), newStepdServeCommand(), newImageCommand(), newJoinCommand(),
+		newEmulateConfigCommand())
 	return root
 }
 

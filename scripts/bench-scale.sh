@@ -1,0 +1,211 @@
+#!/usr/bin/env bash
+# bench-scale.sh — make bench-scale (issue 26): the whole controller
+# (daemon, node protocol, store) at scale on one machine. It starts a
+# private tidectld (SQLite in a temporary directory, 127.0.0.1) and one
+# tided that emulates BENCH_NODES nodes (tided --emulate: each a real
+# node daemon with its own name, connection, fake GPUs and place in the
+# switch tree; jobs run no process, they last the TIDE_EMULATE duration
+# they carry), then measures, in order:
+#
+#   1. registration: seconds from tided's start until every node is idle;
+#   2. heartbeats: the controller's CPU share of one core over
+#      BENCH_WINDOW at that size, idle (and the emulator's, for scale);
+#   3. the cluster filled (one 8-GPU job per node, running until the end)
+#      and BENCH_SUBMIT submissions from 16, then 64 concurrent API
+#      clients (no process start-up): jobs per second;
+#   4. a backlog of BENCH_PENDING pending jobs in all (submitted through
+#      the API), then: scheduling pass p50/p99 over BENCH_WINDOW (from
+#      tide_schedule_cycle_seconds), squeue and sacct wall time (the real
+#      commands, output discarded), the controller's RSS;
+#   5. restart: the controller killed (SIGKILL) and started again, seconds
+#      until it answers the job list, and until every node is back.
+#
+# It prints a table with the issue's targets next to the figures, and
+# the raw values in $WORK/results.txt. Everything it starts it stops by
+# pid; the temporary directory goes at the end (BENCH_KEEP=1 keeps it).
+#
+# Environment: BENCH_NODES (2000), BENCH_PENDING (20000: about a minute
+# and a half in all; the issue's figures are at 100000), BENCH_SUBMIT
+# (jobs per submission measure, 5000), BENCH_WINDOW (30s), BENCH_PORT
+# (a free port from 6900), BENCH_GPUS (8 per node), BENCH_HEARTBEAT
+# (tided's heartbeat, 10s, the default), TIDE_BIN (./bin).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$(pwd)
+BIN=${TIDE_BIN:-$ROOT/bin}
+BIN=$(cd "$BIN" && pwd)
+NODES=${BENCH_NODES:-2000}
+PENDING=${BENCH_PENDING:-20000}
+SUBMIT=${BENCH_SUBMIT:-5000}
+WINDOW=${BENCH_WINDOW:-30s}
+GPUS=${BENCH_GPUS:-8}
+HEARTBEAT=${BENCH_HEARTBEAT:-10s}
+
+for v in NODES PENDING SUBMIT GPUS; do
+  case ${!v} in
+  '' | *[!0-9]*) echo "bench-scale: BENCH_$v=${!v} is not a number" >&2; exit 1 ;;
+  esac
+done
+[ "$NODES" -ge 1 ] || { echo "bench-scale: BENCH_NODES must be at least 1" >&2; exit 1; }
+for b in tidectld tided squeue sacct; do
+  [ -x "$BIN/$b" ] || { echo "bench-scale: $BIN/$b missing; run make build" >&2; exit 1; }
+done
+
+# A free port pair (node_addr, metrics_addr).
+port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+PORT=${BENCH_PORT:-}
+if [ -z "$PORT" ]; then
+  for p in $(seq 6900 2 6998); do
+    if port_free "$p" && port_free $((p + 1)); then PORT=$p; break; fi
+  done
+fi
+[ -n "$PORT" ] || { echo "bench-scale: no free port pair in 6900-6999 (set BENCH_PORT)" >&2; exit 1; }
+MPORT=$((PORT + 1))
+
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/tide-bench-scale.XXXXXX")
+chmod 755 "$WORK"
+# The emulated nodes' job directories on tmpfs when there is one, as on
+# a real node (/run/tided).
+if [ -d /dev/shm ] && [ -w /dev/shm ]; then
+  NODESTATE=$(mktemp -d /dev/shm/tide-bench-scale.XXXXXX)
+else
+  NODESTATE=$WORK/nodes
+fi
+CTLD_PID=
+TIDED_PID=
+cleanup() {
+  for p in $TIDED_PID $CTLD_PID; do
+    kill -TERM "$p" 2>/dev/null || true
+  done
+  for p in $TIDED_PID $CTLD_PID; do
+    for _ in $(seq 100); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$p" 2>/dev/null || true
+  done
+  rm -rf "$NODESTATE"
+  if [ "${BENCH_KEEP:-0}" = 1 ]; then echo "bench-scale: kept $WORK" >&2; else rm -rf "$WORK"; fi
+}
+trap cleanup EXIT
+
+# The measuring helper, built once (test/tools/benchscale).
+go build -o "$WORK/benchscale" ./test/tools/benchscale
+BS=$WORK/benchscale
+export TIDE_SOCKET=$WORK/ctld.sock
+RESULTS=$WORK/results.txt
+: >"$RESULTS"
+# val KEY: the value a measure printed as "KEY value".
+val() { awk -v k="$1" '$1 == k { v = $2 } END { print v }' "$RESULTS"; }
+record() { tee -a "$RESULTS" >&2; }
+nowns() { date +%s%N; }
+
+"$BIN/tidectld" keygen "$WORK/cluster.key" >/dev/null
+if [ "$(id -u)" = 0 ]; then ROOTJOBS=true; else ROOTJOBS=false; fi
+mkdir -p "$WORK/jobs"
+chmod 1777 "$WORK/jobs"
+
+# The controller: its partitions, nodes and switch tree come from the
+# emulator itself (tided emulate-config), so names and leaves match.
+{
+  cat <<YAML
+version: 1
+cluster_name: scale
+state_dir: $WORK/ctld
+socket: $WORK/ctld.sock
+node_addr: 127.0.0.1:$PORT
+metrics_addr: 127.0.0.1:$MPORT
+tls: {mode: off}
+key_file: $WORK/cluster.key
+allow_root_jobs: $ROOTJOBS
+log_level: warn
+timeouts: {node: 60s, kill_wait: 5s, min_job_age: 5m}
+scheduler: {interval: 1s}
+limits:
+  connections: $((3 * NODES + 512))
+  connections_per_peer: $((3 * NODES + 256))
+  unauthenticated: $((NODES + 256))
+  unauthenticated_per_peer: $((NODES + 256))
+YAML
+  "$BIN/tided" emulate-config --emulate "$NODES" --emulate-gpus "$GPUS" --partition emu
+} >"$WORK/tide.yaml"
+
+start_ctld() {
+  "$BIN/tidectld" --config "$WORK/tide.yaml" >>"$WORK/tidectld.log" 2>&1 &
+  CTLD_PID=$!
+}
+rss_mb() { awk '/^VmRSS:/ { printf "%.0f\n", $2 / 1024 }' "/proc/$1/status"; }
+
+echo "== bench-scale: $NODES emulated nodes × $GPUS GPUs, $PENDING pending jobs, controller on 127.0.0.1:$PORT, work in $WORK" >&2
+start_ctld
+"$BS" wait-api -timeout 60s >/dev/null
+
+# 1. Registration: every node at once.
+t0=$(nowns)
+"$BIN/tided" --config /dev/null --controller "127.0.0.1:$PORT" --key-file "$WORK/cluster.key" --state-dir "$NODESTATE" \
+  --heartbeat "$HEARTBEAT" --log-level warn --allow-root-jobs="$ROOTJOBS" \
+  --emulate "$NODES" --emulate-gpus "$GPUS" >>"$WORK/tided.log" 2>&1 &
+TIDED_PID=$!
+"$BS" wait-idle -n "$NODES" -since "$t0" -timeout 5m | record
+echo "tided_rss_mb $(rss_mb "$TIDED_PID")" | record
+
+# 2. Steady heartbeats, idle cluster: the controller's and the emulator's
+# CPU over the same window.
+"$BS" cpu -pid "$TIDED_PID" -for "$WINDOW" | sed 's/^cpu_pct/tided_cpu_pct/' >"$WORK/tided-cpu.txt" &
+cpu_job=$!
+"$BS" cpu -pid "$CTLD_PID" -for "$WINDOW" | sed 's/^cpu_pct/hb_cpu_pct/' | record
+wait "$cpu_job"
+record <"$WORK/tided-cpu.txt"
+echo "idle_rss_mb $(rss_mb "$CTLD_PID")" | record
+
+# 3. Fill every node (8-GPU jobs that run until the end), then the
+# sustained submissions, which wait behind them.
+t0=$(nowns)
+"$BS" submit -n "$NODES" -clients 16 -gpus "$GPUS" -emulate inf -workdir "$WORK/jobs" >/dev/null
+"$BS" wait-running -n "$NODES" -since "$t0" | sed 's/^running_s/fill_running_s/' | record
+for c in 16 64; do
+  "$BS" submit -n "$SUBMIT" -clients "$c" -gpus 1 -emulate 60s -workdir "$WORK/jobs" |
+    awk -v c="$c" '$1 == "jobs_per_s" { print "submit_" c "_per_s", $2 }' | record
+done
+
+# 4. The backlog, then the measures at that size.
+left=$((PENDING - 2 * SUBMIT))
+if [ "$left" -gt 0 ]; then
+  "$BS" submit -n "$left" -clients 64 -gpus 1 -emulate 60s -workdir "$WORK/jobs" |
+    awk '$1 == "jobs_per_s" { print "backlog_per_s", $2 }' | record
+fi
+pending=$("$BIN/squeue" -h -t PD -o %i | wc -l)
+echo "pending $pending" | record
+"$BS" passes -metrics "http://127.0.0.1:$MPORT/metrics" -for "$WINDOW" | record
+"$BS" time -n 5 -- "$BIN/squeue" | sed 's/^/squeue_/' | record
+"$BS" time -n 5 -- "$BIN/sacct" -a -X -S "$(date -d '-1 hour' +%Y-%m-%dT%H:%M:%S)" | sed 's/^/sacct_/' | record
+echo "rss_mb $(rss_mb "$CTLD_PID")" | record
+
+# 5. Restart: kill -9, start again; serving = the job list answers
+# (with every job it had before: restart_jobs against jobs_before).
+echo "jobs_before $("$BIN/squeue" -h -o %i | wc -l)" | record
+kill -KILL "$CTLD_PID"
+wait "$CTLD_PID" 2>/dev/null || true
+t0=$(nowns)
+start_ctld
+"$BS" wait-api -since "$t0" -timeout 5m | sed 's/^serving_s/restart_serving_s/; s/^jobs/restart_jobs/' | record
+
+# The table.
+pct() { awk -v v="$1" -v t="$2" 'BEGIN { if (v == "") print "—"; else if (v + 0 < t + 0) print "yes"; else print "no" }'; }
+atleast() { awk -v v="$1" -v t="$2" 'BEGIN { if (v == "") print "—"; else if (v + 0 >= t + 0) print "yes"; else print "no" }'; }
+printf '\n%-58s %14s %14s %s\n' "bench-scale ($NODES nodes × $GPUS GPUs, $(val pending) pending)" "Tide" "target" "met"
+row() { printf '%-58s %14s %14s %s\n' "$1" "$2" "$3" "$4"; }
+row "$NODES nodes registered and idle (s)" "$(val idle_s)" "< 30" "$(pct "$(val idle_s)" 30)"
+row "controller CPU, steady heartbeats (% of one core)" "$(val hb_cpu_pct)" "< 10" "$(pct "$(val hb_cpu_pct)" 10)"
+row "  emulator CPU meanwhile (% of one core)" "$(val tided_cpu_pct)" "" ""
+row "  $NODES whole-node jobs submitted and running (s)" "$(val fill_running_s)" "" ""
+row "API submissions, 16 clients (jobs/s)" "$(val submit_16_per_s)" ">= 5000" "$(atleast "$(val submit_16_per_s)" 5000)"
+row "API submissions, 64 clients (jobs/s)" "$(val submit_64_per_s)" ">= 5000" "$(atleast "$(val submit_64_per_s)" 5000)"
+row "scheduling pass p50 at the backlog (ms)" "$(val pass_p50_ms)" "" ""
+row "scheduling pass p99 at the backlog (ms)" "$(val pass_p99_ms)" "< 200" "$(pct "$(val pass_p99_ms)" 200)"
+row "squeue at the backlog, median (s)" "$(val squeue_median_s)" "< 1" "$(pct "$(val squeue_median_s)" 1)"
+row "sacct at the backlog, median (s)" "$(val sacct_median_s)" "" ""
+row "controller RSS at the backlog (MiB)" "$(val rss_mb)" "< 1024" "$(pct "$(val rss_mb)" 1024)"
+row "restart (kill -9) to serving (s)" "$(val restart_serving_s)" "< 15" "$(pct "$(val restart_serving_s)" 15)"
+row "  jobs listed after the restart / before" "$(val restart_jobs)/$(val jobs_before)" "" ""
+row "  emulator RSS at $NODES nodes (MiB)" "$(val tided_rss_mb)" "" ""
+echo
+echo "raw values:" >&2
+cat "$RESULTS" >&2
