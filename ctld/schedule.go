@@ -85,6 +85,7 @@ func (s *Server) schedulePass() {
 	s.releaseBuffered(now)
 	s.checkPreemptions(now)
 	snap := s.snapshot()
+	s.feedUsage(snap, now)
 	if len(snap.Pending) == 0 {
 		s.flush()
 		return

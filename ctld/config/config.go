@@ -122,14 +122,16 @@ func (c SchedulerConfig) MarshalJSON() ([]byte, error) {
 	type plain SchedulerConfig
 	return json.Marshal(struct {
 		Interval           string `json:"interval"`
+		MinInterval        string `json:"min_interval"`
 		StarvationAge      string `json:"starvation_age"`
 		BackfillResolution string `json:"backfill_resolution"`
 		BackfillWindow     string `json:"backfill_window"`
 		PriorityMaxAge     string `json:"priority_max_age"`
 		PriorityLengthRef  string `json:"priority_length_ref"`
+		PriorityDecay      string `json:"priority_decay_half_life"`
 		plain
-	}{c.Interval.String(), c.StarvationAge.String(), c.BackfillResolution.String(), c.BackfillWindow.String(),
-		c.PriorityMaxAge.String(), c.PriorityLengthRef.String(), plain(c)})
+	}{c.Interval.String(), c.MinInterval.String(), c.StarvationAge.String(), c.BackfillResolution.String(), c.BackfillWindow.String(),
+		c.PriorityMaxAge.String(), c.PriorityLengthRef.String(), c.PriorityDecayHalfLife.String(), plain(c)})
 }
 
 // SchedulerConfig tunes the scheduling loop.
@@ -139,6 +141,13 @@ type SchedulerConfig struct {
 	Interval       time.Duration `mapstructure:"interval" json:"interval"`
 	MaxStarts      int           `mapstructure:"max_starts" json:"max_starts"`
 	DefMemPerCPUMB int64         `mapstructure:"def_mem_per_cpu_mb" json:"def_mem_per_cpu_mb"`
+	// MinInterval is the least time from the end of one triggered pass
+	// to the start of the next (Slurm's sched_min_interval): under a
+	// submission storm every submission asks for a pass, and each pass
+	// reads every node and pending job, so passes back to back would
+	// hold the lock most of the time. A trigger after a quiet spell
+	// still runs at once. 0: no throttle.
+	MinInterval time.Duration `mapstructure:"min_interval" json:"-"`
 	// MaxGPUOversubscribe caps every partition's gpu_mem_oversubscribe
 	// and gpu_compute_oversubscribe, so that no partition can promise
 	// shared GPUs far more than they have by a typo.
@@ -190,6 +199,9 @@ type SchedulerConfig struct {
 	PriorityWeightJobSize   float64       `mapstructure:"priority_weight_job_size" json:"priority_weight_job_size"`
 	PriorityJobSizeRef      int           `mapstructure:"priority_job_size_ref" json:"priority_job_size_ref"`
 	PriorityWeightFairshare float64       `mapstructure:"priority_weight_fairshare" json:"priority_weight_fairshare"`
+	// PriorityDecayHalfLife is how fast the accounts' GPU-time used
+	// fades from the fair-share factor (Slurm's PriorityDecayHalfLife).
+	PriorityDecayHalfLife time.Duration `mapstructure:"priority_decay_half_life" json:"-"`
 	// Preemption lets the scheduler preempt borrowers and lower-priority
 	// jobs (default true); false: jobs only wait.
 	Preemption bool `mapstructure:"preemption" json:"preemption"`
@@ -203,6 +215,19 @@ type SchedulerConfig struct {
 // DefaultLaunchFailLimit is scheduler.launch_fail_limit's default: a
 // job is held after its third failed launch in a row.
 const DefaultLaunchFailLimit = 3
+
+// DefaultPriorityDecayHalfLife is scheduler.priority_decay_half_life's
+// default, Slurm's PriorityDecayHalfLife default (7 days).
+const DefaultPriorityDecayHalfLife = 7 * 24 * time.Hour
+
+// DefaultMinInterval is scheduler.min_interval's default: short enough
+// that a job submitted to a quiet cluster starts at once, long enough
+// that a storm of submissions shares passes.
+const DefaultMinInterval = 20 * time.Millisecond
+
+// maxMinInterval bounds scheduler.min_interval: beyond it triggered
+// passes would be little faster than the periodic one.
+const maxMinInterval = time.Second
 
 // Bounds of the backfill settings (Slurm's).
 const (
@@ -250,6 +275,9 @@ func (c SchedulerConfig) validatePriority(bad func(string, ...any)) {
 	}
 	if d := c.PriorityMaxAge; d < time.Minute || d > 365*24*time.Hour {
 		bad("scheduler.priority_max_age: %s is not between 1m and 8760h (a year)", d)
+	}
+	if d := c.PriorityDecayHalfLife; d < time.Minute || d > 365*24*time.Hour {
+		bad("scheduler.priority_decay_half_life: %s is not between 1m and 8760h (a year)", d)
 	}
 	if d := c.PriorityLengthRef; d < 2*time.Minute || d > 365*24*time.Hour {
 		bad("scheduler.priority_length_ref: %s is not between 2m and 8760h (a year)", d)
@@ -393,7 +421,7 @@ func Default() Config {
 			MinJobAge: 300 * time.Second,
 			SpoolKeep: 7 * 24 * time.Hour,
 		},
-		Scheduler: SchedulerConfig{Interval: time.Second, MaxGPUOversubscribe: DefaultMaxGPUOversubscribe,
+		Scheduler: SchedulerConfig{Interval: time.Second, MinInterval: DefaultMinInterval, MaxGPUOversubscribe: DefaultMaxGPUOversubscribe,
 			GPUMemHighWatermark: DefaultGPUMemHighWatermark, Policy: sched.PolicyTide.String(),
 			StarvationAge: DefaultStarvationAge, Preemption: true, LaunchFailLimit: DefaultLaunchFailLimit,
 			BackfillMaxJobTest: sched.DefaultBackfillMaxJobTest, BackfillResolution: sched.DefaultBackfillResolution,
@@ -401,7 +429,7 @@ func Default() Config {
 			PriorityWeightAge: sched.DefaultMultifactor.AgeWeight, PriorityMaxAge: sched.DefaultMultifactor.MaxAge,
 			PriorityWeightLength: sched.DefaultMultifactor.LengthWeight, PriorityLengthRef: sched.DefaultMultifactor.LengthRef,
 			PriorityWeightJobSize: sched.DefaultMultifactor.SizeWeight, PriorityJobSizeRef: sched.DefaultMultifactor.SizeRef,
-			PriorityWeightFairshare: sched.DefaultMultifactor.FairshareWeight},
+			PriorityWeightFairshare: sched.DefaultMultifactor.FairshareWeight, PriorityDecayHalfLife: DefaultPriorityDecayHalfLife},
 		DefaultQOS: "batch",
 		Submit: SubmitConfig{RatePerQueue: DefaultSubmitRate, Buffer: DefaultSubmitBuffer,
 			MaxScriptSize: DefaultMaxScriptSize, MaxEnvSize: DefaultMaxEnvSize, MaxEnvVars: DefaultMaxEnvVars},
@@ -453,7 +481,7 @@ func Parse(r io.Reader) (Config, error) {
 		"max_array_size": def.MaxArraySize,
 		"timeouts.node":  def.Timeouts.Node, "timeouts.kill_wait": def.Timeouts.KillWait,
 		"timeouts.min_job_age": def.Timeouts.MinJobAge, "timeouts.spool_keep": def.Timeouts.SpoolKeep,
-		"scheduler.interval": def.Scheduler.Interval, "scheduler.max_starts": 0,
+		"scheduler.interval": def.Scheduler.Interval, "scheduler.min_interval": def.Scheduler.MinInterval, "scheduler.max_starts": 0,
 		"scheduler.def_mem_per_cpu_mb": 0, "scheduler.max_gpu_oversubscribe": def.Scheduler.MaxGPUOversubscribe,
 		"scheduler.gpu_mem_high_watermark":    def.Scheduler.GPUMemHighWatermark,
 		"scheduler.policy":                    def.Scheduler.Policy,
@@ -466,6 +494,7 @@ func Parse(r io.Reader) (Config, error) {
 		"scheduler.backfill_window":           def.Scheduler.BackfillWindow,
 		"scheduler.priority_weight_age":       def.Scheduler.PriorityWeightAge,
 		"scheduler.priority_max_age":          def.Scheduler.PriorityMaxAge,
+		"scheduler.priority_decay_half_life":  def.Scheduler.PriorityDecayHalfLife,
 		"scheduler.priority_weight_length":    def.Scheduler.PriorityWeightLength,
 		"scheduler.priority_length_ref":       def.Scheduler.PriorityLengthRef,
 		"scheduler.priority_weight_job_size":  def.Scheduler.PriorityWeightJobSize,
@@ -574,6 +603,9 @@ func (c Config) Validate() (*Cluster, error) {
 	}
 	if c.Scheduler.Interval <= 0 {
 		bad("scheduler.interval: must be positive")
+	}
+	if d := c.Scheduler.MinInterval; d < 0 || d > maxMinInterval {
+		bad("scheduler.min_interval: %s is not between 0 (no throttle) and %s", d, maxMinInterval)
 	}
 	if c.Scheduler.MaxGPUOversubscribe < 1 {
 		bad("scheduler.max_gpu_oversubscribe: %g is below 1.0", c.Scheduler.MaxGPUOversubscribe)
