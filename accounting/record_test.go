@@ -152,3 +152,102 @@ func BenchmarkEncodeJob(b *testing.B) {
 		})
 	}
 }
+
+// referenceDecodeJob is decodeJob as encoding/json reads it, the
+// definition the hand-written reader must match.
+func referenceDecodeJob(rec []byte, j *api.Job) error {
+	r := jobRecord{Job: j}
+	if err := json.Unmarshal(rec, &r); err != nil {
+		return err
+	}
+	j.JobSpec.Priority = r.SpecPriority
+	return nil
+}
+
+// TestDecodeJobMatchesEncodingJSON: decodeJob reads every record
+// encodeJob writes by hand (readRecord), and reads those and any other
+// record (older spellings, hand edits, damage) as encoding/json does,
+// failing where it fails.
+func TestDecodeJobMatchesEncodingJSON(t *testing.T) {
+	jobs := recordJobs()
+	maps.Copy(jobs, lossyRecordJobs())
+	recs := map[string][]byte{}
+	for name, j := range jobs {
+		rec, err := encodeJob(j)
+		if err != nil {
+			t.Fatalf("%s: encodeJob: %v", name, err)
+		}
+		recs[name] = rec
+		var got api.Job
+		if !readRecord(rec, &got) {
+			t.Errorf("%s: readRecord refused encodeJob's record, which encoding/json would then read:\n%s", name, rec)
+		}
+	}
+	full, _ := encodeJob(fullJob(7))
+	body := full[:bytes.LastIndex(full, []byte(specPriorityKey))]
+	for name, rec := range map[string]string{
+		"spec priority first":       `{"spec_priority":3,"id":5,"priority":4}`,
+		"spec priority only":        `{"spec_priority":3}`,
+		"no spec priority":          `{"id":5,"priority":4}`,
+		"spec priority zero":        string(body) + `,"spec_priority":0}`,
+		"spec priority null":        string(body) + `,"spec_priority":null}`,
+		"spec priority leading 0":   string(body) + `,"spec_priority":07}`,
+		"spec priority too large":   string(body) + `,"spec_priority":4294967296}`,
+		"spec priority negative":    string(body) + `,"spec_priority":-1}`,
+		"spec priority fraction":    string(body) + `,"spec_priority":1.5}`,
+		"spec priority twice":       string(body) + `,"spec_priority":1,"spec_priority":2}`,
+		"spec priority spaced":      string(body) + `, "spec_priority": 2 }`,
+		"spec priority in a string": `{"id":5,"comment":",\"spec_priority\":3}"}`,
+		"key in another case":       `{"ID":5,"spec_priority":2}`,
+		"unknown key":               `{"id":5,"future_field":[1,2],"spec_priority":2}`,
+		"trailing space":            string(full) + " ",
+		"trailing garbage":          string(full) + "x",
+		"truncated":                 string(full[:len(full)/2]),
+		"not an object":             `[1,2]`,
+		"empty":                     ``,
+		"just a brace":              `}`,
+		"digits and a brace":        `1}`,
+	} {
+		recs[name] = []byte(rec)
+	}
+	for name, rec := range recs {
+		var want, got api.Job
+		wantErr := referenceDecodeJob(rec, &want)
+		err := decodeJob(rec, &got)
+		if (err == nil) != (wantErr == nil) || err != nil && err.Error() != wantErr.Error() {
+			t.Errorf("%s: decodeJob error %v, encoding/json's %v\n%s", name, err, wantErr, rec)
+			continue
+		}
+		if err != nil {
+			continue
+		}
+		if diff := cmp.Diff(&want, &got); diff != "" {
+			t.Errorf("%s: decodeJob differs from encoding/json (-json +decodeJob):\n%s\n%s", name, diff, rec)
+		}
+	}
+}
+
+// BenchmarkDecodeJob is a pending job's record read back at the
+// controller's start.
+func BenchmarkDecodeJob(b *testing.B) {
+	j := makeJob(1).obj()
+	j.Priority, j.EffPriority, j.Reason, j.ReasonDetail = 3, 5, api.ReasonResources, "0/2000 nodes: 2000 InsufficientGPU"
+	rec, err := encodeJob(j)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, bc := range []struct {
+		name string
+		dec  func([]byte, *api.Job) error
+	}{{"hand", decodeJob}, {"encoding-json", referenceDecodeJob}} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				var got api.Job
+				if err := bc.dec(rec, &got); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -56,7 +56,11 @@ func (s *Server) rebuildUsage(u *state.Usage, at time.Time) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	since := at.Add(-fairRebuildHalfLives * u.HalfLife())
-	jobs, err := s.store.QueryJobs(ctx, api.JobFilter{Since: since, Until: at, All: true})
+	// Pending jobs used nothing: leave them out of the read (a deep
+	// queue would otherwise be loaded whole).
+	started := []api.JobState{api.StateRunning, api.StateCompleting, api.StateSuspended, api.StateCompleted, api.StateFailed,
+		api.StateCancelled, api.StateTimeout, api.StateNodeFail, api.StateOOM, api.StatePreempted}
+	jobs, err := s.store.QueryJobs(ctx, api.JobFilter{Since: since, Until: at, States: started, All: true})
 	if err != nil {
 		s.log.Warn("fair share: usage not rebuilt from accounting; it counts from the controller's start", "err", err)
 		return
@@ -78,4 +82,17 @@ func (s *Server) rebuildUsage(u *state.Usage, at time.Time) {
 	if s.fair.u == u {
 		u.Merge(old)
 	}
+}
+
+// fairStopped charges job j, which stopped running at at (it ended, was
+// requeued or suspended), for its run since the last pass, which no
+// pass will see. Called with mu held.
+func (s *Server) fairStopped(j *api.Job, at time.Time) {
+	if s.fair.u == nil || j.StartTime.IsZero() {
+		return
+	}
+	if at.IsZero() {
+		at = s.now()
+	}
+	s.fair.u.Ended(state.Running{Account: j.Account, GPUs: state.GPUEquivalent(j.Alloc, 0), Start: j.StartTime}, at)
 }

@@ -32,6 +32,7 @@ func (s *Server) localHandler() http.Handler {
 	// Usage series (jobseries.go).
 	mux.HandleFunc("GET /api/v1/jobs/{id}/usage", s.handleJobUsage)
 	mux.HandleFunc("GET /api/v1/jobs/usage", s.handleJobUsages)
+	mux.HandleFunc("GET "+api.PathPriority, s.handlePriority) // priority.go
 	post("/api/v1/jobs/cancel", smallBody, "Job cancellation failed", s.handleCancel)
 	post("/api/v1/jobs/update", smallBody, "Job update failed", s.handleUpdate)
 	mux.HandleFunc("GET /api/v1/accounting/jobs", s.handleAccounting)
@@ -262,7 +263,15 @@ func (s *Server) handleList(w http.ResponseWriter, r *http.Request) {
 		writeList(w, r, s.listJobs(f, v))
 		return
 	}
-	body, now := s.listCache.get(v.cacheKey(r.URL.RawQuery), s.listVersion(), func() []byte {
+	version := s.listVersion()
+	if r.Context().Err() != nil {
+		// The client left while the lock was held (a scheduling pass
+		// over a large backlog after a restart): building its listing
+		// would only delay the next one, and a client that retries on
+		// a timeout would then never be answered in time.
+		return
+	}
+	body, now := s.listCache.get(v.cacheKey(r.URL.RawQuery), version, func() []byte {
 		b, _ := listing.AppendJobs(nil, s.listJobs(f, v).Jobs)
 		return b
 	})

@@ -12,9 +12,13 @@ import (
 // follow the change (accounting, the trail, commands to nodes). Called
 // with mu held.
 func (s *Server) transition(j *api.Job, c state.Change) bool {
+	wasRunning := j.State == api.StateRunning
 	if err := state.Transition(j, c); err != nil {
 		s.log.Error("job state change refused", "job_id", j.ID, "from", j.State, "to", c.To, "err", err)
 		return false
+	}
+	if wasRunning && j.State != api.StateRunning {
+		s.fairStopped(j, c.At)
 	}
 	return true
 }

@@ -32,6 +32,9 @@ type Server struct {
 	cl    *Cluster
 	log   *slog.Logger
 	store Store
+	// fair is the accounts' decayed GPU-time for the fair-share factor
+	// (fairshare.go).
+	fair fairUsage
 	// submits commits submissions, several in one transaction when they
 	// arrive together (groupcommit.go).
 	submits groupCommit
@@ -492,24 +495,80 @@ func (s *Server) Kick() {
 	}
 }
 
+// passThrottle spaces kicked passes (scheduler.min_interval). The kick
+// channel alone coalesced the kicks that came during a pass into one
+// more pass, but under a submission storm that meant passes back to
+// back, each reading every node and pending job under the lock: at
+// 2,000 nodes half the controller's CPU, and submissions queued behind
+// them. A kick after a quiet spell still runs its pass at once.
+type passThrottle struct {
+	minGap  time.Duration
+	lastEnd time.Time     // when the last pass ended
+	lastDur time.Duration // how long it took
+}
+
+// wait is how long a pass kicked at now waits: until minGap after the
+// last pass ended, and at least as long as that pass took, so that
+// passes kicked in a row hold the lock at most half the time however
+// long they take; none if that time is past or minGap is 0.
+func (t *passThrottle) wait(now time.Time) time.Duration {
+	if t.minGap <= 0 || t.lastEnd.IsZero() {
+		return 0
+	}
+	return max(0, t.lastEnd.Add(max(t.minGap, t.lastDur)).Sub(now))
+}
+
+// ran records a pass from start to end.
+func (t *passThrottle) ran(start, end time.Time) {
+	t.lastEnd, t.lastDur = end, end.Sub(start)
+}
+
 // loop runs scheduling passes on kicks and on a timer, and housekeeping.
+// Kicks that come too soon after a pass (passThrottle) arm one timer,
+// whose pass serves all of them.
 func (s *Server) loop(ctx context.Context) {
 	s.mu.Lock()
 	interval, spoolKeep := s.loopSettings()
+	throttle := passThrottle{minGap: s.cl.Scheduler.MinInterval}
 	s.mu.Unlock()
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	house := time.NewTicker(time.Second)
 	defer house.Stop()
+	delayed := time.NewTimer(time.Hour)
+	delayed.Stop()
+	defer delayed.Stop()
+	armed := false // a delayed pass is due
+	pass := func() {
+		if armed {
+			// This pass serves the kicks the delayed one was for.
+			delayed.Stop()
+			armed = false
+		}
+		t0 := time.Now()
+		s.schedulePass()
+		throttle.ran(t0, time.Now())
+	}
 	lastPurge := time.Time{}
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-s.kick:
-			s.schedulePass()
+			if armed {
+				continue
+			}
+			if d := throttle.wait(time.Now()); d > 0 {
+				delayed.Reset(d)
+				armed = true
+				continue
+			}
+			pass()
+		case <-delayed.C:
+			armed = false
+			pass()
 		case <-tick.C:
-			s.schedulePass()
+			pass()
 		case <-house.C:
 			now := s.now()
 			s.mu.Lock()
@@ -525,6 +584,7 @@ func (s *Server) loop(ctx context.Context) {
 			if interval, spoolKeep = s.loopSettings(); iv != interval {
 				tick.Reset(interval) // a reload changed it
 			}
+			throttle.minGap = s.cl.Scheduler.MinInterval
 			s.mu.Unlock()
 			returnIdleMemory()
 			if now.Sub(lastPurge) > time.Hour {

@@ -13,9 +13,9 @@ import (
 
 // command is sprio's option table: Slurm 22.05 sprio's, in the order of
 // its long_options, then Tide's own, read with getopt_long's rules
-// (cli/getopt). Tide's sprio prints Tide's priority factors, not
-// Slurm's weighted sums, so the options about those (-o, -S, -w) are
-// refused with a reason rather than ignored.
+// (cli/getopt). -o and -S are refused with a reason rather than
+// ignored; -w prints the weights under policy tide's multifactor
+// priority and is refused otherwise (Tide's levels have no weights).
 var command = getopt.Command[Options]{
 	Name:       "sprio",
 	Options:    options[:],
@@ -47,8 +47,8 @@ var options = [...]opt{
 	{Spec: getopt.Spec{Long: "users", Short: 'u', Arg: getopt.RequiredArg, ID: "user"}, Hidden: true, Str: func(o *Options) *string { return &o.Users }},
 	{Spec: getopt.Spec{Long: "verbose", Short: 'v'}, Help: "print the options in effect first", Count: func(o *Options) *int { return &o.Verbose }},
 	{Spec: getopt.Spec{Long: "version", Short: 'V'}, Action: getopt.Version, Help: "print the Slurm release sprio behaves as"},
-	{Spec: getopt.Spec{Long: "weights", Short: 'w'}, Help: "show the factors' weights (not supported: Tide's priority has levels, not weights; see tide queues)",
-		Set: noWeights},
+	{Spec: getopt.Spec{Long: "weights", Short: 'w'}, Help: "show the multifactor weights (policy tide; levels have none: see tide queues)",
+		Flag: func(o *Options) *bool { return &o.Weights }},
 	{Spec: getopt.Spec{Long: "federation"}, Help: "show the jobs of a federation (Tide runs one cluster)"},
 	{Spec: getopt.Spec{Long: "help"}, Action: getopt.Help, Help: "show this help message"},
 	{Spec: getopt.Spec{Long: "local"}, Help: "show only the local cluster's jobs (Tide runs one cluster)"},
@@ -70,11 +70,10 @@ func setJobs(o *Options, v string, has bool) error {
 	return nil
 }
 
-// The options about Slurm's weighted factors, which Tide's priority
-// does not have.
-func noFormat(*Options, string, bool) error  { return unsupported("-o/--format") }
-func noSort(*Options, string, bool) error    { return unsupported("-S/--sort") }
-func noWeights(*Options, string, bool) error { return unsupported("-w/--weights") }
+// The options about Slurm's format and sort, which Tide's sprio does
+// not take.
+func noFormat(*Options, string, bool) error { return unsupported("-o/--format") }
+func noSort(*Options, string, bool) error   { return unsupported("-S/--sort") }
 
 func unsupported(name string) error {
 	return fmt.Errorf("%s is not supported by Tide's sprio, which shows Tide's own priority factors", name)

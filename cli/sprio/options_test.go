@@ -15,12 +15,14 @@ type parsed struct {
 	Jobs, Users, Partitions, Clusters        string
 	Args                                     []string
 	JobsFlag, Long, Norm, NoHeader, Me, JSON bool
+	Weights                                  bool
 	Verbose                                  int
 }
 
 func parsedOf(o *Options) parsed {
 	return parsed{Jobs: o.Jobs, Users: o.Users, Partitions: o.Partitions, Clusters: o.Clusters, Args: o.Args,
-		JobsFlag: o.JobsFlag, Long: o.Long, Norm: o.Norm, NoHeader: o.NoHeader, Me: o.Me, JSON: o.JSON, Verbose: o.Verbose}
+		JobsFlag: o.JobsFlag, Long: o.Long, Norm: o.Norm, NoHeader: o.NoHeader, Me: o.Me, JSON: o.JSON,
+		Weights: o.Weights, Verbose: o.Verbose}
 }
 
 // parseLine runs sprio's parser over args; it returns the options, what
@@ -64,8 +66,8 @@ func TestParseArgs(t *testing.T) {
 		{name: "unknown option", args: []string{"--frob"}, code: 1, wantErr: "sprio: unrecognized option '--frob'\n" + try},
 		{name: "ambiguous", args: []string{"--l"}, code: 1,
 			wantErr: "sprio: option '--l' is ambiguous; possibilities: '--long' '--local'\n" + try},
-		{name: "weights", args: []string{"-w"}, code: 1,
-			wantErr: "sprio: error: -w/--weights is not supported by Tide's sprio, which shows Tide's own priority factors\n"},
+		// -w is read here; the controller's policy decides (multifactor_test.go).
+		{name: "weights", args: []string{"-w"}, want: parsed{Weights: true}, code: -1},
 		{name: "format", args: []string{"-o", "%i"}, code: 1,
 			wantErr: "sprio: error: -o/--format is not supported by Tide's sprio, which shows Tide's own priority factors\n"},
 		{name: "help", args: []string{"--help"}, code: 0},

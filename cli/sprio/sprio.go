@@ -52,6 +52,9 @@ type Options struct {
 	// JobsFlag is -j, with or without a list; Verbose counts -v.
 	JobsFlag bool
 	Verbose  int
+	// Weights is -w: the multifactor weights line instead of the jobs
+	// (policy tide only).
+	Weights bool
 	// Clusters is -M/--clusters: it must name the controller's cluster.
 	Clusters string
 	// Getenv reads POSIXLY_CORRECT (nil: none).
@@ -128,6 +131,13 @@ func (o *Options) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("Couldn't get priority factors from controller: %w", err)
 	}
+	pl, err := multifactor(ctx, c, flt)
+	if err != nil {
+		return err
+	}
+	if pl == nil && o.Weights {
+		return unsupported("-w/--weights")
+	}
 	ql, err := c.Queues(ctx)
 	switch {
 	case errors.Is(err, api.ErrNotFound):
@@ -153,13 +163,23 @@ func (o *Options) Run(ctx context.Context) error {
 	sort.SliceStable(jobs, func(a, b int) bool { return jobs[a].ID < jobs[b].ID })
 	w := bufio.NewWriter(o.IO.Out)
 	if o.JSON {
-		if err := writeJSON(w, jobs, e); err != nil {
+		if err := writeJSON(w, jobs, e, pl); err != nil {
 			return err
 		}
 		return flush(w)
 	}
-	if byID && len(jobs) == 0 {
+	if byID && len(jobs) == 0 && !o.Weights {
 		fmt.Fprintln(w, noMatch)
+		return flush(w)
+	}
+	if pl != nil {
+		out, err := o.writeMultifactor(jobs, pl, len(flt.Users) > 0)
+		if err != nil {
+			return err
+		}
+		if _, err := w.Write(out); err != nil {
+			return fmt.Errorf("write output: %w", err)
+		}
 		return flush(w)
 	}
 	tbl, err := compile(format, e)
@@ -203,9 +223,18 @@ type row struct {
 	GPUs        int        `json:"gpus"`
 	Reason      string     `json:"reason"`
 	ReasonsText string     `json:"reasons,omitempty"`
+	// Multifactor are the job's factors under policy tide.
+	Multifactor *mfJSON `json:"multifactor,omitempty"`
 }
 
-func writeJSON(w io.Writer, jobs []*api.Job, e *env) error {
+func writeJSON(w io.Writer, jobs []*api.Job, e *env, pl *api.PriorityList) error {
+	var factors map[uint64]*api.JobPriority
+	if pl != nil {
+		factors = make(map[uint64]*api.JobPriority, len(pl.Jobs))
+		for i := range pl.Jobs {
+			factors[pl.Jobs[i].JobID] = &pl.Jobs[i]
+		}
+	}
 	rows := make([]row, 0, len(jobs))
 	for _, j := range jobs {
 		lvl, asked := e.share.Level(j)
@@ -221,6 +250,10 @@ func writeJSON(w io.Writer, jobs []*api.Job, e *env) error {
 		if q := e.share.Queue(j.Account); q != nil {
 			used, g := q.UsedGPUs, q.Guaranteed
 			r.QueueUsed, r.QueueShare = &used, &g
+		}
+		if f := factors[j.ID]; f != nil {
+			r.Multifactor = &mfJSON{Priority: f.Priority, Age: f.Age, Length: f.Length, JobSize: f.JobSize,
+				Fairshare: f.Fairshare, Nice: f.Nice}
 		}
 		rows = append(rows, r)
 	}

@@ -399,6 +399,293 @@ func readJSONNodeUsage(d *jsonfast.Decoder, v *NodeUsage) bool {
 	})
 }
 
+// readJSONJob reads a Job object into *v; false
+// leaves the document to encoding/json.
+func readJSONJob(d *jsonfast.Decoder, v *Job) bool {
+	return d.Object(func(key []byte) bool {
+		switch string(key) {
+		case "job_id":
+			return d.Uint64(&v.ID)
+		case "name":
+			return d.String(&v.JobSpec.Name)
+		case "account":
+			return d.String(&v.JobSpec.Account)
+		case "partition":
+			return d.String(&v.JobSpec.Partition)
+		case "qos":
+			return d.String(&v.JobSpec.QOS)
+		case "comment":
+			return d.String(&v.JobSpec.Comment)
+		case "script":
+			return d.String(&v.JobSpec.Script)
+		case "script_args":
+			if d.Null() {
+				v.JobSpec.ScriptArgs = nil
+				return true
+			}
+			return d.Strings(&v.JobSpec.ScriptArgs)
+		case "work_dir":
+			return d.String(&v.JobSpec.WorkDir)
+		case "submit_dir":
+			return d.String(&v.JobSpec.SubmitDir)
+		case "submit_host":
+			return d.String(&v.JobSpec.SubmitHost)
+		case "environment":
+			if d.Null() {
+				v.JobSpec.Environment = nil
+				return true
+			}
+			return d.Strings(&v.JobSpec.Environment)
+		case "nodes":
+			return d.Int(&v.JobSpec.Nodes)
+		case "max_nodes":
+			return d.Int(&v.JobSpec.MaxNodes)
+		case "tasks":
+			return d.Int(&v.JobSpec.Tasks)
+		case "tasks_per_node":
+			return d.Int(&v.JobSpec.TasksPerNode)
+		case "cpus_per_task":
+			return d.Int(&v.JobSpec.CPUsPerTask)
+		case "mem_per_node_mb":
+			return d.Int64(&v.JobSpec.MemPerNodeMB)
+		case "mem_per_cpu_mb":
+			return d.Int64(&v.JobSpec.MemPerCPUMB)
+		case "mem_per_gpu_mb":
+			return d.Int64(&v.JobSpec.MemPerGPUMB)
+		case "cpus_per_gpu":
+			return d.Int(&v.JobSpec.CPUsPerGPU)
+		case "gpus":
+			return d.Int(&v.JobSpec.GPUs)
+		case "gpus_per_node":
+			return d.Int(&v.JobSpec.GPUsPerNode)
+		case "gpus_per_task":
+			return d.Int(&v.JobSpec.GPUsPerTask)
+		case "gpu_type":
+			return d.String(&v.JobSpec.GPUType)
+		case "gpu_mem_mb":
+			return d.Int64(&v.JobSpec.GPUMemMB)
+		case "gpu_compute_pct":
+			return d.Int(&v.JobSpec.GPUComputePct)
+		case "gpu_shards":
+			return d.Int(&v.JobSpec.GPUShards)
+		case "exclusive":
+			return d.Bool(&v.JobSpec.Exclusive)
+		case "switches":
+			return d.Int(&v.JobSpec.Switches)
+		case "comm":
+			return d.String(&v.JobSpec.Comm)
+		case "switch_wait":
+			return d.Int64(&v.JobSpec.SwitchWait)
+		case "node_list":
+			if d.Null() {
+				v.JobSpec.NodeList = nil
+				return true
+			}
+			return d.Strings(&v.JobSpec.NodeList)
+		case "exclude":
+			if d.Null() {
+				v.JobSpec.Exclude = nil
+				return true
+			}
+			return d.Strings(&v.JobSpec.Exclude)
+		case "constraint":
+			return d.String(&v.JobSpec.Constraint)
+		case "min_cpus":
+			return d.Int(&v.JobSpec.MinCPUs)
+		case "tmp_disk_mb":
+			return d.Int64(&v.JobSpec.TmpDiskMB)
+		case "overcommit":
+			return d.Bool(&v.JobSpec.Overcommit)
+		case "time_limit":
+			return d.Int64(&v.JobSpec.TimeLimit)
+		case "time_min":
+			return d.Int64(&v.JobSpec.TimeMin)
+		case "begin_time":
+			return d.Time(&v.JobSpec.BeginTime)
+		case "hold":
+			return d.Bool(&v.JobSpec.Hold)
+		case "nice":
+			return d.Int(&v.JobSpec.Nice)
+		case "priority":
+			return d.Uint32(&v.JobSpec.Priority)
+		case "stdout":
+			return d.String(&v.JobSpec.Stdout)
+		case "stderr":
+			return d.String(&v.JobSpec.Stderr)
+		case "stdin":
+			return d.String(&v.JobSpec.Stdin)
+		case "open_mode":
+			return d.String(&v.JobSpec.OpenMode)
+		case "requeue":
+			if d.Null() {
+				v.JobSpec.Requeue = nil
+				return true
+			}
+			if v.JobSpec.Requeue == nil {
+				v.JobSpec.Requeue = new(bool)
+			}
+			return d.Bool(v.JobSpec.Requeue)
+		case "signal":
+			if d.Null() {
+				v.JobSpec.Signal = nil
+				return true
+			}
+			if v.JobSpec.Signal == nil {
+				v.JobSpec.Signal = new(SignalSpec)
+			}
+			return readJSONSignalSpec(d, v.JobSpec.Signal)
+		case "dependency":
+			return d.String(&v.JobSpec.Dependency)
+		case "kill_invalid_dep":
+			return d.Bool(&v.JobSpec.KillInvalidDep)
+		case "array":
+			return d.String(&v.JobSpec.Array)
+		case "mail_type":
+			return d.String(&v.JobSpec.MailType)
+		case "mail_user":
+			return d.String(&v.JobSpec.MailUser)
+		case "allocation":
+			return d.Bool(&v.JobSpec.Allocation)
+		case "container_image":
+			return d.String(&v.JobSpec.ContainerImage)
+		case "container_mounts":
+			if d.Null() {
+				v.JobSpec.ContainerMounts = nil
+				return true
+			}
+			if v.JobSpec.ContainerMounts != nil {
+				return false // repeated: encoding/json merges the arrays
+			}
+			return jsonfast.Slice(d, &v.JobSpec.ContainerMounts, func(e0 *ContainerMount) bool {
+				return readJSONContainerMount(d, e0)
+			})
+		case "user_id":
+			return d.Uint32(&v.UserID)
+		case "group_id":
+			return d.Uint32(&v.GroupID)
+		case "user":
+			return d.String(&v.User)
+		case "group":
+			return d.String(&v.Group)
+		case "state":
+			return jsonfast.ReadString(d, &v.State)
+		case "reason":
+			return jsonfast.ReadString(d, &v.Reason)
+		case "reason_detail":
+			return d.String(&v.ReasonDetail)
+		case "placement":
+			return d.String(&v.Placement)
+		case "hold_kind":
+			return jsonfast.ReadString(d, &v.HoldKind)
+		case "partition_list":
+			return d.String(&v.PartitionList)
+		case "eff_priority":
+			return d.Uint32(&v.EffPriority)
+		case "submit_time":
+			return d.Time(&v.SubmitTime)
+		case "eligible_time":
+			return d.Time(&v.EligibleTime)
+		case "start_time":
+			return d.Time(&v.StartTime)
+		case "end_time":
+			return d.Time(&v.EndTime)
+		case "last_sched_eval":
+			return d.Time(&v.LastSchedEval)
+		case "alloc":
+			if d.Null() {
+				v.Alloc = nil
+				return true
+			}
+			if v.Alloc != nil {
+				return false // repeated: encoding/json merges the arrays
+			}
+			return jsonfast.Slice(d, &v.Alloc, func(e0 *NodeAlloc) bool {
+				return readJSONNodeAlloc(d, e0)
+			})
+		case "restarts":
+			return d.Int(&v.Restarts)
+		case "exit":
+			return readJSONExitStatus(d, &v.Exit)
+		case "cancel_requested":
+			return d.Bool(&v.CancelRequested)
+		case "timed_out":
+			return d.Bool(&v.TimedOut)
+		case "launched":
+			return d.Bool(&v.Launched)
+		case "launch_failures":
+			return d.Int(&v.LaunchFailures)
+		case "launch_fail_nodes":
+			if d.Null() {
+				v.LaunchFailNodes = nil
+				return true
+			}
+			return d.Strings(&v.LaunchFailNodes)
+		case "requeue_requested":
+			return d.Bool(&v.RequeueRequested)
+		case "cancelled_by":
+			if d.Null() {
+				v.CancelledBy = nil
+				return true
+			}
+			if v.CancelledBy == nil {
+				v.CancelledBy = new(uint32)
+			}
+			return d.Uint32(v.CancelledBy)
+		case "cluster":
+			return d.String(&v.Cluster)
+		case "array_job_id":
+			return d.Uint64(&v.ArrayJobID)
+		case "array_task_id":
+			return d.Int(&v.ArrayTaskID)
+		case "array_pending":
+			if d.Null() {
+				v.ArrayPending = nil
+				return true
+			}
+			if v.ArrayPending != nil {
+				return false // repeated: encoding/json merges the arrays
+			}
+			return jsonfast.Slice(d, &v.ArrayPending, func(e0 *ArrayRange) bool {
+				return readJSONArrayRange(d, e0)
+			})
+		case "array_throttle":
+			return d.Int(&v.ArrayThrottle)
+		case "submit_token":
+			return d.String(&v.SubmitToken)
+		case "level":
+			return d.Int(&v.Share.Level)
+		case "starving":
+			return d.Time(&v.Share.Starving)
+		case "started_starving":
+			return d.Bool(&v.Share.StartedStarving)
+		case "borrowing":
+			return d.Bool(&v.Share.Borrowing)
+		case "preempting":
+			if d.Null() {
+				v.Share.Preempting = nil
+				return true
+			}
+			if v.Share.Preempting == nil {
+				v.Share.Preempting = new(Preempting)
+			}
+			return readJSONPreempting(d, v.Share.Preempting)
+		case "preemptions":
+			return d.Int(&v.Share.Preemptions)
+		case "prev_nodes":
+			if d.Null() {
+				v.Share.PrevNodes = nil
+				return true
+			}
+			return d.Strings(&v.Share.PrevNodes)
+		case "last_checkpoint":
+			return d.Time(&v.Share.LastCheckpoint)
+		case "expected_start":
+			return d.Time(&v.Share.ExpectedStart)
+		}
+		return false
+	})
+}
+
 func appendJSONSubmitRequest(b []byte, v *SubmitRequest) ([]byte, error) {
 	var err error
 	b = append(b, `{"spec":`...)
@@ -2304,6 +2591,126 @@ func readJSONTaskUsage(d *jsonfast.Decoder, v *TaskUsage) bool {
 	})
 }
 
+// readJSONSignalSpec reads a SignalSpec object into *v; false
+// leaves the document to encoding/json.
+func readJSONSignalSpec(d *jsonfast.Decoder, v *SignalSpec) bool {
+	return d.Object(func(key []byte) bool {
+		switch string(key) {
+		case "signal":
+			return d.Int(&v.Signal)
+		case "seconds":
+			return d.Int(&v.Seconds)
+		case "batch_only":
+			return d.Bool(&v.BatchOnly)
+		}
+		return false
+	})
+}
+
+// readJSONContainerMount reads a ContainerMount object into *v; false
+// leaves the document to encoding/json.
+func readJSONContainerMount(d *jsonfast.Decoder, v *ContainerMount) bool {
+	return d.Object(func(key []byte) bool {
+		switch string(key) {
+		case "source":
+			return d.String(&v.Source)
+		case "destination":
+			return d.String(&v.Destination)
+		case "read_only":
+			return d.Bool(&v.ReadOnly)
+		}
+		return false
+	})
+}
+
+// readJSONNodeAlloc reads a NodeAlloc object into *v; false
+// leaves the document to encoding/json.
+func readJSONNodeAlloc(d *jsonfast.Decoder, v *NodeAlloc) bool {
+	return d.Object(func(key []byte) bool {
+		switch string(key) {
+		case "node":
+			return d.String(&v.Node)
+		case "cpus":
+			return d.Int(&v.CPUs)
+		case "memory_mb":
+			return d.Int64(&v.MemoryMB)
+		case "gpus":
+			if d.Null() {
+				v.GPUs = nil
+				return true
+			}
+			return d.Ints(&v.GPUs)
+		case "gpu_mem_mb":
+			return d.Int64(&v.GPUMemMB)
+		case "gpu_compute_pct":
+			return d.Int(&v.GPUComputePct)
+		case "tasks":
+			return d.Int(&v.Tasks)
+		case "numa":
+			if d.Null() {
+				v.NUMA = nil
+				return true
+			}
+			return d.Ints(&v.NUMA)
+		}
+		return false
+	})
+}
+
+// readJSONExitStatus reads a ExitStatus object into *v; false
+// leaves the document to encoding/json.
+func readJSONExitStatus(d *jsonfast.Decoder, v *ExitStatus) bool {
+	return d.Object(func(key []byte) bool {
+		switch string(key) {
+		case "code":
+			return d.Int(&v.Code)
+		case "signal":
+			return d.Int(&v.Signal)
+		}
+		return false
+	})
+}
+
+// readJSONArrayRange reads a ArrayRange object into *v; false
+// leaves the document to encoding/json.
+func readJSONArrayRange(d *jsonfast.Decoder, v *ArrayRange) bool {
+	return d.Object(func(key []byte) bool {
+		switch string(key) {
+		case "first":
+			return d.Int(&v.First)
+		case "last":
+			return d.Int(&v.Last)
+		case "step":
+			return d.Int(&v.Step)
+		}
+		return false
+	})
+}
+
+// readJSONPreempting reads a Preempting object into *v; false
+// leaves the document to encoding/json.
+func readJSONPreempting(d *jsonfast.Decoder, v *Preempting) bool {
+	return d.Object(func(key []byte) bool {
+		switch string(key) {
+		case "by":
+			return d.Uint64(&v.By)
+		case "reclaim":
+			return d.Bool(&v.Reclaim)
+		case "mode":
+			return jsonfast.ReadString(d, &v.Mode)
+		case "since":
+			return d.Time(&v.Since)
+		case "deadline":
+			return d.Time(&v.Deadline)
+		case "acked":
+			return d.Bool(&v.Acked)
+		case "why":
+			return d.String(&v.Why)
+		}
+		return false
+	})
+}
+
 func appendJSONJobSpec(b []byte, v *JobSpec) ([]byte, error) {
 	var err error
 	b = append(b, `{"name":`...)
@@ -3425,52 +3832,6 @@ func sizeJSONTaskUsage(v *TaskUsage) int {
 	return n
 }
 
-// readJSONSignalSpec reads a SignalSpec object into *v; false
-// leaves the document to encoding/json.
-func readJSONSignalSpec(d *jsonfast.Decoder, v *SignalSpec) bool {
-	return d.Object(func(key []byte) bool {
-		switch string(key) {
-		case "signal":
-			return d.Int(&v.Signal)
-		case "seconds":
-			return d.Int(&v.Seconds)
-		case "batch_only":
-			return d.Bool(&v.BatchOnly)
-		}
-		return false
-	})
-}
-
-// readJSONContainerMount reads a ContainerMount object into *v; false
-// leaves the document to encoding/json.
-func readJSONContainerMount(d *jsonfast.Decoder, v *ContainerMount) bool {
-	return d.Object(func(key []byte) bool {
-		switch string(key) {
-		case "source":
-			return d.String(&v.Source)
-		case "destination":
-			return d.String(&v.Destination)
-		case "read_only":
-			return d.Bool(&v.ReadOnly)
-		}
-		return false
-	})
-}
-
-// readJSONExitStatus reads a ExitStatus object into *v; false
-// leaves the document to encoding/json.
-func readJSONExitStatus(d *jsonfast.Decoder, v *ExitStatus) bool {
-	return d.Object(func(key []byte) bool {
-		switch string(key) {
-		case "code":
-			return d.Int(&v.Code)
-		case "signal":
-			return d.Int(&v.Signal)
-		}
-		return false
-	})
-}
-
 // readJSONGresProcUsage reads a gres.ProcUsage object into *v; false
 // leaves the document to encoding/json.
 func readJSONGresProcUsage(d *jsonfast.Decoder, v *gres.ProcUsage) bool {
@@ -3480,40 +3841,6 @@ func readJSONGresProcUsage(d *jsonfast.Decoder, v *gres.ProcUsage) bool {
 			return d.Int(&v.PID)
 		case "mem_mb":
 			return d.Int64(&v.MemMB)
-		}
-		return false
-	})
-}
-
-// readJSONNodeAlloc reads a NodeAlloc object into *v; false
-// leaves the document to encoding/json.
-func readJSONNodeAlloc(d *jsonfast.Decoder, v *NodeAlloc) bool {
-	return d.Object(func(key []byte) bool {
-		switch string(key) {
-		case "node":
-			return d.String(&v.Node)
-		case "cpus":
-			return d.Int(&v.CPUs)
-		case "memory_mb":
-			return d.Int64(&v.MemoryMB)
-		case "gpus":
-			if d.Null() {
-				v.GPUs = nil
-				return true
-			}
-			return d.Ints(&v.GPUs)
-		case "gpu_mem_mb":
-			return d.Int64(&v.GPUMemMB)
-		case "gpu_compute_pct":
-			return d.Int(&v.GPUComputePct)
-		case "tasks":
-			return d.Int(&v.Tasks)
-		case "numa":
-			if d.Null() {
-				v.NUMA = nil
-				return true
-			}
-			return d.Ints(&v.NUMA)
 		}
 		return false
 	})

@@ -129,6 +129,29 @@ func (m *Multifactor) Factors(j *api.Job, now time.Time, fs *fairshare) Factors 
 	return f
 }
 
+// FactorsFor returns the factors of jobs at now as a pass over snap
+// computes them (one fair-share input from snap's Usage and Queues), for
+// the controller's priority listing (sprio). A nil job gets zero
+// factors.
+func (m *Multifactor) FactorsFor(jobs []*api.Job, snap *Snapshot, now time.Time) []Factors {
+	var fs *fairshare
+	if snap != nil {
+		fs = newFairshare(snap)
+	}
+	out := make([]Factors, len(jobs))
+	for i, j := range jobs {
+		if j != nil {
+			out[i] = m.Factors(j, now, fs)
+		}
+	}
+	return out
+}
+
+// ShareMode reports whether snap configures queues or job classes: a
+// pass then orders by the queues' rules (order.go), not by
+// Config.Priority.
+func (snap *Snapshot) ShareMode() bool { return len(snap.Queues) > 0 || len(snap.QOS) > 0 }
+
 // gpus is the GPU count of a request for its size factor.
 func (m *Multifactor) gpus(s *api.JobSpec) float64 {
 	if g := s.ReqGPUs(); g > 0 {

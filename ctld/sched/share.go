@@ -179,7 +179,7 @@ type share struct {
 // newShare builds the pass's sharing state, or nil when snap configures
 // neither queues nor classes.
 func newShare(snap *Snapshot, cfg Config, now time.Time) *share {
-	if len(snap.Queues) == 0 && len(snap.QOS) == 0 {
+	if !snap.ShareMode() {
 		return nil
 	}
 	sh := &share{now: now, age: cfg.StarvationAge, qos: snap.QOS, qIdx: make(map[string]int, len(snap.Queues))}

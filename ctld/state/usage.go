@@ -75,6 +75,19 @@ func (u *Usage) Advance(now time.Time, running []Running) {
 	u.at = now
 }
 
+// Ended charges a job that ended at end, after u's last instant, for
+// its run since then, which no Advance will see: without it every job
+// would lose its last stretch (a replay passes only at events).
+func (u *Usage) Ended(r Running, end time.Time) {
+	from := r.Start
+	if from.Before(u.at) {
+		from = u.at
+	}
+	// Seen from u's instant the stretch is in the future: its weight
+	// exceeds 1 now and decays to the right value at the next Advance.
+	u.add(r.Account, r.GPUs, from, end, u.at)
+}
+
 // Charge adds gpus × [from, to) of account's use, decayed to u's last
 // instant: what a controller that restarted rebuilds from accounting.
 // Use after u's instant is ignored (Advance charges it).

@@ -88,3 +88,20 @@ func TestUsageForgets(t *testing.T) {
 		t.Errorf("account idle 100 half-lives still in the map: %v", u.Map())
 	}
 }
+
+// TestUsageEnded: a job that ends between passes is charged up to its
+// end, and the next Advance decays that to the same figure as charging
+// the whole run at once.
+func TestUsageEnded(t *testing.T) {
+	u := NewUsage(time.Hour, u0.Add(-time.Hour))
+	r := Running{Account: "a", GPUs: 2, Start: u0.Add(-30 * time.Minute)}
+	u.Advance(u0, []Running{r})
+	end := u0.Add(20 * time.Minute)
+	u.Ended(r, end)
+	u.Advance(u0.Add(time.Hour), nil)
+	ref := NewUsage(time.Hour, u0.Add(time.Hour))
+	ref.Charge("a", 2, r.Start, end)
+	if got, want := u.Of("a"), ref.Of("a"); !near(got, want) {
+		t.Errorf("usage %v, want %v", got, want)
+	}
+}
