@@ -143,7 +143,8 @@ type Config struct {
 	// none (0 = memory is not reserved for such jobs).
 	DefMemPerCPUMB int64
 	// Policy decides what jobs behind one that does not fit may do (see
-	// backfill.go); the zero value is Tide's default, priority blocking.
+	// backfill.go); the zero value is priority blocking (the controller's
+	// default is PolicyTide, set by its configuration).
 	Policy Policy
 	// StarvationAge is how long a job may wait eligible before it is
 	// Starving and rises one level per further StarvationAge (0 = 30
