@@ -1,7 +1,6 @@
 package ui
 
 import (
-	"path"
 	"strconv"
 	"strings"
 	"time"
@@ -134,46 +133,6 @@ func gpuRequest(j *api.Job) string {
 		}
 	}
 	return b.String()
-}
-
-// allocGPUs counts the GPUs (or slices) a running job holds.
-func allocGPUs(j *api.Job) int {
-	n := 0
-	for _, a := range j.Alloc {
-		n += len(a.GPUs)
-	}
-	return n
-}
-
-// stdPaths are the job's output paths as scontrol show job prints
-// them (StdOut, StdErr, StdIn): patterns expanded, relative to the work
-// directory.
-func stdPaths(j *api.Job) (stdout, stderr, stdin string) {
-	vars := j.PatternVars("%N")
-	if h := j.BatchHost(); h != "" {
-		vars.Node = h
-	}
-	abs := func(p string) string {
-		p = api.ExpandPattern(p, vars)
-		if !path.IsAbs(p) && j.WorkDir != "" {
-			p = path.Join(j.WorkDir, p)
-		}
-		return p
-	}
-	out := j.Stdout
-	if out == "" {
-		out = api.DefaultStdout // arrays get theirs at submission
-	}
-	stdout = abs(out)
-	stderr = stdout
-	if j.Stderr != "" {
-		stderr = abs(j.Stderr)
-	}
-	stdin = "/dev/null"
-	if j.Stdin != "" {
-		stdin = abs(j.Stdin)
-	}
-	return stdout, stderr, stdin
 }
 
 // jobCount is how many jobs a record stands for: an array's meta

@@ -212,7 +212,7 @@ func jobViewOf(j *api.Job, now time.Time, me string) jobView {
 		v.Alloc = append(v.Alloc, row)
 	}
 
-	stdout, stderr, stdin := stdPaths(j)
+	stdout, stderr, stdin := j.StdPaths()
 	o := &v.Output
 	add(o, "Work directory", j.WorkDir, "")
 	add(o, "Standard output", stdout, "")

@@ -262,7 +262,7 @@ func rowOf(j *api.Job, now time.Time, me string) jobRow {
 	if j.PartitionList != "" && j.State == api.StatePending {
 		r.Partition = j.PartitionList
 	}
-	if g := allocGPUs(j); g > 0 && j.State.Active() {
+	if g := j.AllocGPUs(); g > 0 && j.State.Active() {
 		r.GPUs = strconv.Itoa(g)
 		if j.Sliced() {
 			r.GPUs += " slices"

@@ -2,7 +2,6 @@ package jobfmt
 
 import (
 	"fmt"
-	"path"
 	"sort"
 	"strconv"
 	"strings"
@@ -95,36 +94,9 @@ func ReqMemMB(j *api.Job) int64 {
 	return 0
 }
 
-// StdPaths expands a job's output patterns as Slurm shows them: relative
-// to WorkDir, with %N the batch host or left as written while the job has
-// no nodes; stderr defaults to stdout and stdin to /dev/null.
-func StdPaths(j *api.Job) (stdout, stderr, stdin string) {
-	vars := j.PatternVars("%N")
-	if h := j.BatchHost(); h != "" {
-		vars.Node = h
-	}
-	abs := func(p string) string {
-		p = api.ExpandPattern(p, vars)
-		if !path.IsAbs(p) && j.WorkDir != "" {
-			p = path.Join(j.WorkDir, p)
-		}
-		return p
-	}
-	out := j.Stdout
-	if out == "" {
-		out = api.DefaultStdout
-	}
-	stdout = abs(out)
-	stderr = stdout
-	if j.Stderr != "" {
-		stderr = abs(j.Stderr)
-	}
-	stdin = "/dev/null"
-	if j.Stdin != "" {
-		stdin = abs(j.Stdin)
-	}
-	return stdout, stderr, stdin
-}
+// StdPaths expands a job's output patterns as Slurm shows them (see
+// api.Job.StdPaths, which the dashboard shares).
+func StdPaths(j *api.Job) (stdout, stderr, stdin string) { return j.StdPaths() }
 
 // IdxRanges prints GPU indices as Slurm's IDX list ("0-1,4"), N/A when
 // there are none.
