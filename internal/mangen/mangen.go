@@ -333,12 +333,10 @@ func tidectldPage() *manpage.Page {
 
 func tidedPage(src, md string) (*manpage.Page, error) {
 	cmd := noded.NewCommand()
-	keys := configKeys(noded.DefaultConfig())
-	godoc, err := goDocs(src, module, keyPackages(keys))
+	top, lists, err := configItems(noded.DefaultConfig(), src, md, "## Node: `tided.yaml`")
 	if err != nil {
 		return nil, err
 	}
-	top, lists, _ := keyItems(keys, readDocs(md, "## Node: `tided.yaml`"), godoc)
 	p := &manpage.Page{
 		Name: "tided", Section: 8, Summary: "Tide's node daemon", Source: source(),
 		Synopsis: []string{"tided [--config FILE] [OPTIONS]", "tided COMMAND [OPTIONS]"},
@@ -374,6 +372,19 @@ func tidedPage(src, md string) (*manpage.Page, error) {
 	return p, nil
 }
 
+// configItems describes the keys of the configuration whose defaults
+// are def: the items of the top-level keys and a section per list of
+// structures, from the docs section under heading and the Go comments.
+func configItems(def any, src, md, heading string) ([]manpage.Item, []manpage.Section, error) {
+	keys := configKeys(def)
+	godoc, err := goDocs(src, module, keyPackages(keys))
+	if err != nil {
+		return nil, nil, err
+	}
+	top, lists, _ := keyItems(keys, readDocs(md, heading), godoc)
+	return top, lists, nil
+}
+
 // keyPackages are the packages that declare the keys' structs.
 func keyPackages(keys []configKey) []string {
 	var out []string
@@ -386,12 +397,10 @@ func keyPackages(keys []configKey) []string {
 }
 
 func tideYAMLPage(src, md string) (*manpage.Page, error) {
-	keys := configKeys(config.Default())
-	godoc, err := goDocs(src, module, keyPackages(keys))
+	top, lists, err := configItems(config.Default(), src, md, "## Controller: `tide.yaml`")
 	if err != nil {
 		return nil, err
 	}
-	top, lists, _ := keyItems(keys, readDocs(md, "## Controller: `tide.yaml`"), godoc)
 	p := &manpage.Page{
 		Name: "tide.yaml", Section: 5, Summary: "configuration of Tide's controller, tidectld", Source: source(),
 		Synopsis: []string{"tidectld -f /etc/tide/tide.yaml"},
