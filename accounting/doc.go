@@ -7,9 +7,11 @@
 // The store is one SQLite file in WAL mode (Open), or a PostgreSQL
 // database (OpenURL with a postgres:// URL, through pgx's database/sql
 // driver) with the same tables, migrations and queries; dialect.go lists
-// where the two differ. All writes go through a single connection, one
-// transaction per Batch, so a submission or a scheduling pass commits as
-// a whole or not at all; queries use a separate pool, so a long sacct
+// where the two differ. Several clusters may share one PostgreSQL
+// database, each in a schema of its own (OpenURLCluster, clusters.go);
+// QueryClusters reads across them for sacct -M. All writes go through a
+// single connection, one transaction per Batch, so a submission or a
+// scheduling pass commits as a whole or not at all; queries use a separate pool, so a long sacct
 // never blocks the controller's commits. Each job row keeps a few indexed
 // columns for sacct's filters plus the full api.Job as JSON, so new job
 // fields need no migration. Schema changes are embedded, numbered SQL

@@ -87,6 +87,12 @@ func (s *Store) LoadJobs(ctx context.Context, since time.Time) ([]*api.Job, erro
 // accounting always includes finished jobs. Script and Environment are
 // not included.
 func (s *Store) QueryJobs(ctx context.Context, f api.JobFilter) ([]api.Job, error) {
+	return s.queryJobs(ctx, "jobs", f)
+}
+
+// queryJobs is QueryJobs on table: the store's jobs, or another
+// cluster's schema-qualified jobs table (QueryClusters).
+func (s *Store) queryJobs(ctx context.Context, table string, f api.JobFilter) ([]api.Job, error) {
 	if !f.Since.IsZero() && !f.Until.IsZero() && f.Until.Before(f.Since) {
 		return nil, fmt.Errorf("query jobs: %w", api.Invalid("start time %s comes after end time %s",
 			f.Since.UTC().Format(time.RFC3339), f.Until.UTC().Format(time.RFC3339)))
@@ -96,10 +102,10 @@ func (s *Store) QueryJobs(ctx context.Context, f api.JobFilter) ([]api.Job, erro
 	// structs 25% at a time would allocate five times its final size. The
 	// count is only a hint; a commit in between does no harm.
 	var n int
-	if err := s.r.QueryRowContext(ctx, s.q(`SELECT count(*) FROM jobs`+where), args...).Scan(&n); err != nil {
+	if err := s.r.QueryRowContext(ctx, s.q(`SELECT count(*) FROM `+table+where), args...).Scan(&n); err != nil {
 		return nil, fmt.Errorf("query jobs: %w", err)
 	}
-	rows, err := s.r.QueryContext(ctx, s.q(`SELECT record FROM jobs`+where+` ORDER BY id`), args...)
+	rows, err := s.r.QueryContext(ctx, s.q(`SELECT record FROM `+table+where+` ORDER BY id`), args...)
 	if err != nil {
 		return nil, fmt.Errorf("query jobs: %w", err)
 	}

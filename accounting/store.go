@@ -56,6 +56,13 @@ type Store struct {
 	// writer's driver connection (txn.go); used only while holding that
 	// connection.
 	dst *driverStmts
+	// leases is the leader lease's own state and connection (lease.go).
+	leases leaseState
+
+	// cluster is the cluster_name the store was opened for, "" for
+	// none; schema is its PostgreSQL schema (clusters.go), "" on SQLite
+	// and on a PostgreSQL store opened without a cluster.
+	cluster, schema string
 
 	closeOnce sync.Once
 	closeErr  error
@@ -148,6 +155,7 @@ func open(path string) (_ *Store, err error) {
 	if err != nil {
 		return nil, err
 	}
+	s.leases.open = func() (*sql.DB, error) { return sql.Open("sqlite3", dsn(path, false)) }
 	s.writerPool()
 	// The first statement is where SQLite reads the header: a garbage
 	// file fails here with "file is not a database".
@@ -176,11 +184,37 @@ func open(path string) (_ *Store, err error) {
 	return s, nil
 }
 
+// OpenCluster is Open for the controller of cluster: an SQLite file
+// holds one cluster, whose name the store keeps for QueryClusters.
+func OpenCluster(path, cluster string) (*Store, error) {
+	s, err := Open(path)
+	if err != nil {
+		return nil, err
+	}
+	s.cluster = cluster
+	return s, nil
+}
+
 // OpenURL opens the store named by a URL: sqlite:///path/to/tide.db (an
 // SQLite file, as Open) or postgres://user:password@host:port/db?...
 // (a PostgreSQL database, also spelt postgresql://; parameters as libpq
-// takes them). Errors name the store without its password.
+// takes them). Errors name the store without its password. A
+// PostgreSQL store opened so keeps its tables in the first schema of
+// the connection's search_path (public by default); controllers open
+// theirs with OpenURLCluster.
 func OpenURL(store string) (*Store, error) {
+	return OpenURLCluster(store, "")
+}
+
+// OpenURLCluster is OpenURL for the controller of cluster (its
+// cluster_name; "" is OpenURL). On PostgreSQL, which several clusters
+// may share, the cluster's tables live in a schema of their own
+// (ClusterSchema), which it creates and registers in
+// public.tide_clusters at the first start, idempotently; every
+// connection's search_path is that schema. A cluster name that maps to
+// no schema, or to the schema of another registered name, is refused.
+// On SQLite the name is only recorded (OpenCluster).
+func OpenURLCluster(store, cluster string) (*Store, error) {
 	scheme, rest, ok := strings.Cut(store, "://")
 	switch {
 	case ok && scheme == "sqlite":
@@ -188,9 +222,9 @@ func OpenURL(store string) (*Store, error) {
 		if err != nil || path == "" || path[0] != '/' {
 			return nil, fmt.Errorf("open accounting database %s: want sqlite:///absolute/path", store)
 		}
-		return Open(path)
+		return OpenCluster(path, cluster)
 	case ok && (scheme == "postgres" || scheme == "postgresql"):
-		s, err := openPostgres(store)
+		s, err := openPostgres(store, cluster)
 		if err != nil {
 			return nil, fmt.Errorf("open accounting database %s: %w", redact(store), err)
 		}
@@ -210,24 +244,42 @@ func redact(store string) string {
 	return u.Redacted()
 }
 
-func openPostgres(dsn string) (_ *Store, err error) {
+func openPostgres(dsn, cluster string) (_ *Store, err error) {
 	ctx := context.Background()
-	s := &Store{path: redact(dsn), dialect: postgresDialect}
+	s := &Store{path: redact(dsn), dialect: postgresDialect, cluster: cluster}
 	defer func() {
 		if err != nil {
 			s.Close()
 		}
 	}()
+	if cluster != "" {
+		if s.schema, err = ClusterSchema(cluster); err != nil {
+			return nil, err
+		}
+	}
 	// Parsing first gives a clear error for a malformed URL instead of
 	// one on the first query.
 	cfg, err := pgxConfig(dsn)
 	if err != nil {
 		return nil, err
 	}
+	if s.schema != "" {
+		// Before any connection is opened, so that every one of every
+		// pool has it (the read pool's config is a copy): unqualified
+		// names are the cluster's tables. The schema may not exist yet;
+		// PostgreSQL resolves the path at each use.
+		cfg.RuntimeParams["search_path"] = quoteIdent(s.schema)
+	}
 	s.w = stdlib.OpenDB(*cfg)
+	s.leases.open = func() (*sql.DB, error) { return stdlib.OpenDB(*cfg), nil }
 	s.writerPool()
 	if err := s.w.PingContext(ctx); err != nil {
 		return nil, err
+	}
+	if s.schema != "" {
+		if err := s.register(ctx); err != nil {
+			return nil, err
+		}
 	}
 	if err := s.migrate(ctx); err != nil {
 		return nil, err
@@ -308,6 +360,7 @@ func (s *Store) Close() error {
 		if s.r != nil {
 			errs = append(errs, s.r.Close())
 		}
+		errs = append(errs, s.leases.close())
 		if s.w != nil {
 			errs = append(errs, s.w.Close())
 		}

@@ -34,6 +34,9 @@ type driverStmts struct {
 	insertSpool, insertEvent, insertAudit driver.Stmt
 	upsertNode, bumpMaxID, upsertStep     driver.Stmt
 	upsertUsage                           driver.Stmt
+	// fence reads the lease's epoch (lease.go); on PostgreSQL with a
+	// share lock that a takeover waits for.
+	fence driver.Stmt
 	// args is exec's argument list, reused: statements run one at a
 	// time on the one writer connection.
 	args []driver.NamedValue
@@ -44,7 +47,7 @@ type driverStmts struct {
 // all lists the statements for closing.
 func (d *driverStmts) all() []driver.Stmt {
 	return []driver.Stmt{d.begin, d.commit, d.rollback, d.insertJob, d.upsertJob, d.upsertLive,
-		d.insertSpool, d.insertEvent, d.insertAudit, d.upsertNode, d.bumpMaxID, d.upsertStep, d.upsertUsage}
+		d.insertSpool, d.insertEvent, d.insertAudit, d.upsertNode, d.bumpMaxID, d.upsertStep, d.upsertUsage, d.fence}
 }
 
 // prepareDriverStmts prepares the write statements on the driver
@@ -53,6 +56,7 @@ func prepareDriverStmts(dc any, dl dialect) (*driverStmts, error) {
 	d := &driverStmts{conn: dc, dialect: dl}
 	var prep func(string) (driver.Stmt, error)
 	begin, q := "BEGIN IMMEDIATE", func(s string) string { return s }
+	fence := `SELECT epoch FROM leases WHERE name = '` + leaseName + `'`
 	switch c := dc.(type) {
 	case *sqlite3.SQLiteConn:
 		if dl != sqliteDialect {
@@ -69,6 +73,7 @@ func prepareDriverStmts(dc any, dl dialect) (*driverStmts, error) {
 		// which needs its ROLLBACK as much.
 		d.inTxn = func() bool { return c.Conn().PgConn().TxStatus() != 'I' }
 		begin, q = "BEGIN", rebind
+		fence += " FOR SHARE"
 	default:
 		return nil, fmt.Errorf("the writer connection is a %T", dc)
 	}
@@ -89,6 +94,7 @@ func prepareDriverStmts(dc any, dl dialect) (*driverStmts, error) {
 		{&d.bumpMaxID, dl.bumpMaxID()},
 		{&d.upsertStep, sqlUpsertStep},
 		{&d.upsertUsage, sqlUpsertUsage},
+		{&d.fence, fence},
 	} {
 		st, err := prep(q(p.sql))
 		if err != nil {
@@ -144,6 +150,11 @@ func (s *Store) inTxn(ctx context.Context, apply func(*driverStmts) error) error
 		}
 		if err := d.exec(d.begin); err != nil {
 			return fmt.Errorf("begin: %w", err)
+		}
+		if f := s.leases.fence.Load(); f != 0 {
+			if err := d.checkFence(f); err != nil {
+				return errors.Join(err, rollback(d))
+			}
 		}
 		if err := apply(d); err != nil {
 			return errors.Join(err, rollback(d))

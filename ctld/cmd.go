@@ -55,19 +55,17 @@ func NewCommand() *cobra.Command {
 			logger, level := newLogger(cfg.LogLevel)
 			log := logger.With("component", "tidectld")
 			slog.SetDefault(log)
-			s, err := New(cl, log)
-			if err != nil {
-				return err
-			}
-			defer s.Close()
-			if err := s.CheckStepKey(); err != nil {
-				return err
-			}
-			// scontrol reconfigure and SIGHUP re-read what load reads
-			// (reconfigure.go).
-			s.EnableReconfigure(cfgPath, load, level)
-			defer s.ReloadOnHangup(cmd.Context())()
-			return s.Run(cmd.Context())
+			// Primary while it holds the store's lease, standby
+			// otherwise (leader.go).
+			return RunHA(cmd.Context(), cl, log, func(s *Server) (func(), error) {
+				if err := s.CheckStepKey(); err != nil {
+					return nil, err
+				}
+				// scontrol reconfigure and SIGHUP re-read what load
+				// reads (reconfigure.go).
+				s.EnableReconfigure(cfgPath, load, level)
+				return s.ReloadOnHangup(cmd.Context()), nil
+			})
 		},
 	}
 	f := root.PersistentFlags()

@@ -379,9 +379,9 @@ func (s *Server) handleAccounting(w http.ResponseWriter, r *http.Request) {
 	now := s.now()
 	s.mu.Unlock()
 	v := s.accountingView(s.callerOf(r))
-	jobs, err := s.store.QueryJobs(r.Context(), v.narrow(f))
+	jobs, err := s.queryAccounting(r.Context(), v.narrow(f)) // clusters.go
 	if err != nil {
-		writeErr(w, fmt.Errorf("query accounting: %w: %w", api.ErrInternal, err))
+		writeErr(w, err)
 		return
 	}
 	writeList(w, r, api.JobList{Jobs: v.keepJobs(jobs), Now: now})
@@ -551,10 +551,17 @@ func (s *Server) handleRegister(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	resp, err := s.register(reg)
+	if err == nil && s.ha.lapsed() {
+		// The answer was held (a long poll) or worked out across a
+		// pause: not sent if the lease may have lapsed meanwhile
+		// (leader.go). Nodes resend what a lost answer held.
+		err = s.errLapsed()
+	}
 	if err != nil {
 		writeErr(w, err)
 		return
 	}
+	resp.Epoch = s.ha.epoch
 	writeJSON(w, resp)
 }
 
@@ -580,10 +587,17 @@ func (s *Server) handleSync(w http.ResponseWriter, r *http.Request) {
 		s.extendDeadline(w, time.Duration(min(req.WaitMS, maxSyncWaitMS))*time.Millisecond)
 	}
 	resp, err := s.sync(r.Context(), req)
+	if err == nil && s.ha.lapsed() {
+		// The answer was held (a long poll) or worked out across a
+		// pause: not sent if the lease may have lapsed meanwhile
+		// (leader.go). Nodes resend what a lost answer held.
+		err = s.errLapsed()
+	}
 	if err != nil {
 		writeErr(w, err)
 		return
 	}
+	resp.Epoch = s.ha.epoch
 	writeJSON(w, resp)
 }
 

@@ -208,7 +208,7 @@ func (s *Server) register(r api.NodeRegistration) (api.NodeSyncResponse, error) 
 	s.log.Info("node registered", "node", n.Name, "cpus", n.CPUs, "memory_mb", n.MemoryMB, "tmp_disk_mb", n.TmpDiskMB, "gpus", len(n.GPUs), "jobs", len(r.Jobs))
 	resp := s.reconcile(n, r.Jobs)
 	s.registeredSteps(n, &resp) // issue 21: step key and hosted jobs
-	s.flush()
+	s.flushAcks(&resp)
 	s.Kick()
 	return resp, nil
 }
@@ -288,7 +288,7 @@ func (s *Server) sync(ctx context.Context, r api.NodeSyncRequest) (api.NodeSyncR
 		resp = s.reconcile(n, r.Jobs)
 	}
 	s.applyNodeUsage(n, r.Usage, stale) // stepacct.go
-	s.flush()
+	s.flushAcks(&resp)
 	if !emptyResponse(resp) || r.WaitMS <= 0 {
 		s.mu.Unlock()
 		s.metrics.synced("immediate")
@@ -365,5 +365,17 @@ func (s *Server) applyGPUStatus(n *nodeRec, st []gres.Status) {
 		n.Drain, n.Reason, n.ReasonUser, n.ReasonTime = true, why, "tidectld", s.now()
 		s.dirtyNodes[n.Name] = true
 		s.log.Warn("node drained: GPU unhealthy", "node", n.Name, "gpu", g.Index, "reason", g.Reason)
+	}
+}
+
+// flushAcks writes what a node's report changed and, when the write
+// fails, takes the acknowledgements out of resp: an Ack tells the node
+// that its job's end is stored and may be forgotten, and an end that is
+// only in memory would be lost with a crash, or for good when the
+// write failed because another controller took over (fenced). The node
+// reports the end again. Called with mu held.
+func (s *Server) flushAcks(resp *api.NodeSyncResponse) {
+	if !s.flush() {
+		resp.Ack = nil
 	}
 }

@@ -48,11 +48,12 @@ const reconfigureDrain = 10 * time.Second
 // restartOnly are the top-level keys of tide.yaml a running controller
 // cannot change: what its listeners, store and credentials were set up
 // with at start, the cluster's name (recorded in every job), the first
-// job id (read once, for a new cluster), the operators (the socket's
+// job id (read once, for a new cluster), the lease (its holder's name
+// and terms are in the store), the operators (the socket's
 // listener checks them before any request), and the node declarations
 // (nodes registered against them and hold jobs).
 var restartOnly = []string{"version", "cluster_name", "state_dir", "store", "socket", "node_addr", "key_file",
-	"operators", "first_job_id", "metrics_addr", "limits", "api_addr", "jwt", "munge", "tls", "nodes"}
+	"operators", "first_job_id", "metrics_addr", "limits", "api_addr", "jwt", "munge", "tls", "nodes", "ha"}
 
 // reloaders copy each reloadable top-level key of tide.yaml into the
 // running configuration; every key of Config is either here or in

@@ -18,7 +18,6 @@ import (
 	"github.com/tide-hpc/tide/ctld/api"
 	"github.com/tide-hpc/tide/ctld/sched"
 	"github.com/tide-hpc/tide/ctld/state"
-	"github.com/tide-hpc/tide/internal/gcfloor"
 )
 
 // Version is the controller's version string.
@@ -115,34 +114,24 @@ type Server struct {
 	ledger *state.Ledger
 	// dash is the web dashboard's handler and history (dashboard.go).
 	dash dashboard
+	// ha is this controller's name and role among those sharing the
+	// store (leader.go).
+	ha haState
+	// graceUntil holds the first pass after recovery until the nodes
+	// are back (recovergrace.go); zero once passes may run.
+	graceUntil time.Time
 }
 
 // refusalLogEvery is how often refused connections and keyless node
 // requests of one peer are logged (the counters count every one).
 const refusalLogEvery = 10 * time.Second
 
-// New opens the store and recovers state. The caller must Close it.
+// New opens the store and recovers state, for a controller that runs
+// alone (tests; tidectld itself runs RunHA). The caller must Close it.
 func New(cl *Cluster, log *slog.Logger) (*Server, error) {
-	if os.Getenv("GOGC") == "" {
-		// The controller's heap is mostly long-lived job records; a lower
-		// GC target keeps its memory near the live set (10,000 pending
-		// jobs fit in well under 50 MiB) for a little more GC CPU.
-		gcfloor.Start(gcPercent, gcFloorBytes)
-	}
-	if err := os.MkdirAll(cl.StateDir, 0o700); err != nil {
-		return nil, fmt.Errorf("create state dir: %w", err)
-	}
-	// Over TLS nodes show certificates, never the cluster key: the key
-	// file is not read (and need not exist).
-	tlsOn, err := tlsWanted(cl)
+	key, err := prepareController(cl)
 	if err != nil {
 		return nil, err
-	}
-	key := ""
-	if !tlsOn {
-		if key, err = readKey(cl.KeyFile); err != nil {
-			return nil, err
-		}
 	}
 	st, err := openStore(cl)
 	if err != nil {
@@ -157,6 +146,19 @@ func New(cl *Cluster, log *slog.Logger) (*Server, error) {
 }
 
 func newServer(cl *Cluster, log *slog.Logger, st Store, key string, now func() time.Time) (*Server, error) {
+	s, err := buildServer(cl, log, st, key, now)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.recover(context.Background()); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// buildServer makes a Server without reading the store: a standby's
+// (leader.go), or one that recovers next.
+func buildServer(cl *Cluster, log *slog.Logger, st Store, key string, now func() time.Time) (*Server, error) {
 	s := &Server{
 		cl: cl, log: log, store: st, key: key, self: uint32(os.Getuid()), now: now,
 		jobs: map[uint64]*api.Job{}, live: map[uint64]*api.Job{}, spool: newRecentSpool(recentSpoolBytes), nodes: map[string]*nodeRec{}, partitions: map[string]*api.Partition{},
@@ -183,9 +185,6 @@ func newServer(cl *Cluster, log *slog.Logger, st Store, key string, now func() t
 	}
 	if s.tls.on {
 		s.keyLog = newRefusalLog(log, refusalLogEvery, "refused node request without a node certificate")
-	}
-	if err := s.recover(context.Background()); err != nil {
-		return nil, err
 	}
 	return s, nil
 }
@@ -255,6 +254,9 @@ func (s *Server) recover(ctx context.Context) error {
 	}
 	s.recoverBuffer()
 	s.recoverSignalWarnings(ctx)
+	if len(jobs) > 0 {
+		s.armRecoveryGrace(s.now())
+	}
 	s.log.Info("state recovered", "jobs", len(jobs), "active", running, "next_job_id", s.nextID)
 	return nil
 }
@@ -264,7 +266,12 @@ func (s *Server) Close() error { return s.store.Close() }
 
 // Run serves the API and runs the scheduling and housekeeping loops until
 // ctx ends.
-func (s *Server) Run(ctx context.Context) error {
+func (s *Server) Run(ctx context.Context) error { return s.serve(ctx, false) }
+
+// serve listens on every configured address until ctx ends: as the
+// primary (the API, the loops), or as a standby that answers pings and
+// turns everything else away (leader.go).
+func (s *Server) serve(ctx context.Context, standby bool) error {
 	nofile, err := raiseNoFile()
 	if err != nil {
 		s.log.Warn("file descriptor limit", "err", err)
@@ -329,25 +336,35 @@ func (s *Server) Run(ctx context.Context) error {
 		node.proof = "a node certificate"
 	}
 
-	local := s.httpServer(s.localHandler(), sock)
-	remote := s.httpServer(s.nodeHandler(), node)
+	handler := func(primary func() http.Handler) http.Handler {
+		if standby {
+			return s.standbyHandler()
+		}
+		return s.withPing(primary())
+	}
+	local := s.httpServer(handler(s.localHandler), sock)
+	remote := s.httpServer(handler(s.nodeHandler), node)
 	servers := []*http.Server{local, remote}
 	serving := []net.Listener{sock, withTLS(node, nodeTLS)}
 	if ml != nil {
 		mlim := newLimitListener(ml, "metrics", metricsLim, s.metrics, rlog)
 		gauged = append(gauged, mlim)
-		servers = append(servers, s.httpServer(s.metricsHandler(), mlim))
+		servers = append(servers, s.httpServer(handler(s.metricsHandler), mlim))
 		serving = append(serving, mlim)
 	}
 	if al != nil {
 		alim := newLimitListener(al, "api", apiLim, s.metrics, rlog)
 		alim.proof = "credentials"
 		gauged = append(gauged, alim)
-		servers = append(servers, s.httpServer(s.apiHandler(), alim))
+		servers = append(servers, s.httpServer(handler(s.apiHandler), alim))
 		serving = append(serving, withTLS(alim, apiTLS))
 	}
 	s.metrics.conns.set(gauged...)
-	s.log.Info("tidectld serving", "socket", s.cl.Socket, "node_addr", tl.Addr().String(), "metrics_addr", s.cl.MetricsAddr,
+	role := api.RolePrimary
+	if standby {
+		role = api.RoleStandby
+	}
+	s.log.Info("tidectld serving", "role", role, "controller", s.ha.name, "epoch", s.ha.epoch, "socket", s.cl.Socket, "node_addr", tl.Addr().String(), "metrics_addr", s.cl.MetricsAddr,
 		"api_addr", addrOf(al), "jwt", s.auth.jwtKey != nil, "tls", s.tls.on,
 		"cluster", s.cl.ClusterName, "nofile", nofile, "max_connections", sockLim.total)
 	if s.tls.on {
@@ -369,17 +386,21 @@ func (s *Server) Run(ctx context.Context) error {
 			}
 		}()
 	}
-	wg.Add(1)
-	go func() { defer wg.Done(); s.loop(ctx) }()
-	wg.Add(1)
-	go func() { defer wg.Done(); s.recordHistory(ctx) }()
+	if !standby {
+		wg.Add(1)
+		go func() { defer wg.Done(); s.loop(ctx) }()
+		wg.Add(1)
+		go func() { defer wg.Done(); s.recordHistory(ctx) }()
+	}
 	renewCtx, stopRenew := context.WithCancel(ctx)
 	defer stopRenew()
 	if s.tls.on {
 		wg.Add(1)
 		go func() { defer wg.Done(); s.renewServerCert(renewCtx) }()
 	}
-	s.Kick()
+	if !standby {
+		s.Kick()
+	}
 
 	var runErr error
 	select {
@@ -395,9 +416,11 @@ func (s *Server) Run(ctx context.Context) error {
 	stopRenew()
 	wg.Wait()
 	removeIfSame(s.cl.Socket, ul.(*sockListener).fi)
-	s.mu.Lock()
-	s.flushAll()
-	s.mu.Unlock()
+	if !standby {
+		s.mu.Lock()
+		s.flushAll()
+		s.mu.Unlock()
+	}
 	return runErr
 }
 
@@ -544,6 +567,16 @@ func (s *Server) loop(ctx context.Context) {
 			// This pass serves the kicks the delayed one was for.
 			delayed.Stop()
 			armed = false
+		}
+		s.mu.Lock()
+		held := s.passHeld(s.now())
+		s.mu.Unlock()
+		if held > 0 {
+			// Recovered, nodes not back yet (recovergrace.go): the last
+			// registration's kick runs the pass, else this timer does
+			// (not armed, so that kicks still come through).
+			delayed.Reset(held)
+			return
 		}
 		t0 := time.Now()
 		s.schedulePass()
@@ -719,6 +752,9 @@ func (s *Server) markDirty(j *api.Job) {
 // storeWrite commits b, counting the commit.
 func (s *Server) storeWrite(ctx context.Context, b *accounting.Batch) error {
 	if err := s.store.Write(ctx, b); err != nil {
+		if errFenced(err) && s.ha.fenced != nil {
+			s.ha.fenced()
+		}
 		return err
 	}
 	if !b.Empty() {

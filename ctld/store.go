@@ -28,10 +28,12 @@ var _ Store = (*accounting.Store)(nil)
 
 // openStore opens the controller's database: the store key's URL when
 // set (sqlite:///path or postgres://…), else tide.db in the state
-// directory, as before the key existed.
+// directory, as before the key existed. It is opened for cluster_name:
+// a PostgreSQL database may hold several clusters, each in a schema of
+// its own (accounting/clusters.go).
 func openStore(cl *Cluster) (*accounting.Store, error) {
 	if cl.Store != "" {
-		return accounting.OpenURL(cl.Store)
+		return accounting.OpenURLCluster(cl.Store, cl.ClusterName)
 	}
-	return accounting.Open(filepath.Join(cl.StateDir, "tide.db"))
+	return accounting.OpenCluster(filepath.Join(cl.StateDir, "tide.db"), cl.ClusterName)
 }

@@ -49,7 +49,9 @@ type Config struct {
 	Version int `mapstructure:"version"`
 	// Name is the node's name in the cluster (default: short hostname).
 	Name string `mapstructure:"name"`
-	// Controller is tidectld's node address, host:port.
+	// Controller is tidectld's node address, host:port, or with standby
+	// controllers every controller's, comma-separated (Controllers):
+	// tided fails over among them.
 	Controller string `mapstructure:"controller"`
 	// KeyFile holds the cluster key; it must not be world-readable. A
 	// node that joined the cluster CA (TLSDir) does not use it.
@@ -381,7 +383,7 @@ var flagKeys = map[string]string{
 func addConfigFlags(fs *pflag.FlagSet) {
 	fs.String("config", DefaultConfigFile, "configuration file (YAML)")
 	fs.String("name", "", "node name (default: short hostname)")
-	fs.String("controller", "", "controller node address, host:port")
+	fs.String("controller", "", "controller node address, host:port (standby controllers: all of them, comma-separated)")
 	fs.String("key-file", "", "file holding the cluster key")
 	fs.String("tls-dir", "", "directory of the node's certificate and the cluster CA (tided join)")
 	fs.String("state-dir", "", "directory for job state")
@@ -436,6 +438,43 @@ func LoadConfig(flags *pflag.FlagSet) (Config, error) {
 	return c, err
 }
 
+// Controllers returns the controllers' node addresses: controller's
+// comma-separated elements, in order.
+func (c *Config) Controllers() []string {
+	parts := strings.Split(c.Controller, ",")
+	for i, p := range parts {
+		parts[i] = strings.TrimSpace(p)
+	}
+	return parts
+}
+
+// checkControllers checks controller: host:port, or several,
+// comma-separated, each named when it is wrong.
+func checkControllers(v string) error {
+	parts := strings.Split(v, ",")
+	in := ""
+	if len(parts) > 1 {
+		in = fmt.Sprintf(" (in %q)", v)
+	}
+	seen := make(map[string]bool, len(parts))
+	for i, p := range parts {
+		p = strings.TrimSpace(p)
+		if p == "" && len(parts) > 1 {
+			return fmt.Errorf("controller: element %d of %q is empty", i+1, v)
+		}
+		if host, port, err := net.SplitHostPort(p); err != nil || host == "" || port == "" {
+			return fmt.Errorf("controller: %q%s is not host:port", p, in)
+		} else if n, err := strconv.Atoi(port); err != nil || n <= 0 || n > 65535 {
+			return fmt.Errorf("controller: %q%s has an invalid port", p, in)
+		}
+		if seen[p] {
+			return fmt.Errorf("controller: %q names %s twice", v, p)
+		}
+		seen[p] = true
+	}
+	return nil
+}
+
 // Validate checks every field and returns all problems at once.
 func (c *Config) Validate() error {
 	var errs []error
@@ -448,10 +487,8 @@ func (c *Config) Validate() error {
 	} else if strings.ContainsAny(c.Name, " \t,[]/") {
 		bad("name: %q may not contain spaces, commas, brackets or slashes", c.Name)
 	}
-	if host, port, err := net.SplitHostPort(c.Controller); err != nil || host == "" || port == "" {
-		bad("controller: %q is not host:port", c.Controller)
-	} else if n, err := strconv.Atoi(port); err != nil || n <= 0 || n > 65535 {
-		bad("controller: %q has an invalid port", c.Controller)
+	if err := checkControllers(c.Controller); err != nil {
+		errs = append(errs, err)
 	}
 	if c.TLSDir == "" || !filepath.IsAbs(c.TLSDir) {
 		bad("tls_dir: %q must be an absolute path", c.TLSDir)

@@ -34,6 +34,14 @@ type NodeAPI interface {
 
 var _ NodeAPI = (*client.Client)(nil)
 
+// failoverNotifier is a NodeAPI that tells when it moves to another
+// controller (*client.Client with several).
+type failoverNotifier interface {
+	OnFailover(func(from, to string))
+}
+
+var _ failoverNotifier = (*client.Client)(nil)
+
 // Options are a Daemon's collaborators; the zero value is usable.
 type Options struct {
 	// Logger receives the daemon's log; callers add component=tided.
@@ -196,7 +204,7 @@ func Setup(ctx context.Context, cfg Config, opts Options) (*Daemon, error) {
 	}
 	if d.api == nil {
 		if nt != nil {
-			c := nt.controllerClient(cfg.Controller)
+			c := nt.controllerClient(cfg.Controllers())
 			nt.client = c
 			d.api, d.closeAPI = c, c.Close
 		} else {
@@ -204,9 +212,14 @@ func Setup(ctx context.Context, cfg Config, opts Options) (*Daemon, error) {
 			if err != nil {
 				return nil, err
 			}
-			c := client.NewTCP(cfg.Controller, key)
+			c := client.NewTCPList(cfg.Controllers(), key)
 			d.api, d.closeAPI = c, c.Close
 		}
+	}
+	// With standby controllers the client moves to the one that took
+	// over (which answers Unregistered: the sync loop registers again).
+	if fo, ok := d.api.(failoverNotifier); ok {
+		fo.OnFailover(func(from, to string) { d.log.Warn("controller failover", "from", from, "to", to) })
 	}
 	if err := d.openGPUs(); err != nil {
 		return nil, err

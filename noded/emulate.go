@@ -210,8 +210,9 @@ type FleetOptions struct {
 	// Logger receives every node's log (each with its node key).
 	Logger *slog.Logger
 	// NewAPI returns the controller's node protocol for one node and a
-	// function that closes it (default: a client.NewTCP of its own with
-	// the cluster key). Tests give fakes.
+	// function that closes it (default: a client of its own for the
+	// base configuration's controllers, with the cluster key). Tests
+	// give fakes.
 	NewAPI func(name string) (NodeAPI, func())
 }
 
@@ -244,7 +245,7 @@ func SetupFleet(ctx context.Context, base Config, ec EmulateConfig, opts FleetOp
 		// poll and its reports need connections of their own, and a
 		// client keeps only a few idle ones.
 		newAPI = func(string) (NodeAPI, func()) {
-			c := client.NewTCP(base.Controller, key)
+			c := client.NewTCPList(base.Controllers(), key)
 			return c, c.Close
 		}
 	}

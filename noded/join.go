@@ -35,7 +35,8 @@ type JoinResult struct {
 
 // Join trades a join token for this node's certificate: it makes a new
 // key and a certificate request naming cfg.Name, reaches the controller
-// at cfg.Controller over TLS that trusts nothing but the CA whose
+// at cfg.Controller (with standby controllers, the first of them that
+// serves the request) over TLS that trusts nothing but the CA whose
 // SHA-256 the token carries (the token's secret is sent only once the
 // controller proved it holds a certificate of that CA), and stores the
 // certificate, its key and the CA's certificate in cfg.TLSDir.
@@ -47,9 +48,8 @@ func Join(ctx context.Context, cfg Config, token string) (JoinResult, error) {
 	if err := pki.ValidNodeName(cfg.Name); err != nil {
 		return JoinResult{}, fmt.Errorf("name: %w", err)
 	}
-	host, _, err := net.SplitHostPort(cfg.Controller)
-	if err != nil || host == "" {
-		return JoinResult{}, fmt.Errorf("controller: %q is not host:port", cfg.Controller)
+	if err := checkControllers(cfg.Controller); err != nil {
+		return JoinResult{}, err
 	}
 	if !filepath.IsAbs(cfg.TLSDir) {
 		return JoinResult{}, fmt.Errorf("tls_dir: %q must be an absolute path", cfg.TLSDir)
@@ -62,7 +62,12 @@ func Join(ctx context.Context, cfg Config, token string) (JoinResult, error) {
 	if err != nil {
 		return JoinResult{}, err
 	}
-	c := client.NewTLS(cfg.Controller, pki.PinnedClient(tok.CAHash, host), "")
+	// With standby controllers, one after the other until one answers
+	// (a standby answers 503, as to everything but a ping).
+	c := client.NewTLSList(cfg.Controllers(), func(addr string) (*tls.Config, string) {
+		host, _, _ := net.SplitHostPort(addr)
+		return pki.PinnedClient(tok.CAHash, host), ""
+	})
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(ctx, joinTimeout)
 	defer cancel()

@@ -3,6 +3,7 @@ package noded
 import (
 	"context"
 	"crypto"
+	"crypto/tls"
 	"crypto/x509"
 	"errors"
 	"fmt"
@@ -99,12 +100,14 @@ func (t *nodeTLS) check(leaf *x509.Certificate, now time.Time) error {
 	return nil
 }
 
-// controllerClient is the daemon's client of the controller at addr
-// over mutual TLS.
-func (t *nodeTLS) controllerClient(addr string) *client.Client {
-	host, _, _ := net.SplitHostPort(addr)
-	cfg := pki.ControllerClient(t.pool, host, &t.cert)
-	return client.NewTLS(addr, cfg, fmt.Sprintf("this node joined the cluster CA in %s: the controller must serve TLS with it, and name %s in its certificate (tls.hostnames)", t.dir, host))
+// controllerClient is the daemon's client of the controllers at addrs
+// (one, or all of the standby controllers) over mutual TLS.
+func (t *nodeTLS) controllerClient(addrs []string) *client.Client {
+	return client.NewTLSList(addrs, func(addr string) (*tls.Config, string) {
+		host, _, _ := net.SplitHostPort(addr)
+		cfg := pki.ControllerClient(t.pool, host, &t.cert)
+		return cfg, fmt.Sprintf("this node joined the cluster CA in %s: the controller must serve TLS with it, and name %s in its certificate (tls.hostnames)", t.dir, host)
+	})
 }
 
 // accept checks a certificate the controller issued for key (at a join

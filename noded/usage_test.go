@@ -241,8 +241,10 @@ func TestSampleBatchJob(t *testing.T) {
 func TestStepUsageEnd(t *testing.T) {
 	s := testStepServer(t)
 	d := s.d
+	// The shell holds its 4 MB for 1.5 s: long enough for a sampler
+	// slowed down by a loaded machine to see it.
 	sg := testGrant(t, s.advertised, time.Now().Add(time.Hour), "/bin/sh", "-c",
-		`i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done; x=$(head -c 4000000 /dev/zero | tr '\0' a); sleep 0.5`)
+		`i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done; x=$(head -c 4000000 /dev/zero | tr '\0' a); sleep 1.5`)
 	c, f := dialStep(t, s, sg, stepio.StdinNone)
 	if f.Type != stepio.Ready {
 		t.Fatalf("first frame %s %q", f.Type, f.Payload)

@@ -9,42 +9,70 @@ import (
 	"github.com/tide-hpc/tide/ctld/api"
 )
 
-// clusterFilter applies -M/--clusters as Slurm 22.05's sacct does: the
-// list names the clusters whose jobs to report, "all" (or the old "-1")
-// every cluster. A Tide controller runs one cluster, so its jobs are
-// reported when its name is in the list; a name of no cluster Tide knows
-// is no error (slurmdbd answers such a query with no jobs), it just
-// selects nothing. local is the controller's
-// cluster name when it had to be asked ("" otherwise).
-func (o *Options) clusterFilter(ctx context.Context, c cmdutil.API) (keep func(*api.Job) bool, local string, err error) {
-	all := func(*api.Job) bool { return true }
+// clusterList is -M/--clusters as Slurm 22.05's sacct reads it, for the
+// controller (api.JobFilter.Clusters): the clusters whose jobs to
+// report, or "all" (also spelt "-1", or -L) for every cluster of the
+// accounting store. Without -M it is empty: the controller's own
+// cluster. The controller reads the other clusters of a shared
+// PostgreSQL store; a name of no cluster there selects nothing and is no
+// error (slurmdbd answers so); on an SQLite store, which holds one
+// cluster, naming another is its error.
+func (o *Options) clusterList() []string {
 	var names []string
-	for _, n := range o.Clusters {
-		n = strings.TrimSpace(n)
-		if n == "" {
-			continue
+	for _, list := range o.Clusters {
+		for _, n := range strings.Split(list, ",") {
+			n = strings.TrimSpace(n)
+			switch {
+			case n == "":
+			case strings.EqualFold(n, "all") || n == "-1":
+				return []string{"all"}
+			default:
+				names = append(names, n)
+			}
 		}
-		if strings.EqualFold(n, "all") || n == "-1" {
-			return all, "", nil
-		}
-		names = append(names, n)
 	}
-	if len(names) == 0 {
-		return all, "", nil
+	return names
+}
+
+// clusterScope tells this controller's jobs from other clusters' in a
+// report: only its own have steps and usage it can serve, and job ids
+// repeat across clusters, so another cluster's job 7 must not get the
+// steps of this cluster's job 7.
+type clusterScope struct {
+	// many is set when -M named clusters; local is then the
+	// controller's cluster_name.
+	many  bool
+	local string
+}
+
+// clusterScope asks the controller its name when -M named clusters.
+func (o *Options) clusterScope(ctx context.Context, c cmdutil.API, asked []string) (clusterScope, error) {
+	if len(asked) == 0 {
+		return clusterScope{}, nil
 	}
 	info, err := c.Cluster(ctx)
 	if err != nil {
-		return nil, "", fmt.Errorf("load cluster name: %w", err)
+		return clusterScope{}, fmt.Errorf("load cluster name: %w", err)
 	}
-	want := map[string]bool{}
-	for _, n := range names {
-		want[n] = true
+	return clusterScope{many: true, local: info.Name}, nil
+}
+
+// own reports whether j is a job of the controller's own cluster (a
+// record without a cluster is).
+func (sc clusterScope) own(j *api.Job) bool {
+	return !sc.many || j.Cluster == "" || j.Cluster == sc.local
+}
+
+// ownJobs are the jobs of jobs that are the controller's own.
+func (sc clusterScope) ownJobs(jobs []api.Job) []api.Job {
+	if !sc.many {
+		return jobs
 	}
-	return func(j *api.Job) bool {
-		name := j.Cluster
-		if name == "" {
-			name = info.Name
+	var out []api.Job
+	for i := range jobs {
+		if sc.own(&jobs[i]) {
+			out = append(out, jobs[i])
 		}
-		return want[name]
-	}, info.Name, nil
+	}
+	return out
 }

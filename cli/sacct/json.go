@@ -204,15 +204,17 @@ type jsonJob struct {
 	WorkingDirectory string `json:"working_directory"`
 }
 
-func writeJSON(w io.Writer, jobs []api.Job, steps map[uint64][]api.StepRecord, now time.Time, loc *time.Location, cluster string, noSteps bool) error {
+// writeJSON writes sacct --json; stepsOf returns a job's srun steps.
+func writeJSON(w io.Writer, jobs []api.Job, stepsOf func(*api.Job) []api.StepRecord, now time.Time, loc *time.Location, cluster string, noSteps bool) error {
 	doc := jsonDoc{Meta: slurmjson.LegacyMeta("dbv0.0.38"), Errors: []slurmjson.Error{},
 		Warnings: []slurmjson.Warning{}, Jobs: []jsonJob{}}
 	for i := range jobs {
-		r := row{j: &jobs[i], now: now, loc: loc, cluster: cluster, derived: derivedExit(steps[jobs[i].ID])}
+		steps := stepsOf(&jobs[i])
+		r := row{j: &jobs[i], now: now, loc: loc, cluster: cluster, derived: derivedExit(steps)}
 		jj := jobJSON(&r, noSteps)
-		for k := range steps[jobs[i].ID] {
+		for k := range steps {
 			if !noSteps {
-				jj.Steps = append(jj.Steps, stepJSON(&jobs[i], &steps[jobs[i].ID][k], now, loc))
+				jj.Steps = append(jj.Steps, stepJSON(&jobs[i], &steps[k], now, loc))
 			}
 		}
 		doc.Jobs = append(doc.Jobs, jj)

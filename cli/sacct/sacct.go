@@ -100,19 +100,20 @@ func (o *Options) Run(ctx context.Context) error {
 	if now.IsZero() {
 		now = o.Now()
 	}
-	onCluster, local, err := o.clusterFilter(ctx, c) // clusters.go
+	scope, err := o.clusterScope(ctx, c, q.filter.Clusters) // clusters.go
 	if err != nil {
 		return err
 	}
+	// The controller sorts by cluster, then id: the order is kept.
 	var jobs []api.Job
 	lacksCluster := false
 	for _, j := range list.Jobs {
-		if q.inWindow(&j, now) && onCluster(&j) && o.keeps(&j) {
+		if q.inWindow(&j, now) && o.keeps(&j) {
 			jobs = append(jobs, j)
 			lacksCluster = lacksCluster || j.Cluster == ""
 		}
 	}
-	cluster := local
+	cluster := scope.local
 	if cluster == "" && lacksCluster && (o.JSON || needsCluster(cols)) {
 		info, err := c.Cluster(ctx)
 		if err != nil {
@@ -120,23 +121,35 @@ func (o *Options) Run(ctx context.Context) error {
 		}
 		cluster = info.Name
 	}
-	steps, err := o.loadSteps(ctx, c, jobs)
+	// Steps and usage are the controller's own cluster's (clusters.go).
+	own := scope.ownJobs(jobs)
+	stepMap, err := o.loadSteps(ctx, c, own)
 	if err != nil {
 		return err
 	}
-	usage, err := loadUsage(ctx, c, jobs) // usage.go
+	stepsOf := func(j *api.Job) []api.StepRecord {
+		if !scope.own(j) {
+			return nil
+		}
+		return stepMap[j.ID]
+	}
+	ownUsage, err := loadUsage(ctx, c, own) // usage.go
 	if err != nil {
 		return err
 	}
 	var rows []row
 	for i := range jobs {
 		j := &jobs[i]
+		steps, usage := stepsOf(j), ownUsage
+		if !scope.own(j) {
+			usage = nil
+		}
 		only := q.only[strconv.FormatUint(j.ID, 10)]
 		if only == nil {
 			only = q.only[j.ArrayID()]
 		}
 		if only == nil {
-			r := row{j: j, now: now, loc: o.Loc, cluster: cluster, derived: derivedExit(steps[j.ID])}
+			r := row{j: j, now: now, loc: o.Loc, cluster: cluster, derived: derivedExit(steps)}
 			r.jobUser, r.jobSys = usage.jobCPU(j)
 			rows = append(rows, r)
 		}
@@ -144,8 +157,8 @@ func (o *Options) Run(ctx context.Context) error {
 		if !o.Allocations && !j.StartTime.IsZero() && !j.Allocation && (only == nil || only["batch"]) {
 			rows = append(rows, row{j: j, step: true, now: now, loc: o.Loc, cluster: cluster, usage: usage.of(j.ID, api.BatchStepID)})
 		}
-		for k := range steps[j.ID] {
-			st := &steps[j.ID][k]
+		for k := range steps {
+			st := &steps[k]
 			if only != nil && !only[strconv.FormatUint(uint64(st.StepID), 10)] {
 				continue
 			}
@@ -159,7 +172,7 @@ func (o *Options) Run(ctx context.Context) error {
 		}
 	}
 	if o.JSON {
-		return writeJSON(o.IO.Out, jobs, steps, now, o.Loc, cluster, o.Allocations)
+		return writeJSON(o.IO.Out, jobs, stepsOf, now, o.Loc, cluster, o.Allocations)
 	}
 	mode := fixedWidth
 	switch {
@@ -293,6 +306,7 @@ func (o *Options) query() (*query, error) {
 			q.since.In(o.Loc).Format("2006-01-02T15:04:05"), q.until.In(o.Loc).Format("2006-01-02T15:04:05"))
 	}
 	f.Since, f.Until = q.since, q.until
+	f.Clusters = o.clusterList() // clusters.go
 	return q, nil
 }
 

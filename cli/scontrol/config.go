@@ -100,7 +100,11 @@ func (o *Options) showConfig(ctx context.Context) error {
 		// Escaped: partition names and paths are configured text.
 		fmt.Fprintf(&b, "%-23s = %s\n", termsafe.Escape(k), termsafe.Escape(cfg[k]))
 	}
-	fmt.Fprintf(&b, "\nSlurmctld(primary) at %s is UP\n", termsafe.Escape(ctldHost(cfg, info.Name)))
+	if p, ok := severalControllers(c); ok { // ping.go: every controller, as ping
+		b.WriteString("\n" + pingLines(pingControllers(ctx, p)))
+	} else {
+		fmt.Fprintf(&b, "\nSlurmctld(primary) at %s is UP\n", termsafe.Escape(ctldHost(cfg, info.Name)))
+	}
 	_, err = fmt.Fprint(o.IO.Out, b.String())
 	return err
 }

@@ -730,6 +730,9 @@ type jsonPing struct {
 var clock = time.Now
 
 func (o *Options) pingJSON(ctx context.Context, c cmdutil.API) error {
+	if p, ok := severalControllers(c); ok { // ping.go
+		return o.pingAllJSON(ctx, p)
+	}
 	start := clock()
 	info, err := c.Cluster(ctx)
 	p := jsonPing{Hostname: ctldHost(info.Config, info.Name), Pinged: "UP", Mode: "primary",

@@ -246,6 +246,9 @@ func (o *Options) ping(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if p, ok := severalControllers(c); ok { // ping.go
+		return o.pingAll(ctx, p)
+	}
 	info, err := c.Cluster(ctx)
 	if err != nil {
 		fmt.Fprintln(o.IO.Out, "Slurmctld(primary) is DOWN")

@@ -153,6 +153,11 @@ func (o *Options) Run(ctx context.Context, lifespanSet bool) error {
 	if _, err := client.ParseBearer(resp.Token); err != nil {
 		return fmt.Errorf("the controller answered a malformed token: %w", err)
 	}
+	// With several controllers (TIDE_CONTROLLER lists them): the one
+	// that answered, the primary.
+	if cur, ok := a.(interface{ Current() string }); ok {
+		addr = cur.Current()
+	}
 	link := LoginLink(addr, resp.Token)
 	fmt.Fprintln(o.IO.Out, link)
 	fmt.Fprintf(o.IO.ErrOut, "tide ui: the link signs a browser in as %s for %s; keep it private\n",
@@ -187,6 +192,9 @@ func (o *Options) recipe(ctx context.Context) error {
 	sock := o.Getenv("TIDE_SOCKET")
 	if sock == "" {
 		sock = client.DefaultSocket
+	}
+	if cur, ok := a.(interface{ Current() string }); ok && strings.Contains(sock, ",") {
+		sock = cur.Current() // several controllers' sockets: the primary's
 	}
 	if !filepath.IsAbs(sock) {
 		// ssh resolves the path on this host, not in this folder.

@@ -53,6 +53,7 @@ func (f JobFilter) Values() url.Values {
 	if f.All {
 		v.Set("all", "1")
 	}
+	set("cluster", f.Clusters)
 	return v
 }
 
@@ -103,6 +104,7 @@ func ParseJobFilter(v url.Values) (JobFilter, error) {
 		}
 	}
 	f.All = v.Get("all") == "1"
+	f.Clusters = split("cluster")
 	return f, nil
 }
 

@@ -38,6 +38,7 @@ func FuzzParseJobFilter(f *testing.F) {
 		"since=9999-12-31T23:00:00-01:00", "since=2026-11-29T12:00:00.123456789Z", "user=,,&name=%00",
 		"user=%ff", "id=1&id=2", "task=0_1", "task=7_-1", "task=7_[3-4:9223372036854775806]",
 		"task=1_[0-9],1_[0-9]", "state=", "%zz", "since=2026-11-29T12:00:00Z&since=x",
+		"cluster=a,b", "cluster=all", "cluster=,a,", "cluster=&user=x",
 	} {
 		f.Add(q)
 	}

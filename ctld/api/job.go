@@ -543,6 +543,11 @@ type JobFilter struct {
 	Until time.Time `json:"until,omitzero"`
 	// All includes finished jobs that squeue no longer shows.
 	All bool `json:"all,omitempty"`
+	// Clusters are sacct -M's clusters whose accounting to read: none
+	// means the controller's own, "all" every cluster of a shared
+	// store. Only the accounting query reads it; live listings are the
+	// controller's own cluster.
+	Clusters []string `json:"clusters,omitempty"`
 }
 
 // JobList answers GET /api/v1/jobs.

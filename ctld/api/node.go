@@ -410,6 +410,11 @@ type NodeSyncResponse struct {
 	// the list until the echo matches.
 	Hosted    []HostedJob `json:"hosted,omitempty"`
 	HostedGen uint64      `json:"hosted_gen,omitempty"`
+	// Epoch is the answering primary's lease epoch (PingResponse.Epoch;
+	// 0 without a lease). A node keeps the highest it has seen and
+	// ignores answers of a lower one: they come from a controller that
+	// has since lost the lease.
+	Epoch uint64 `json:"epoch,omitempty"`
 }
 
 // HostedJob is a running job that holds a share of a node which did not

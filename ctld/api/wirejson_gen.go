@@ -348,6 +348,8 @@ func readJSONNodeSyncResponse(d *jsonfast.Decoder, v *NodeSyncResponse) bool {
 			})
 		case "hosted_gen":
 			return d.Uint64(&v.HostedGen)
+		case "epoch":
+			return d.Uint64(&v.Epoch)
 		}
 		return false
 	})
@@ -1710,6 +1712,10 @@ func appendJSONNodeSyncResponse(b []byte, v *NodeSyncResponse) ([]byte, error) {
 		b = append(b, `,"hosted_gen":`...)
 		b = strconv.AppendUint(b, v.HostedGen, 10)
 	}
+	if v.Epoch != 0 {
+		b = append(b, `,"epoch":`...)
+		b = strconv.AppendUint(b, v.Epoch, 10)
+	}
 	if len(b) == start {
 		return append(b, "{}"...), nil
 	}
@@ -1771,6 +1777,9 @@ func sizeJSONNodeSyncResponse(v *NodeSyncResponse) int {
 	}
 	if v.HostedGen != 0 {
 		n += 26
+	}
+	if v.Epoch != 0 {
+		n += 21
 	}
 	return n
 }

@@ -16,6 +16,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/tide-hpc/tide/ctld/api"
@@ -30,13 +31,27 @@ const DefaultSocket = "/run/tide/tidectld.sock"
 // controller without TLS (never over TLS).
 const KeyHeader = "X-Tide-Cluster-Key"
 
-// Client talks to one controller.
+// Client talks to a controller. It may know several (standby
+// controllers, issue 26): a call goes to the endpoint that answered
+// last and moves on to the next at once when that one cannot be
+// reached or answers 503 (see failover.go).
 type Client struct {
-	tr  *transport
+	// eps are the controller's endpoints in the configured order, all
+	// of one transport kind.
+	eps []*endpoint
+	// cur indexes eps: the endpoint that answered last, where calls
+	// start.
+	cur atomic.Int32
+	// epoch is the highest lease epoch a node answer carried
+	// (api.NodeSyncResponse.Epoch).
+	epoch atomic.Uint64
+	// onFailover is told when calls move to another endpoint.
+	onFailover func(from, to string)
+
 	key string
 	// creds authenticate requests to api_addr (NewRemote).
 	creds Credentials
-	// where names the endpoint in connection errors.
+	// where names the endpoints (comma-separated) in messages.
 	where string
 
 	// Submission throttling (see throttle.go): the hook told of the
@@ -51,24 +66,73 @@ type Client struct {
 	onRetry     func(Retry)
 }
 
+// endpoint is one controller address and the connections to it.
+type endpoint struct {
+	tr *transport
+	// where names it in errors: host:port, or the socket's path.
+	where string
+}
+
+// newClient returns a client of the given endpoints.
+func newClient(eps []*endpoint, key string, creds Credentials) *Client {
+	if len(eps) == 0 {
+		panic("client: no controller endpoint")
+	}
+	where := make([]string, len(eps))
+	for i, ep := range eps {
+		where[i] = ep.where
+	}
+	return &Client{eps: eps, key: key, creds: creds, where: strings.Join(where, ",")}
+}
+
 // NewUnix returns a client for the controller's unix socket.
-func NewUnix(path string) *Client {
-	dial := func(ctx context.Context) (net.Conn, error) { return dialRawUnix(ctx, path) }
-	return &Client{tr: &transport{dial: dial, host: "tidectld"}, where: path}
+func NewUnix(path string) *Client { return NewUnixList([]string{path}) }
+
+// NewUnixList is NewUnix for several controllers on one host (each its
+// own socket: tests, a development cluster); calls fail over from one
+// to the next.
+func NewUnixList(paths []string) *Client {
+	eps := make([]*endpoint, len(paths))
+	for i, path := range paths {
+		dial := func(ctx context.Context) (net.Conn, error) { return dialRawUnix(ctx, path) }
+		eps[i] = &endpoint{tr: &transport{dial: dial, host: "tidectld"}, where: path}
+	}
+	return newClient(eps, "", nil)
 }
 
 // NewTCP returns a client for a controller's node address (host:port),
 // authenticating with the cluster key.
 func NewTCP(addr, key string) *Client {
-	dial := func(ctx context.Context) (net.Conn, error) {
-		d := net.Dialer{KeepAlive: 30 * time.Second}
-		return d.DialContext(ctx, "tcp", addr)
+	return NewTCPList([]string{addr}, key)
+}
+
+// NewTCPList is NewTCP for every controller's node address (standby
+// controllers): calls fail over from one to the next.
+func NewTCPList(addrs []string, key string) *Client {
+	eps := make([]*endpoint, len(addrs))
+	for i, addr := range addrs {
+		eps[i] = &endpoint{tr: &transport{dial: tcpDialer(addr, len(addrs)), host: addr}, where: addr}
 	}
-	return &Client{tr: &transport{dial: dial, host: addr}, key: key, where: addr}
+	return newClient(eps, key, nil)
+}
+
+// tcpDialer dials addr. With several controllers a connect is bounded
+// (failoverDialTimeout): a host that is down answers nothing, and the
+// next controller should not wait for the kernel's own timeout.
+func tcpDialer(addr string, endpoints int) func(ctx context.Context) (net.Conn, error) {
+	d := net.Dialer{KeepAlive: 30 * time.Second}
+	if endpoints > 1 {
+		d.Timeout = failoverDialTimeout
+	}
+	return func(ctx context.Context) (net.Conn, error) { return d.DialContext(ctx, "tcp", addr) }
 }
 
 // Close releases idle connections.
-func (c *Client) Close() { c.tr.closeIdle() }
+func (c *Client) Close() {
+	for _, ep := range c.eps {
+		ep.tr.closeIdle()
+	}
+}
 
 const (
 	methodGet  = "GET"
@@ -76,6 +140,19 @@ const (
 )
 
 func (c *Client) do(ctx context.Context, method, path string, q url.Values, in, out any) error {
+	rq, err := c.newRequest(method, path, q, in, out)
+	if err != nil {
+		return err
+	}
+	if len(c.eps) == 1 {
+		_, err := c.doAt(ctx, c.eps[0], &rq)
+		return err
+	}
+	return c.failover(ctx, &rq)
+}
+
+// newRequest encodes a call.
+func (c *Client) newRequest(method, path string, q url.Values, in, out any) (request, error) {
 	var body []byte
 	hdr := make([][2]string, 0, 3)
 	if in != nil {
@@ -99,45 +176,65 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, in, 
 			b, err = json.Marshal(in)
 		}
 		if err != nil {
-			return fmt.Errorf("encode request: %w", err)
+			return request{}, fmt.Errorf("encode request: %w", err)
 		}
 		body = b
 		hdr = append(hdr, [2]string{"Content-Type", "application/json"})
 	}
-	target := path
+	rq := request{method: method, path: path, target: path, body: body, out: out}
 	if len(q) > 0 {
-		target += "?" + q.Encode()
+		rq.target += "?" + q.Encode()
 	}
 	if c.key != "" {
 		hdr = append(hdr, [2]string{KeyHeader, c.key})
 	}
-	lr, isList := out.(*listReader)
-	media := ""
-	if isList {
+	rq.lr, rq.isList = out.(*listReader)
+	if rq.isList {
 		// "" when this build's api.Job has no binary codec: JSON then.
-		if media = listing.MediaJobs(); media != "" {
-			hdr = append(hdr, [2]string{"Accept", media})
+		if rq.media = listing.MediaJobs(); rq.media != "" {
+			hdr = append(hdr, [2]string{"Accept", rq.media})
 		}
 	}
+	rq.hdr = hdr
 	// Reads and the node protocol (whose reports are resent until
 	// acknowledged) may be repeated on a fresh connection.
-	repeatable := method == methodGet || strings.HasPrefix(path, "/api/v1/node/")
-	resp, err := c.tr.roundTrip(ctx, method, target, hdr, body, repeatable)
+	rq.repeatable = method == methodGet || strings.HasPrefix(path, "/api/v1/node/")
+	return rq, nil
+}
+
+// request is one call, encoded, as doAt sends it to an endpoint.
+type request struct {
+	method, path, target string
+	hdr                  [][2]string
+	body                 []byte
+	repeatable           bool
+	out                  any
+	lr                   *listReader
+	isList               bool
+	media                string
+}
+
+// doAt sends rq to ep and reads the answer into rq.out. answered
+// reports whether ep answered (a success, or an error it sent back),
+// as opposed to a failure to reach it or an answer refused as stale.
+func (c *Client) doAt(ctx context.Context, ep *endpoint, rq *request) (answered bool, err error) {
+	method, path := rq.method, rq.path
+	resp, err := ep.tr.roundTrip(ctx, method, rq.target, rq.hdr, rq.body, rq.repeatable)
 	if err != nil {
 		if ctx.Err() != nil {
-			return ctx.Err()
+			return false, ctx.Err()
 		}
 		var ce *credentialError
 		if errors.As(err, &ce) {
-			return fmt.Errorf("no credential for tidectld at %s: %w", c.where, ce.err)
+			return false, fmt.Errorf("no credential for tidectld at %s: %w", c.where, ce.err)
 		}
 		var te *TLSError
 		if errors.As(err, &te) { // certificates: another try would fail alike
-			return fmt.Errorf("cannot reach tidectld: %w", err)
+			return false, fmt.Errorf("cannot reach tidectld: %w", err)
 		}
-		// One line (two %w, not errors.Join): the CLI escapes newlines
-		// in the messages it prints.
-		return fmt.Errorf("cannot reach tidectld at %s: %w: %w", c.where, api.ErrUnavailable, err)
+		// One line (two wrapped errors, not errors.Join): the CLI
+		// escapes newlines in the messages it prints.
+		return false, &reachError{where: ep.where, err: err}
 	}
 	defer resp.Close()
 	if resp.status/100 != 2 {
@@ -151,29 +248,30 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, in, 
 			if !errors.Is(err, api.ErrTooManyRequests) { // a proxy's 429
 				err = api.Errorf(api.ErrTooManyRequests, "%s", err.Error())
 			}
-			return &ThrottledError{Err: err, RetryAfter: parseRetryAfter(resp.Header("Retry-After"), time.Now())}
+			return true, &ThrottledError{Err: err, RetryAfter: parseRetryAfter(resp.Header("Retry-After"), time.Now())}
 		}
-		return &answerError{status: resp.status, err: err}
+		return true, &answerError{status: resp.status, err: err}
 	}
+	out := rq.out
 	if out == nil {
-		return nil
+		return true, nil
 	}
 	// The controller answers in binary only when its api.Job is ours
 	// (same schema fingerprint), else in JSON, read below.
-	if isList && media != "" && resp.Header("Content-Type") == media {
+	if rq.isList && rq.media != "" && resp.Header("Content-Type") == rq.media {
 		jobs, err := listing.ReadJobs(resp)
 		if err != nil {
-			return fmt.Errorf("decode answer of %s %s: %w", method, path, err)
+			return true, fmt.Errorf("decode answer of %s %s: %w", method, path, err)
 		}
 		now, err := time.Parse(time.RFC3339Nano, resp.Header(listing.NowHeader))
 		if err != nil {
-			return fmt.Errorf("answer of %s %s: bad %s header: %w", method, path, listing.NowHeader, err)
+			return true, fmt.Errorf("answer of %s %s: bad %s header: %w", method, path, listing.NowHeader, err)
 		}
-		*lr.l = api.JobList{Jobs: jobs, Now: now}
-		return nil
+		*rq.lr.l = api.JobList{Jobs: jobs, Now: now}
+		return true, nil
 	}
-	if isList {
-		out = lr.l
+	if rq.isList {
+		out = rq.lr.l
 	}
 	if r, ok := out.(*api.SubmitResponse); ok { // read by hand, as the request is written
 		data, err := io.ReadAll(resp)
@@ -181,28 +279,35 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, in, 
 			err = r.DecodeJSON(data)
 		}
 		if err != nil {
-			return fmt.Errorf("decode answer of %s %s: %w", method, path, err)
+			return true, fmt.Errorf("decode answer of %s %s: %w", method, path, err)
 		}
-		return nil
+		return true, nil
 	}
 	// The controller's answer to a sync or registration, launches and
 	// their environments, is read by hand as the Decoder below reads
 	// it: decoding it with encoding/json was a tenth of tided's CPU in a
 	// storm of small jobs.
 	if r, ok := out.(*api.NodeSyncResponse); ok {
+		var got api.NodeSyncResponse
 		data, err := io.ReadAll(resp)
 		if err == nil {
-			err = api.DecodeNodeSyncResponse(data, r)
+			err = api.DecodeNodeSyncResponse(data, &got)
 		}
 		if err != nil {
-			return fmt.Errorf("decode answer of %s %s: %w", method, path, err)
+			return true, fmt.Errorf("decode answer of %s %s: %w", method, path, err)
 		}
-		return nil
+		// The commands of a controller that lost the lease are not
+		// carried out (failover.go).
+		if err := c.checkEpoch(ep.where, got.Epoch); err != nil {
+			return false, err
+		}
+		*r = got
+		return true, nil
 	}
 	if err := json.NewDecoder(resp).Decode(out); err != nil {
-		return fmt.Errorf("decode answer of %s %s: %w", method, path, err)
+		return true, fmt.Errorf("decode answer of %s %s: %w", method, path, err)
 	}
-	return nil
+	return true, nil
 }
 
 // answerError is an error the controller answered (as opposed to a

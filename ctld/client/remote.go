@@ -7,7 +7,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/tide-hpc/tide/ctld/api"
 	"github.com/tide-hpc/tide/internal/munge"
@@ -91,28 +90,29 @@ func (m Munge) Authorization(ctx context.Context) (string, error) {
 // NewRemote returns a client for a controller's api_addr (host:port)
 // that authenticates every request with creds.
 func NewRemote(addr string, creds Credentials) *Client {
-	dial := func(ctx context.Context) (net.Conn, error) {
-		d := net.Dialer{KeepAlive: 30 * time.Second}
-		return d.DialContext(ctx, "tcp", addr)
-	}
-	return &Client{tr: &transport{dial: dial, host: addr, auth: creds.Authorization}, creds: creds, where: addr}
+	ep := &endpoint{tr: &transport{dial: tcpDialer(addr, 1), host: addr, auth: creds.Authorization}, where: addr}
+	return newClient([]*endpoint{ep}, "", creds)
 }
 
 // FromEnv returns the commands' client: for TIDE_CONTROLLER's api_addr
 // over TLS when it is set (the controller verified with TIDE_CA's CA;
 // with TIDE_JWT's token, else MUNGE credentials from
 // TIDE_MUNGE_SOCKET's munged), else for the unix socket at TIDE_SOCKET
-// or DefaultSocket. Bad values are errors naming the variable.
+// or DefaultSocket. TIDE_CONTROLLER (and TIDE_SOCKET) may list several controllers,
+// comma-separated (standby controllers): calls fail over among them.
+// Bad values are errors naming the variable.
 func FromEnv() (*Client, error) {
-	addr := os.Getenv(ControllerEnv)
-	if addr == "" {
+	v := os.Getenv(ControllerEnv)
+	if v == "" {
 		p := os.Getenv("TIDE_SOCKET")
 		if p == "" {
 			p = DefaultSocket
 		}
-		return NewUnix(p), nil
+		// Several controllers on one host list their sockets.
+		return NewUnixList(strings.Split(p, ",")), nil
 	}
-	if err := checkAddr(addr); err != nil {
+	addrs, err := ParseControllers(v)
+	if err != nil {
 		return nil, err
 	}
 	var creds Credentials
@@ -130,11 +130,11 @@ func FromEnv() (*Client, error) {
 		creds = Munge{Socket: sock}
 	}
 	// Always TLS: a credential never crosses the network in clear.
-	cfg, hint, err := remoteTLS(addr)
+	tlsFor, err := remoteTLS()
 	if err != nil {
 		return nil, err
 	}
-	return NewRemoteTLS(addr, creds, cfg, hint), nil
+	return NewRemoteTLSList(addrs, creds, tlsFor), nil
 }
 
 // checkAddr checks TIDE_CONTROLLER: host:port with a port number.
@@ -143,10 +143,16 @@ func checkAddr(addr string) error {
 	if err != nil {
 		return fmt.Errorf("%s=%q is not host:port (the controller's api_addr, e.g. ctl:6820)", ControllerEnv, addr)
 	}
-	if p, err := strconv.ParseUint(port, 10, 16); err != nil || p == 0 || host == "" {
+	if !checkPort(port) || host == "" {
 		return fmt.Errorf("%s=%q is not host:port with a port number (the controller's api_addr, e.g. ctl:6820)", ControllerEnv, addr)
 	}
 	return nil
+}
+
+// checkPort reports whether port is a TCP port number (1-65535).
+func checkPort(port string) bool {
+	p, err := strconv.ParseUint(port, 10, 16)
+	return err == nil && p != 0
 }
 
 // credentialError is a failure to get a request's credential: nothing

@@ -128,8 +128,21 @@ func (c *Client) retrying(ctx context.Context, scope retryScope, call func() err
 
 // unsent reports whether err says the request never reached the
 // controller's handlers: the connection could not be made, or the
-// controller answered 503.
+// controller answered 503 (every controller tried, with several).
 func unsent(err error) bool {
+	var fe *FailoverError
+	if errors.As(err, &fe) {
+		for _, e := range fe.Errs {
+			if !unsent(e) {
+				return false
+			}
+		}
+		return true
+	}
+	var de *dialError
+	if errors.As(err, &de) {
+		return true
+	}
 	var oe *net.OpError
 	if errors.As(err, &oe) && oe.Op == "dial" {
 		return true

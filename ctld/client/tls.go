@@ -36,10 +36,11 @@ const handshakeTimeout = 10 * time.Second
 // tlsDialer dials addr and completes a TLS handshake with cfg. hint is
 // added to errors that are not network errors (a certificate that does
 // not verify): it names what to check.
-func tlsDialer(addr string, cfg *tls.Config, hint string) func(ctx context.Context) (net.Conn, error) {
+// With several endpoints the connect is bounded as tcpDialer's is.
+func tlsDialer(addr string, cfg *tls.Config, hint string, endpoints int) func(ctx context.Context) (net.Conn, error) {
+	dial := tcpDialer(addr, endpoints)
 	return func(ctx context.Context) (net.Conn, error) {
-		d := net.Dialer{KeepAlive: 30 * time.Second}
-		raw, err := d.DialContext(ctx, "tcp", addr)
+		raw, err := dial(ctx)
 		if err != nil {
 			return nil, err
 		}
@@ -90,35 +91,72 @@ func (e *TLSError) Unwrap() error { return e.Err }
 // cfg (a node's mutual TLS, or tided join's pinned CA). It sends no
 // cluster key. hint is added to certificate errors ("" for none).
 func NewTLS(addr string, cfg *tls.Config, hint string) *Client {
-	return &Client{tr: &transport{dial: tlsDialer(addr, cfg, hint), host: addr}, where: addr}
+	return NewTLSList([]string{addr}, func(string) (*tls.Config, string) { return cfg, hint })
+}
+
+// NewTLSList is NewTLS for every controller's node address (standby
+// controllers): calls fail over from one to the next. tlsFor returns
+// the TLS configuration of one address and the hint for its
+// certificate errors.
+func NewTLSList(addrs []string, tlsFor func(addr string) (*tls.Config, string)) *Client {
+	return newClient(tlsEndpoints(addrs, tlsFor, nil), "", nil)
 }
 
 // NewRemoteTLS is NewRemote over TLS with cfg (pki.ControllerClient
 // for the cluster CA).
 func NewRemoteTLS(addr string, creds Credentials, cfg *tls.Config, hint string) *Client {
-	return &Client{tr: &transport{dial: tlsDialer(addr, cfg, hint), host: addr, auth: creds.Authorization}, creds: creds, where: addr}
+	return NewRemoteTLSList([]string{addr}, creds, func(string) (*tls.Config, string) { return cfg, hint })
 }
 
-// remoteTLS is the TLS configuration of the commands over TCP: the
-// controller at addr verified with the CA in TIDE_CA (or DefaultCA).
-func remoteTLS(addr string) (*tls.Config, string, error) {
+// NewRemoteTLSList is NewRemoteTLS for every controller's api_addr
+// (standby controllers), as NewTLSList is NewTLS's.
+func NewRemoteTLSList(addrs []string, creds Credentials, tlsFor func(addr string) (*tls.Config, string)) *Client {
+	return newClient(tlsEndpoints(addrs, tlsFor, creds), "", creds)
+}
+
+// tlsEndpoints returns an endpoint over TLS for every address; creds,
+// when set, authenticate each request.
+func tlsEndpoints(addrs []string, tlsFor func(addr string) (*tls.Config, string), creds Credentials) []*endpoint {
+	eps := make([]*endpoint, len(addrs))
+	for i, addr := range addrs {
+		cfg, hint := tlsFor(addr)
+		tr := &transport{dial: tlsDialer(addr, cfg, hint, len(addrs)), host: addr}
+		if creds != nil {
+			tr.auth = creds.Authorization
+		}
+		eps[i] = &endpoint{tr: tr, where: addr}
+	}
+	return eps
+}
+
+// remoteTLS returns the TLS configuration of the commands over TCP for
+// a controller's address: the controller verified with the CA in
+// TIDE_CA (or DefaultCA), by the address's host name.
+func remoteTLS() (func(addr string) (*tls.Config, string), error) {
 	path, set := os.LookupEnv(CAEnv)
 	if !set || path == "" {
 		path = DefaultCA
 	}
 	pool, err := pki.ReadPool(path)
 	if err != nil {
-		return nil, "", fmt.Errorf("%s is set, so the commands reach the controller over TLS, and need the cluster CA's certificate: %w (set %s to the controller's <state_dir>/tls/ca.crt, copied to this host)",
+		return nil, fmt.Errorf("%s is set, so the commands reach the controller over TLS, and need the cluster CA's certificate: %w (set %s to the controller's <state_dir>/tls/ca.crt, copied to this host)",
 			ControllerEnv, err, CAEnv)
 	}
-	host, _, _ := net.SplitHostPort(addr)
-	return pki.ControllerClient(pool, host, nil), fmt.Sprintf("the controller is verified with the CA in %s=%s", CAEnv, path), nil
+	hint := fmt.Sprintf("the controller is verified with the CA in %s=%s", CAEnv, path)
+	return func(addr string) (*tls.Config, string) {
+		host, _, _ := net.SplitHostPort(addr)
+		return pki.ControllerClient(pool, host, nil), hint
+	}, nil
 }
 
 // Reconnect closes the idle connections and has those in use closed
 // when their request ends, so that every request from now on goes over
 // a new connection (with a renewed certificate).
-func (c *Client) Reconnect() { c.tr.retire() }
+func (c *Client) Reconnect() {
+	for _, ep := range c.eps {
+		ep.tr.retire()
+	}
+}
 
 // NodeToken asks the controller for a join token (operators).
 func (c *Client) NodeToken(ctx context.Context, req api.NodeTokenRequest) (api.NodeTokenResponse, error) {

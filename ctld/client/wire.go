@@ -48,6 +48,16 @@ const maxIdle = 4
 // maxHeaderBytes bounds an answer's status line and headers.
 const maxHeaderBytes = 1 << 20
 
+// dialError is a connection that could not be made (TCP, the unix
+// socket, or a TLS handshake): nothing was sent, so the request may go
+// to another controller or be tried again.
+type dialError struct{ err error }
+
+func (e *dialError) Error() string { return e.err.Error() }
+
+// Unwrap returns the dialer's error.
+func (e *dialError) Unwrap() error { return e.err }
+
 // errStale marks a kept-alive connection the controller closed before it
 // answered: the request can be sent again on a new one.
 var errStale = errors.New("connection closed before the answer")
@@ -195,7 +205,7 @@ func (t *transport) roundTrip(ctx context.Context, method, target string, hdr []
 		if c == nil {
 			nc, err := t.dial(ctx)
 			if err != nil {
-				return nil, err
+				return nil, &dialError{err: err}
 			}
 			c = newWireConn(nc)
 			t.mu.Lock()

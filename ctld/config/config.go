@@ -93,6 +93,9 @@ type Config struct {
 	// JobUsage (jobusage.go): each running job's usage series and the
 	// idle-GPU flag.
 	JobUsage JobUsageConfig `mapstructure:"job_usage" json:"job_usage"`
+	// HA (ha.go): this controller's name and lease among the
+	// controllers sharing its store.
+	HA HAConfig `mapstructure:"ha" json:"ha"`
 }
 
 // TimeoutConfig holds the controller's timeouts.
@@ -439,6 +442,7 @@ func Default() Config {
 		TLS:    TLSConfig{Mode: TLSAuto, CertValidity: DefaultCertValidity},
 		// jobusage.go
 		JobUsage: DefaultJobUsage(),
+		HA:       HAConfig{LeaseTTL: DefaultLeaseTTL},
 	}
 }
 
@@ -478,8 +482,9 @@ func Parse(r io.Reader) (Config, error) {
 		"version": def.Version, "cluster_name": def.ClusterName, "state_dir": def.StateDir, "store": def.Store,
 		"socket": def.Socket, "node_addr": def.NodeAddr, "key_file": def.KeyFile,
 		"first_job_id": def.FirstJobID, "log_level": def.LogLevel, "allow_root_jobs": false,
-		"max_array_size": def.MaxArraySize,
-		"timeouts.node":  def.Timeouts.Node, "timeouts.kill_wait": def.Timeouts.KillWait,
+		"max_array_size":     def.MaxArraySize,
+		"ha.controller_name": "", "ha.lease_ttl": def.HA.LeaseTTL,
+		"timeouts.node": def.Timeouts.Node, "timeouts.kill_wait": def.Timeouts.KillWait,
 		"timeouts.min_job_age": def.Timeouts.MinJobAge, "timeouts.spool_keep": def.Timeouts.SpoolKeep,
 		"scheduler.interval": def.Scheduler.Interval, "scheduler.min_interval": def.Scheduler.MinInterval, "scheduler.max_starts": 0,
 		"scheduler.def_mem_per_cpu_mb": 0, "scheduler.max_gpu_oversubscribe": def.Scheduler.MaxGPUOversubscribe,
@@ -759,6 +764,7 @@ func (c Config) Validate() (*Cluster, error) {
 	c.validateTLS(bad)
 	c.validatePrivacy(cl, bad)
 	c.validateJobUsage(bad)
+	c.HA.validate(bad)
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}

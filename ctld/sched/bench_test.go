@@ -233,3 +233,41 @@ func BenchmarkSchedulePolicy(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkScheduleFull is make bench-scale's pass: 2,000 nodes, each
+// full with one 8-GPU job ending at a staggered time, and a backlog of
+// 1-GPU jobs under the default policy. Nothing starts; the pass orders
+// the backlog, reserves for the first jobs and gives every job its
+// reason.
+func BenchmarkScheduleFull(b *testing.B) {
+	const nodes, gpus = 2000, 8
+	for _, pending := range []int{20000, 100000} {
+		b.Run(fmt.Sprintf("nodes=%d/pending=%d", nodes, pending), func(b *testing.B) {
+			rng := rand.New(rand.NewPCG(4, uint64(pending)))
+			w := st.Cluster("gpu", nodes, 128, 1024000, gpus)
+			s := w.Obj()
+			for i := range s.Nodes {
+				n := &s.Nodes[i]
+				held := slices.Clone(n.FreeGPUs)
+				n.FreeGPUs, n.FreeCPUs, n.FreeMemMB, n.Idle = nil, n.FreeCPUs-96, n.FreeMemMB-800000, false
+				n.Releases = []sched.Release{{At: now.Add(time.Duration(600+rng.IntN(86400)) * time.Second),
+					CPUs: 96, MemMB: 800000, GPUs: held}}
+			}
+			jobs := make([]*api.Job, pending)
+			for i := range jobs {
+				jobs[i] = st.MakeJob().ID(uint64(i + 1)).GPUs(1).CPUsPerGPU(4).TimeLimit(int64(600 * (1 + rng.IntN(12)))).
+					Submit(st.Epoch.Add(time.Duration(i) * time.Millisecond)).Obj()
+			}
+			snap := w.Jobs(jobs...).Obj()
+			cfg := sched.Config{DefMemPerCPUMB: 1000, Policy: sched.PolicyTide}
+			plan := sched.Schedule(snap, now, cfg)
+			if len(plan.Starts) != 0 || len(plan.Pending) != pending {
+				b.Fatalf("bad plan: %d starts, %d pending for %d jobs", len(plan.Starts), len(plan.Pending), pending)
+			}
+			b.ResetTimer()
+			for b.Loop() {
+				sched.Schedule(snap, now, cfg)
+			}
+		})
+	}
+}

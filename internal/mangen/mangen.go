@@ -131,7 +131,7 @@ func clientEnvironment() manpage.Section {
 	return manpage.Section{Title: "ENVIRONMENT", Blocks: []manpage.Block{{Items: []manpage.Item{
 		{Tag: "`TIDE_SOCKET`", Text: "the controller's unix socket (default `/run/tide/tidectld.sock`)."},
 		{Tag: "`TIDE_CONTROLLER`", Text: "`host:port` of the controller's `api_addr`, to reach it from another host " +
-			"over TLS; unset: the socket."},
+			"over TLS (with standby controllers, every one's, comma-separated: requests fail over); unset: the socket."},
 		{Tag: "`TIDE_JWT`", Text: "with `TIDE_CONTROLLER`, a token from `tide token`; the caller is the token's user."},
 		{Tag: "`TIDE_MUNGE_SOCKET`", Text: "with `TIDE_CONTROLLER` and without `TIDE_JWT`, the `munged` that signs a " +
 			"credential for each request (default `/run/munge/munge.socket.2`)."},

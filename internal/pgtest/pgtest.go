@@ -275,6 +275,14 @@ func (s *Server) url(db string) string {
 	return fmt.Sprintf("postgres://%s:%s@127.0.0.1:%d/%s?sslmode=disable", superuser, s.password, s.Port, db)
 }
 
+// SocketURL is the connection URL of database db over the server's unix
+// socket (trusted, in a directory only the server's user and root may
+// enter): for a client in another network namespace, whose 127.0.0.1 is
+// not the server's.
+func (s *Server) SocketURL(db string) string {
+	return fmt.Sprintf("postgres://%s@/%s?host=%s&port=%d&sslmode=disable", superuser, db, filepath.Join(s.Dir, "sock"), s.Port)
+}
+
 // CreateDatabase creates a new, empty database and returns its URL.
 func (s *Server) CreateDatabase(ctx context.Context) (name, url string, err error) {
 	name = fmt.Sprintf("t%d", s.nextDB.Add(1))

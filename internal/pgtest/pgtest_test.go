@@ -52,6 +52,31 @@ func TestDatabasesAreSeparate(t *testing.T) {
 	}
 }
 
+// TestSocketURL checks that SocketURL reaches its database over the unix
+// socket, not over TCP.
+func TestSocketURL(t *testing.T) {
+	s := pg.Server(t)
+	ctx := context.Background()
+	name, _, err := s.CreateDatabase(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.DropDatabase(ctx, name) })
+	c, err := pgx.Connect(ctx, s.SocketURL(name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(ctx)
+	var db string
+	var addr *string
+	if err := c.QueryRow(ctx, `SELECT current_database(), host(inet_client_addr())`).Scan(&db, &addr); err != nil {
+		t.Fatal(err)
+	}
+	if db != name || addr != nil {
+		t.Errorf("connected to %q from %v, want %q over the unix socket (no client address)", db, addr, name)
+	}
+}
+
 // TestWrongPasswordRefused checks that the server does not trust TCP
 // connections: other users of the machine cannot reach test data.
 func TestWrongPasswordRefused(t *testing.T) {

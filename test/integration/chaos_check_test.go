@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	_ "github.com/mattn/go-sqlite3" // the controller's driver, for the integrity check
 
 	"github.com/tide-hpc/tide/ctld/api"
@@ -170,9 +171,33 @@ func (r *chaosRun) check() *chaosReport {
 
 	// 5. The database survives one more crash intact (not counted with
 	// the load's kills).
-	r.note("kill -9 %s (pid %d) for the database check", ctldName, r.c.ctld.Process.Pid)
-	kill(r.c.ctld, syscall.SIGKILL)
-	r.addViolations(checkDatabase(filepath.Join(r.c.dir, "ctld", "tide.db"))...)
+	if r.c.standbys != nil {
+		// 6. With standby controllers, one primary at the end; the
+		// others (paused ones resumed included) stand by.
+		var primaries []string
+		for _, name := range r.c.controllerNames() {
+			if p, err := pingSocket(r.c.controllerSocket(name)); err != nil {
+				r.addViolations(chaosViolation{invariant: "6-primary", detail: fmt.Sprintf("%s does not answer pings: %v", name, err)})
+			} else if p.Role == api.RolePrimary {
+				primaries = append(primaries, name)
+			}
+		}
+		if len(primaries) != 1 {
+			r.addViolations(chaosViolation{invariant: "6-primary", detail: fmt.Sprintf("%d controllers answer as primary %v, want 1", len(primaries), primaries)})
+		}
+	}
+	for _, name := range r.c.controllerNames() {
+		cmd := r.c.controllerCmd(name)
+		r.note("kill -9 %s (pid %d) for the database check", name, cmd.Process.Pid)
+		kill(cmd, syscall.SIGKILL)
+	}
+	if r.c.storeURL != "" {
+		// The controller's tables are in its cluster's schema
+		// (cluster_name it: tide_it, accounting.ClusterSchema).
+		r.addViolations(checkPostgres(r.c.storeURL + "&search_path=tide_it,public")...)
+	} else {
+		r.addViolations(checkDatabase(filepath.Join(r.c.dir, "ctld", "tide.db"))...)
+	}
 
 	r.mu.Lock()
 	rep.evidence = r.evidence(trails)
@@ -501,6 +526,106 @@ func checkDatabase(path string) []chaosViolation {
 		ok := len(lines) == 0 || (pragma == "integrity_check" && len(lines) == 1 && lines[0] == "ok")
 		if !ok {
 			v = append(v, chaosViolation{"5-database", 0, fmt.Sprintf("PRAGMA %s: %s", pragma, strings.Join(lines, "; "))})
+		}
+	}
+	return v
+}
+
+// checkPostgres is invariant 5 on the PostgreSQL store: amcheck's
+// checks of every table's heap (verify_heapam) and of every B-tree index
+// against it (bt_index_check with heapallindexed), SQLite's
+// integrity_check's counterparts; and no row whose foreign key names a
+// missing row (what foreign_key_check finds; PostgreSQL enforces the
+// keys at each write, so this checks that enforcement).
+func checkPostgres(url string) []chaosViolation {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	bad := func(format string, args ...any) []chaosViolation {
+		return []chaosViolation{{"5-database", 0, fmt.Sprintf(format, args...)}}
+	}
+	db, err := pgx.Connect(ctx, url)
+	if err != nil {
+		return bad("connect to the store: %v", err)
+	}
+	defer db.Close(ctx)
+	if _, err := db.Exec(ctx, `CREATE EXTENSION IF NOT EXISTS amcheck SCHEMA public`); err != nil {
+		return bad("amcheck (PostgreSQL's contrib, in Debian's postgresql package): %v", err)
+	}
+	var v []chaosViolation
+	rows, err := db.Query(ctx, `SELECT c.relname, p.blkno, p.offnum, p.msg
+		FROM pg_class c, verify_heapam(c.oid) p
+		WHERE c.relnamespace = current_schema()::regnamespace AND c.relkind = 'r'`)
+	if err != nil {
+		return bad("verify_heapam: %v", err)
+	}
+	for rows.Next() {
+		var rel, msg string
+		var blk int64
+		var off *int32
+		if err := rows.Scan(&rel, &blk, &off, &msg); err != nil {
+			v = append(v, bad("verify_heapam: %v", err)...)
+			break
+		}
+		v = append(v, bad("verify_heapam %s block %d: %s", rel, blk, msg)...)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		v = append(v, bad("verify_heapam: %v", err)...)
+	}
+	var idx []string
+	rows, err = db.Query(ctx, `SELECT c.relname FROM pg_index i
+		JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_am am ON am.oid = c.relam
+		WHERE c.relnamespace = current_schema()::regnamespace AND am.amname = 'btree' ORDER BY 1`)
+	if err == nil {
+		idx, err = pgx.CollectRows(rows, pgx.RowTo[string])
+	}
+	if err != nil {
+		return append(v, bad("list the indexes: %v", err)...)
+	}
+	if len(idx) == 0 {
+		v = append(v, bad("the store has no index in its schema (current_schema()): not the controller's database?")...)
+	}
+	for _, name := range idx {
+		if _, err := db.Exec(ctx, `SELECT bt_index_check(to_regclass($1), true)`, pgx.Identifier{name}.Sanitize()); err != nil {
+			v = append(v, bad("bt_index_check %s: %v", name, err)...)
+		}
+	}
+	type fk struct{ name, child, col, parent, pcol string }
+	rows, err = db.Query(ctx, `SELECT con.conname, cc.relname, a.attname, pc.relname, pa.attname,
+			cardinality(con.conkey)
+		FROM pg_constraint con
+		JOIN pg_class cc ON cc.oid = con.conrelid JOIN pg_class pc ON pc.oid = con.confrelid
+		JOIN pg_attribute a ON a.attrelid = con.conrelid AND a.attnum = con.conkey[1]
+		JOIN pg_attribute pa ON pa.attrelid = con.confrelid AND pa.attnum = con.confkey[1]
+		WHERE con.contype = 'f' AND con.connamespace = current_schema()::regnamespace ORDER BY 1`)
+	if err != nil {
+		return append(v, bad("list the foreign keys: %v", err)...)
+	}
+	var fks []fk
+	for rows.Next() {
+		var k fk
+		var cols int
+		if err := rows.Scan(&k.name, &k.child, &k.col, &k.parent, &k.pcol, &cols); err != nil {
+			v = append(v, bad("list the foreign keys: %v", err)...)
+			break
+		}
+		if cols != 1 {
+			// The schema has none; a new one needs this check extended.
+			v = append(v, bad("foreign key %s has %d columns: this check reads single-column keys only", k.name, cols)...)
+			continue
+		}
+		fks = append(fks, k)
+	}
+	rows.Close()
+	for _, k := range fks {
+		id := func(s string) string { return pgx.Identifier{s}.Sanitize() }
+		var n int64
+		q := fmt.Sprintf(`SELECT count(*) FROM %s c WHERE c.%s IS NOT NULL AND NOT EXISTS (SELECT 1 FROM %s p WHERE p.%s = c.%s)`,
+			id(k.child), id(k.col), id(k.parent), id(k.pcol), id(k.col))
+		if err := db.QueryRow(ctx, q).Scan(&n); err != nil {
+			v = append(v, bad("foreign key %s: %v", k.name, err)...)
+		} else if n > 0 {
+			v = append(v, bad("foreign key %s: %d rows of %s name a missing %s row", k.name, n, k.child, k.parent)...)
 		}
 	}
 	return v

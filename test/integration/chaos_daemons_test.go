@@ -28,12 +28,15 @@ func (r *chaosRun) cmdOf(name string) *exec.Cmd {
 	if name == ctldName {
 		return r.c.ctld
 	}
+	if sb := r.c.standby(name); sb != nil {
+		return sb.cmd
+	}
 	return r.c.tided[name]
 }
 
-// daemons lists the controller and every node.
+// daemons lists the controllers and every node.
 func (r *chaosRun) daemons() []string {
-	return append([]string{ctldName}, r.c.nodes...)
+	return append(r.c.controllerNames(), r.c.nodes...)
 }
 
 // crash kills a daemon with SIGKILL and reaps it.
@@ -56,17 +59,24 @@ func (r *chaosRun) launch(name string) (*exec.Cmd, error) {
 	}
 	defer log.Close()
 	bin, cfg, host := "tided", filepath.Join(c.dir, name+".yaml"), name
-	if name == ctldName {
+	sb := c.standby(name)
+	switch {
+	case name == ctldName:
 		bin, cfg, host = "tidectld", filepath.Join(c.dir, "tide.yaml"), "ctl"
+	case sb != nil:
+		bin, cfg, host = "tidectld", sb.cfg, "ctl"
 	}
 	cmd := c.onHost(host, nil, filepath.Join(binDir, bin), "--config", cfg)
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
-	if name == ctldName {
+	switch {
+	case name == ctldName:
 		c.ctld = cmd
-	} else {
+	case sb != nil:
+		sb.cmd = cmd
+	default:
 		c.tided[name] = cmd
 	}
 	r.mu.Lock()
@@ -76,27 +86,28 @@ func (r *chaosRun) launch(name string) (*exec.Cmd, error) {
 	return cmd, nil
 }
 
-// start launches a daemon; a controller must answer within chaosReady.
+// start launches a daemon; a controller must answer within chaosReady
+// (with standby controllers: some controller must, as primary).
 func (r *chaosRun) start(name string) error {
 	cmd, err := r.launch(name)
-	if err != nil || name != ctldName {
+	if err != nil || !r.c.isController(name) {
 		return err
 	}
 	t0 := time.Now()
 	for time.Since(t0) < chaosReady {
 		if !pidAlive(cmd.Process.Pid) {
-			return fmt.Errorf("tidectld (pid %d) exited while starting (see tidectld.log)", cmd.Process.Pid)
+			return fmt.Errorf("%s (pid %d) exited while starting (see %s.log)", name, cmd.Process.Pid, name)
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		_, err := r.api.Cluster(ctx)
 		cancel()
 		if err == nil {
-			r.note("tidectld answers after %s", time.Since(t0).Round(time.Millisecond))
+			r.note("%s started; the controllers answer after %s", name, time.Since(t0).Round(time.Millisecond))
 			return nil
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	return fmt.Errorf("tidectld (pid %d) did not answer within %s of its start", cmd.Process.Pid, chaosReady)
+	return fmt.Errorf("%s (pid %d) started and no controller answered within %s", name, cmd.Process.Pid, chaosReady)
 }
 
 // revive starts every daemon that is not running, reporting those that
@@ -145,6 +156,12 @@ func (r *chaosRun) runKiller(ctx context.Context) *sync.WaitGroup {
 					targets = append(targets, other)
 				}
 			}
+			if r.c.standbys != nil && rng.IntN(3) == 0 {
+				// With standby controllers: the primary paused past its
+				// lease (a long GC, a stalled VM), then resumed.
+				r.pausePrimary(time.Duration(rng.IntN(3000)) * time.Millisecond)
+				continue
+			}
 			for _, name := range targets {
 				r.crash(name)
 			}
@@ -152,7 +169,7 @@ func (r *chaosRun) runKiller(ctx context.Context) *sync.WaitGroup {
 				time.Sleep(time.Duration(down*1000-rng.IntN(1000)) * time.Millisecond)
 			}
 			for _, name := range targets {
-				if name == ctldName && rng.IntN(6) == 0 {
+				if r.c.isController(name) && rng.IntN(6) == 0 {
 					// A crash during recovery: killed again before, or
 					// just as, it answers.
 					if _, err := r.launch(name); err == nil {

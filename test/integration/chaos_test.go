@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/tide-hpc/tide/ctld/api"
 	"github.com/tide-hpc/tide/ctld/client"
+	"github.com/tide-hpc/tide/internal/pgtest"
 )
 
 // The chaos test (issue 20): a steady mixed load on a local cluster
@@ -37,6 +39,12 @@ const (
 	// timeline and the evidence of violations to, even when the run
 	// passes (a failed run keeps them in a new temporary directory).
 	chaosKeepEnv = "TIDE_CHAOS_KEEP"
+	// chaosControllersEnv: how many controllers (1 to 3, default 1).
+	// With more, they share a PostgreSQL store (the run's, or one of
+	// the package's own server), the nodes and commands list them all,
+	// and the faults include pauses of the primary past its lease
+	// (SIGSTOP, then SIGCONT) besides kills of any controller.
+	chaosControllersEnv = "TIDE_CHAOS_CONTROLLERS"
 )
 
 // chaosConfig shapes a run.
@@ -46,6 +54,8 @@ type chaosConfig struct {
 	keep     string
 	nodes    int
 	workers  int
+	// controllers is chaosControllersEnv.
+	controllers int
 	// settle bounds the wait for the jobs left at the end to finish on
 	// their own; drain bounds the wait for those then cancelled.
 	settle, drain time.Duration
@@ -54,7 +64,14 @@ type chaosConfig struct {
 // chaosConfigFrom reads the settings through getenv.
 func chaosConfigFrom(getenv func(string) string) (chaosConfig, error) {
 	cfg := chaosConfig{duration: time.Minute, seed: uint64(time.Now().UnixNano()), keep: getenv(chaosKeepEnv),
-		nodes: 3, workers: 3, settle: 4 * time.Minute, drain: 2 * time.Minute}
+		nodes: 3, workers: 3, controllers: 1, settle: 4 * time.Minute, drain: 2 * time.Minute}
+	if v := getenv(chaosControllersEnv); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 3 {
+			return cfg, fmt.Errorf("%s=%q: want 1, 2 or 3", chaosControllersEnv, v)
+		}
+		cfg.controllers = n
+	}
 	if v := getenv(chaosDurationEnv); v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil {
@@ -82,7 +99,8 @@ func chaosConfigFrom(getenv func(string) string) (chaosConfig, error) {
 // chaosViolation is one broken invariant.
 type chaosViolation struct {
 	// invariant: "submit" (an sbatch failed), "1-accounting",
-	// "2-state", "3-alloc", "4-processes", "5-database", "daemon" (a
+	// "2-state", "3-alloc", "4-processes", "5-database", "6-primary"
+	// (standby controllers: not exactly one primary), "daemon" (a
 	// daemon died by itself or did not come back), "cli" (a command
 	// hung).
 	invariant string
@@ -183,13 +201,18 @@ func TestChaos(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := newClusterOpts(t, clusterOpts{nodes: cfg.nodes})
-	r := &chaosRun{c: c, cfg: cfg, api: client.NewUnix(c.socket), users: chaosUsers(), work: c.workDir(),
+	if os.Getenv(chaosControllersEnv) == "" && onPostgres() {
+		// make test's PostgreSQL pass runs it with standby controllers
+		// (the SQLite and netns passes with one).
+		cfg.controllers = 3
+	}
+	c := newClusterOpts(t, clusterOpts{nodes: cfg.nodes, controllers: cfg.controllers})
+	r := &chaosRun{c: c, cfg: cfg, api: c.api, users: chaosUsers(), work: c.workDir(),
 		marker: c.dir, t0: time.Now(), byID: map[uint64]*chaosSub{}, counts: map[string]int{},
 		kills: map[string]int{}, restarts: map[string]int{}}
 	r.env = append(c.userEnv(), "TIDE_CHAOS_RUN="+r.marker, "PATH="+binDir+":"+os.Getenv("PATH"))
-	fmt.Printf("chaos: start seed=%d duration=%s nodes=%d workers=%d users=%s dir=%s\n",
-		cfg.seed, cfg.duration, cfg.nodes, cfg.workers, userNames(r.users), c.dir)
+	fmt.Printf("chaos: start seed=%d duration=%s nodes=%d controllers=%d workers=%d users=%s dir=%s\n",
+		cfg.seed, cfg.duration, cfg.nodes, cfg.controllers, cfg.workers, userNames(r.users), c.dir)
 
 	ctx, stop := context.WithTimeout(context.Background(), cfg.duration)
 	load := r.runLoad(ctx, cfg.workers)
@@ -332,6 +355,14 @@ func (r *chaosRun) keepDir(t *testing.T, failed bool) string {
 func (r *chaosRun) keepArtifacts(dir string, rep *chaosReport) {
 	for _, name := range r.daemons() {
 		copyFile(filepath.Join(r.c.dir, name+".log"), filepath.Join(dir, name+".log"))
+	}
+	if r.c.storeURL != "" {
+		// The PostgreSQL store, dropped when the test ends: a dump
+		// (pg_restore -d URL tide.dump reads it).
+		out, err := exec.Command(filepath.Join(pgtest.BinDir(), "pg_dump"), "-Fc", "-f", filepath.Join(dir, "tide.dump"), r.c.storeURL).CombinedOutput()
+		if err != nil {
+			fmt.Printf("chaos: pg_dump of the store: %v\n%s", err, out)
+		}
 	}
 	for _, f := range []string{"tide.db", "tide.db-wal"} {
 		copyFile(filepath.Join(r.c.dir, "ctld", f), filepath.Join(dir, f))

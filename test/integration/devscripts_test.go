@@ -220,6 +220,10 @@ func TestDevScripts(t *testing.T) {
 	}
 	run := t.TempDir()
 	port := freePort(t)
+	// up.sh compares the tide.yaml it would write with the one there
+	// as $(cat) reads it, without the final newline.
+	storeYAML, _ := newStore(t, false)
+	storeYAML = strings.TrimSuffix(storeYAML, "\n")
 	d := &devCluster{
 		t:     t,
 		run:   run,
@@ -230,7 +234,7 @@ func TestDevScripts(t *testing.T) {
 			"TIDE_PORT="+strconv.Itoa(port),
 			"TIDE_NODES=2",
 			"TIDE_CONTAINERD=off",
-			"TIDE_CTLD_EXTRA=",
+			"TIDE_CTLD_EXTRA="+storeYAML,
 			"TIDE_TIDED_EXTRA=",
 		),
 		api: client.NewUnix(filepath.Join(run, "tidectld.sock")),

@@ -47,17 +47,18 @@ func TestEmulatedFleet(t *testing.T) {
 	}
 	socket := filepath.Join(dir, "ctld.sock")
 	root := os.Getuid() == 0
+	storeYAML, _ := newStore(t, false) // before the daemons' stops are registered: they run first
 	cfg := fmt.Sprintf(`version: 1
 cluster_name: emu
 state_dir: %s/ctld
-socket: %s
+%ssocket: %s
 node_addr: 127.0.0.1:%d
 tls: {mode: off}
 key_file: %s
 allow_root_jobs: %v
 timeouts: {node: 30s, kill_wait: 2s, min_job_age: 5m}
 scheduler: {interval: 200ms}
-%s`, dir, socket, port, key, root, topo)
+%s`, dir, storeYAML, socket, port, key, root, topo)
 	if err := os.WriteFile(filepath.Join(dir, "tide.yaml"), []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/tide-hpc/tide/ctld/api"
 	"github.com/tide-hpc/tide/ctld/client"
 	"github.com/tide-hpc/tide/gres"
+	"github.com/tide-hpc/tide/internal/pgtest"
 	"github.com/tide-hpc/tide/internal/pki"
 	"github.com/tide-hpc/tide/noded/cgroup"
 	"github.com/tide-hpc/tide/noded/stepd"
@@ -49,6 +50,16 @@ func TestMain(m *testing.M) {
 		os.Exit(0)
 	}
 	if err := checkNetnsMode(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	// The store is checked before the build (a minute) and its server
+	// started after it, so that a failed build leaves no server behind.
+	pg, err := storeFromEnv(os.Getenv(storeEnv))
+	if err == nil && pg && !pgtest.Installed() {
+		err = fmt.Errorf("%s=postgres: %w", storeEnv, pgtest.ErrNotInstalled)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
@@ -82,9 +93,89 @@ func TestMain(m *testing.M) {
 	for _, l := range []string{"sbatch", "squeue", "scancel", "sinfo", "scontrol", "sacct", "srun", "salloc", "sprio", "sstat"} {
 		os.Symlink("tide", filepath.Join(dir, l))
 	}
+	if pg {
+		if pgServer, err = pgtest.Start(); err != nil {
+			fmt.Fprintf(os.Stderr, "%s=postgres: %v\n", storeEnv, err)
+			os.RemoveAll(dir)
+			os.Exit(1)
+		}
+	}
 	code := m.Run()
 	os.RemoveAll(dir)
+	for _, stop := range []func() error{pgUnit.Stop, stopServer} {
+		if err := stop(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			code = 1
+		}
+	}
 	os.Exit(code)
+}
+
+// stopServer stops pgServer if it was started.
+func stopServer() error {
+	if pgServer == nil {
+		return nil
+	}
+	return pgServer.Stop()
+}
+
+// storeEnv chooses the controllers' store: "sqlite" (or unset, the
+// default) or "postgres", in which every controller a test starts gets a
+// fresh database of its own in one private PostgreSQL server
+// (internal/pgtest) that the test binary starts and stops.
+const storeEnv = "TIDE_TEST_STORE"
+
+// pgServer is that server, nil on SQLite. PostgreSQL missing fails the
+// run (TestMain), not a skip: a run asked for the PostgreSQL store must
+// not pass on SQLite.
+var pgServer *pgtest.Server
+
+// storeFromEnv reads storeEnv's value v: whether it asks for PostgreSQL.
+func storeFromEnv(v string) (postgres bool, err error) {
+	switch v {
+	case "", "sqlite":
+		return false, nil
+	case "postgres":
+		return true, nil
+	}
+	return false, fmt.Errorf("%s=%q: want sqlite or postgres", storeEnv, v)
+}
+
+// pgUnit is a private PostgreSQL server for the unit tests of the checks
+// of PostgreSQL stores, started on first use in either mode (the
+// controllers' pgServer is not there on SQLite).
+var pgUnit pgtest.Lazy
+
+// onPostgres reports whether the controllers of this run keep their
+// state in PostgreSQL.
+func onPostgres() bool { return pgServer != nil }
+
+// newStore returns the store key of a new controller's configuration
+// ("" on SQLite: tide.db in its state directory) and the store's URL. On
+// PostgreSQL it creates a fresh database, dropped when t ends; register
+// the controller's stop after this call so that it runs first. A
+// controller in a network namespace (netns) has a loopback of its own,
+// so it reaches the server over its unix socket (network namespaces
+// share the file system).
+func newStore(t *testing.T, netns bool) (yaml, url string) {
+	t.Helper()
+	if pgServer == nil {
+		return "", ""
+	}
+	ctx := context.Background()
+	name, url, err := pgServer.CreateDatabase(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := pgServer.DropDatabase(ctx, name); err != nil {
+			t.Errorf("%v", err)
+		}
+	})
+	if netns {
+		url = pgServer.SocketURL(name)
+	}
+	return "store: " + url + "\n", url
 }
 
 // cluster is one controller and its nodes under a temporary directory.
@@ -110,6 +201,12 @@ type cluster struct {
 	// reach it (127.0.0.1 on one host); apiAddr its api_addr in the
 	// netns mode.
 	ctlHost, apiAddr string
+	// storeURL is the controller's PostgreSQL database (TIDE_TEST_STORE=
+	// postgres), "" on SQLite.
+	storeURL string
+	// standbys are the controllers after the first
+	// (clusterOpts.controllers; ha_harness_test.go).
+	standbys []*standbyCtl
 }
 
 func freePort(t *testing.T) int {
@@ -159,6 +256,10 @@ type clusterOpts struct {
 	// mode too: for the tests that check the single-host setup itself
 	// (the unix socket, loopback listeners of their own).
 	singleHost bool
+	// controllers, when more than one, adds standby controllers sharing
+	// the first one's PostgreSQL store (ha_harness_test.go); on SQLite
+	// runs the store is a database of pgUnit's server.
+	controllers int
 }
 
 func newClusterOpts(t *testing.T, o clusterOpts) *cluster {
@@ -203,6 +304,13 @@ func newClusterOpts(t *testing.T, o clusterOpts) *cluster {
 		c.apiAddr = fmt.Sprintf("%s:%d", c.ctlHost, c.port+1)
 		netYAML = fmt.Sprintf("api_addr: %s\nmunge: {socket: %s}\n", c.apiAddr, c.hosts.ctlMunge.Socket)
 	}
+	storeYAML, storeURL := newStore(t, c.hosts != nil)
+	if o.controllers > 1 && storeURL == "" {
+		// Standbys need a shared store.
+		storeURL = pgUnit.Database(t)
+		storeYAML = "store: " + storeURL + "\n"
+	}
+	c.storeURL = storeURL
 	ctldAuth := "tls: {mode: off}\nkey_file: " + key
 	if c.tls {
 		if !strings.Contains("\n"+o.ctldYAML, "\ntls:") {
@@ -219,7 +327,7 @@ cluster_name: it
 state_dir: %s/ctld
 socket: %s
 node_addr: %s:%d
-%s%s
+%s%s%s
 allow_root_jobs: %v
 timeouts: {node: 30s, kill_wait: 2s, min_job_age: 5m}
 scheduler: {interval: 200ms}
@@ -230,9 +338,14 @@ nodes:
   - {names: "%s", cpus: 64, memory: 512G, gpus: 8}
 topology:
   switches:
-%s`, dir, c.socket, c.ctlHost, c.port, netYAML, ctldAuth, root, expr, expr, switchesYAML(o.switches, expr))
+%s`, dir, c.socket, c.ctlHost, c.port, storeYAML, netYAML, ctldAuth, root, expr, expr, switchesYAML(o.switches, expr))
 	if o.ctldYAML != "" {
 		cfg += "\n" + o.ctldYAML
+	}
+	controllers := fmt.Sprintf("%s:%d", c.ctlHost, c.port)
+	if o.controllers > 1 {
+		controllers = c.writeStandbyConfigs(o.controllers, cfg)
+		cfg += "\nha: {controller_name: ctl1}\n"
 	}
 	if err := os.WriteFile(filepath.Join(dir, "tide.yaml"), []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
@@ -248,7 +361,7 @@ topology:
 		}
 		ncfg := fmt.Sprintf(`version: 1
 name: %s
-controller: %s:%d
+controller: %s
 %s
 state_dir: %s/nodes/%s
 cpus: 64
@@ -258,12 +371,12 @@ heartbeat: 2s
 kill_wait: 2s
 allow_root_jobs: %v
 step_addr: %s:0
-%s`, name, c.ctlHost, c.port, nodeAuth, dir, name, gpus.Count, gpus.Model, gpus.MemoryMB, gpus.Topology, root, stepHost, nodeYAML)
+%s`, name, controllers, nodeAuth, dir, name, gpus.Count, gpus.Model, gpus.MemoryMB, gpus.Topology, root, stepHost, nodeYAML)
 		if err := os.WriteFile(filepath.Join(dir, name+".yaml"), []byte(ncfg), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
-	c.api = client.NewUnix(c.socket)
+	c.api = client.NewUnixList(strings.Split(c.sockets(), ","))
 	t.Cleanup(c.stop)
 	if c.tls {
 		out, err := exec.Command(filepath.Join(binDir, "tidectld"), "--config", filepath.Join(dir, "tide.yaml"), "ca", "init").CombinedOutput()
@@ -279,6 +392,7 @@ step_addr: %s:0
 		}
 	}
 	c.startCtld()
+	c.startStandbys()
 	for _, name := range c.nodes {
 		c.startTided(name)
 	}
@@ -371,6 +485,10 @@ func (c *cluster) stop() {
 	for _, cmd := range c.tided {
 		kill(cmd, syscall.SIGTERM)
 	}
+	c.stopStandbys()
+	if c.ctld != nil && c.ctld.ProcessState == nil {
+		_ = c.ctld.Process.Signal(syscall.SIGCONT) // a chaos test may have paused it
+	}
 	kill(c.ctld, syscall.SIGTERM)
 	// The nodes' shared job supervisors outlive tided by design; stop
 	// each by the pid it recorded.
@@ -378,7 +496,7 @@ func (c *cluster) stop() {
 		stopSupervisor(c.t, stepd.ServePIDFile(stepd.ServeSocket(filepath.Join(c.dir, "nodes", name))))
 	}
 	if c.t.Failed() {
-		for _, f := range append([]string{"tidectld"}, c.nodes...) {
+		for _, f := range append(c.controllerNames(), c.nodes...) {
 			b, _ := os.ReadFile(filepath.Join(c.dir, f+".log"))
 			if len(b) > 6000 {
 				b = b[len(b)-6000:]
@@ -495,7 +613,7 @@ func (c *cluster) userEnv() []string {
 	if c.hosts != nil {
 		return c.hosts.loginEnv(c.apiAddr, c.caFile)
 	}
-	return append(append(os.Environ(), c.caEnv()...), "TIDE_SOCKET="+c.socket)
+	return append(append(os.Environ(), c.caEnv()...), "TIDE_SOCKET="+c.sockets())
 }
 
 // submit writes script to the work dir and sbatches it, returning the id.

@@ -286,6 +286,10 @@ func TestNetnsCluster(t *testing.T) {
 	for port > 65532 || port%256 == 0 {
 		port = freePort(t)
 	}
+	// up.sh compares the tide.yaml it would write with the one there
+	// as $(cat) reads it, without the final newline.
+	storeYAML, _ := newStore(t, true)
+	storeYAML = strings.TrimSuffix(storeYAML, "\n")
 	n := &netnsCluster{
 		t:    t,
 		run:  run,
@@ -297,7 +301,7 @@ func TestNetnsCluster(t *testing.T) {
 			"TIDE_PORT="+strconv.Itoa(port),
 			"TIDE_NODES=2",
 			"TIDE_CONTAINERD=off",
-			"TIDE_CTLD_EXTRA=",
+			"TIDE_CTLD_EXTRA="+storeYAML,
 			"TIDE_TIDED_EXTRA=",
 			"TIDE_NETNS_NET=",
 		),

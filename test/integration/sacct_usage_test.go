@@ -129,14 +129,28 @@ func TestSacctUsage(t *testing.T) {
 		id := c.submit("#!/bin/sh\ntrue\n", "-o", "/dev/null")
 		c.waitTerminal(id, 60*time.Second)
 		want := fmt.Sprintf("%d|COMPLETED|0:0", id)
-		for _, m := range []string{"it", "all", "other,it"} {
+		// Another cluster is read from a shared PostgreSQL store (this
+		// one holds none: it adds no jobs); an SQLite store holds this
+		// cluster alone and refuses to name another.
+		shared := c.storeURL != ""
+		ms := []string{"it", "all"}
+		if shared {
+			ms = append(ms, "other,it")
+		}
+		for _, m := range ms {
 			r := c.cli("sacct", "--jobs", fmt.Sprint(id), "--clusters", m, "-X", "-P", "-n", "--format=JobID,State,ExitCode")
 			if r.code != 0 || strings.TrimSpace(r.out) != want {
 				t.Errorf("sacct -M %s: %q (exit %d, %q), want %q", m, r.out, r.code, r.err, want)
 			}
 		}
-		if r := c.cli("sacct", "-j", fmt.Sprint(id), "-M", "other", "-X", "-P", "-n"); r.code != 0 || r.out != "" {
+		r := c.cli("sacct", "-j", fmt.Sprint(id), "-M", "other", "-X", "-P", "-n")
+		const refusal = "sacct: error: load accounting data: cluster other: the accounting store is SQLite: " +
+			"it holds only cluster it; several clusters need a shared PostgreSQL store"
+		switch {
+		case shared && (r.code != 0 || r.out != ""):
 			t.Errorf("sacct -M other: %q (exit %d, %q), want nothing", r.out, r.code, r.err)
+		case !shared && (r.code != 1 || r.out != "" || strings.TrimSpace(r.err) != refusal):
+			t.Errorf("sacct -M other: %q (exit %d, %q), want exit 1 and %q", r.out, r.code, r.err, refusal)
 		}
 	})
 }

@@ -1,0 +1,70 @@
+package ctld
+
+// sacct -M/--clusters: the accounting of several clusters whose
+// controllers share one PostgreSQL store, each cluster in a schema of its
+// own (issue 26; the store's side and the naming rule are in
+// accounting/clusters.go). Other clusters' jobs are read from the store
+// only: this controller knows nothing else of them, so their steps and
+// usage are not served (sacct shows their job and batch rows).
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/tide-hpc/tide/accounting"
+	"github.com/tide-hpc/tide/ctld/api"
+)
+
+// clusterStore is what reading other clusters' accounting needs from the
+// store; *accounting.Store has it. It is asserted rather than added to
+// Store: a store without it answers for this controller's cluster only.
+type clusterStore interface {
+	QueryClusters(ctx context.Context, clusters []string, f api.JobFilter) ([]api.Job, error)
+}
+
+var _ clusterStore = (*accounting.Store)(nil)
+
+// queryAccounting answers sacct's query f: the jobs of this controller's
+// cluster, or with f.Clusters those of the clusters it names ("all":
+// every cluster of the store), sorted by cluster and id. Every job
+// carries its cluster's name. The caller narrows f and filters the
+// answer by its view (privacy.go) whatever the cluster: the uids of
+// clusters sharing a store are one user base, as under slurmdbd.
+func (s *Server) queryAccounting(ctx context.Context, f api.JobFilter) ([]api.Job, error) {
+	var jobs []api.Job
+	var err error
+	if s.onlyLocal(f.Clusters) {
+		jobs, err = s.store.QueryJobs(ctx, f)
+	} else if cs, ok := s.store.(clusterStore); ok {
+		jobs, err = cs.QueryClusters(ctx, f.Clusters, f)
+	} else {
+		err = api.Errorf(api.ErrInvalidArgument, "this controller's store holds only cluster %s", s.cl.ClusterName)
+	}
+	if err != nil {
+		if _, code := api.HTTPStatus(err); code == "internal" {
+			// The store failed; a refusal of the query keeps its class.
+			err = fmt.Errorf("query accounting: %w: %w", api.ErrInternal, err)
+		}
+		return nil, err
+	}
+	for i := range jobs {
+		// Records from before jobs carried their cluster are this
+		// controller's: other clusters' come named by the store.
+		if jobs[i].Cluster == "" {
+			jobs[i].Cluster = s.cl.ClusterName
+		}
+	}
+	return jobs, nil
+}
+
+// onlyLocal reports whether clusters asks for this controller's cluster
+// alone (or names none), which its own tables answer.
+func (s *Server) onlyLocal(clusters []string) bool {
+	for _, c := range clusters {
+		if c = strings.TrimSpace(c); c != "" && c != s.cl.ClusterName {
+			return false
+		}
+	}
+	return true
+}

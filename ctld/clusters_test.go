@@ -1,0 +1,189 @@
+package ctld
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/tide-hpc/tide/ctld/api"
+	"github.com/tide-hpc/tide/ctld/api/listing"
+	"github.com/tide-hpc/tide/internal/pgtest"
+)
+
+// clusterHarness is a controller of cluster name whose store is store
+// ("" for tide.db in a new state directory), opened as tidectld opens
+// it, with config's private_data and operators, user names known and
+// both nodes registered.
+func clusterHarness(t *testing.T, name, store, config string) *harness {
+	t.Helper()
+	cfg, err := ParseConfig(strings.NewReader(strings.Replace(config, "cluster_name: t", "cluster_name: "+name, 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.StateDir, cfg.Store = t.TempDir(), store
+	cl, err := cfg.Validate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := openStore(cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &harness{t: t, clock: &fakeClock{t: time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)},
+		alice: caller{uid: uidAlice, gid: uidAlice, user: "alice", known: true}, config: config}
+	s, err := newServer(cl, slog.New(slog.NewTextHandler(io.Discard, nil)), st, "k", h.clock.now)
+	if err != nil {
+		st.Close()
+		t.Fatal(err)
+	}
+	h.s = s
+	t.Cleanup(func() { s.Close() })
+	now := time.Now()
+	for uid, user := range map[uint32]string{uidRoot: "root", uidAlice: "alice", uidBob: "bob", uidCarol: "carol"} {
+		h.s.users.names[uid] = cached{name: user, at: now}
+	}
+	h.register("gpu01")
+	h.register("gpu02")
+	return h
+}
+
+// submitJobs submits one job per owner, named after the cluster and its
+// place, and returns their ids.
+func (h *harness) submitJobs(owners ...caller) []uint64 {
+	h.t.Helper()
+	var ids []uint64
+	for i, c := range owners {
+		resp, err := h.submitAs(c, api.JobSpec{Name: fmt.Sprintf("%s%d", h.s.cl.ClusterName, i+1), GPUs: 1})
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		ids = append(ids, resp.JobID)
+	}
+	return ids
+}
+
+// listedAt is a job listing answer as cluster:id:user, JSON or binary.
+func listedAt(t *testing.T, w *httptest.ResponseRecorder) []string {
+	t.Helper()
+	if w.Code != http.StatusOK {
+		t.Fatalf("answer %d: %s", w.Code, w.Body)
+	}
+	var jobs []api.Job
+	var err error
+	if w.Header().Get("Content-Type") == listing.MediaJobs() {
+		jobs, err = listing.ReadJobs(w.Body)
+	} else {
+		var l api.JobList
+		l, err = listing.ReadJobList(w.Body)
+		jobs = l.Jobs
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := []string{}
+	for _, j := range jobs {
+		out = append(out, j.Cluster+":"+strconv.FormatUint(j.ID, 10)+":"+j.User)
+	}
+	return out
+}
+
+// TestAccountingClusters: sacct -M on two controllers of two clusters
+// sharing one PostgreSQL database. Their job ids overlap; each answers
+// for its own cluster by default and for the clusters asked with -M,
+// sorted by cluster and id, under the same private_data rule as its
+// own jobs.
+func TestAccountingClusters(t *testing.T) {
+	srv, err := pgtest.Start()
+	if errors.Is(err, pgtest.ErrNotInstalled) {
+		t.Skipf("skipping: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := srv.Stop(); err != nil {
+			t.Errorf("stop PostgreSQL: %v", err)
+		}
+	})
+	_, url, err := srv.CreateDatabase(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	config := privateConfig("jobs")
+	east := clusterHarness(t, "east", url, config)
+	west := clusterHarness(t, "west", url, config)
+	if got := east.submitJobs(east.alice, bob); !cmp.Equal(got, []uint64{1, 2}) {
+		t.Fatalf("east's jobs are %v", got)
+	}
+	if got := west.submitJobs(bob, west.alice, west.alice); !cmp.Equal(got, []uint64{1, 2, 3}) {
+		t.Fatalf("west's jobs are %v", got)
+	}
+	// Each answer flushes its controller's submissions to the store.
+	if got := listedAt(t, west.get(uidRoot, "/api/v1/accounting/jobs?all=1", "")); !cmp.Equal(got,
+		[]string{"west:1:bob", "west:2:alice", "west:3:alice"}) {
+		t.Fatalf("west's own accounting: %v", got)
+	}
+
+	both := []string{"east:1:alice", "east:2:bob", "west:1:bob", "west:2:alice", "west:3:alice"}
+	tests := []struct {
+		name  string
+		h     *harness
+		uid   uint32
+		query string
+		want  []string
+	}{
+		{name: "own cluster by default", h: east, uid: uidRoot, query: "", want: both[:2]},
+		{name: "own cluster named", h: east, uid: uidRoot, query: "&cluster=east", want: both[:2]},
+		{name: "the other cluster", h: east, uid: uidRoot, query: "&cluster=west", want: both[2:]},
+		{name: "both", h: east, uid: uidRoot, query: "&cluster=west,east", want: both},
+		{name: "all", h: west, uid: uidRoot, query: "&cluster=all", want: both},
+		{name: "an operator sees all", h: west, uid: uidCarol, query: "&cluster=all", want: both},
+		{name: "alice sees her own on both", h: east, uid: uidAlice, query: "&cluster=all",
+			want: []string{"east:1:alice", "west:2:alice", "west:3:alice"}},
+		{name: "bob sees his own on both", h: west, uid: uidBob, query: "&cluster=east,west",
+			want: []string{"east:2:bob", "west:1:bob"}},
+		{name: "alice asks for bob's", h: east, uid: uidAlice, query: "&cluster=all&user=bob", want: []string{}},
+		{name: "filters apply on each", h: east, uid: uidRoot, query: "&cluster=all&id=1",
+			want: []string{"east:1:alice", "west:1:bob"}},
+		{name: "unknown cluster", h: east, uid: uidRoot, query: "&cluster=north", want: []string{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for _, accept := range []string{"", listing.MediaJobs()} {
+				got := listedAt(t, tt.h.get(tt.uid, "/api/v1/accounting/jobs?all=1"+tt.query, accept))
+				if diff := cmp.Diff(tt.want, got); diff != "" {
+					t.Errorf("%s as uid %d (accept %q) (-want +got):\n%s", tt.query, tt.uid, accept, diff)
+				}
+			}
+		})
+	}
+}
+
+// TestAccountingClustersSQLite: an SQLite store holds its controller's
+// cluster alone. sacct -M naming it or all answers as without -M; naming
+// another cluster is refused, saying what to do.
+func TestAccountingClustersSQLite(t *testing.T) {
+	h := clusterHarness(t, "tide", "", testConfig)
+	h.submitJobs(h.alice, h.alice)
+	want := []string{"tide:1:alice", "tide:2:alice"}
+	for _, q := range []string{"", "&cluster=tide", "&cluster=all", "&cluster=TIDE", "&cluster=tide,all"} {
+		if got := listedAt(t, h.get(uidAlice, "/api/v1/accounting/jobs?all=1"+q, "")); !cmp.Equal(got, want) {
+			t.Errorf("%q: %v, want %v", q, got, want)
+		}
+	}
+	w := h.get(uidAlice, "/api/v1/accounting/jobs?all=1&cluster=tide,other", "")
+	const msg = "cluster other: the accounting store is SQLite: it holds only cluster tide; several clusters need a shared PostgreSQL store"
+	if w.Code != http.StatusBadRequest || !strings.Contains(w.Body.String(), msg) {
+		t.Errorf("-M tide,other: %d %s, want 400 with %q", w.Code, w.Body, msg)
+	}
+}
