@@ -20,6 +20,7 @@ import (
 	"github.com/tide-hpc/tide/ctld/api"
 	"github.com/tide-hpc/tide/ctld/client"
 	"github.com/tide-hpc/tide/internal/pki"
+	"github.com/tide-hpc/tide/noded/stepd"
 )
 
 // haCluster is three controllers sharing one PostgreSQL store, two
@@ -199,8 +200,21 @@ func (h *haCluster) start(i int) {
 }
 
 func (h *haCluster) stop() {
+	// Cancel what still runs (the long jobs) so that no job process
+	// outlives the test, as cluster.stop does.
+	if r := h.cli("squeue", "-h", "-o", "%i"); r.code == 0 && strings.TrimSpace(r.out) != "" {
+		h.cli(append([]string{"scancel"}, strings.Fields(r.out)...)...)
+		deadline := time.Now().Add(15 * time.Second)
+		for time.Now().Before(deadline) && strings.TrimSpace(h.cli("squeue", "-h", "-o", "%i").out) != "" {
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
 	for _, n := range h.nodes {
 		kill(n, syscall.SIGTERM)
+	}
+	// The nodes' shared job supervisors outlive tided by design.
+	for name := range h.nodes {
+		stopSupervisor(h.t, stepd.ServePIDFile(stepd.ServeSocket(filepath.Join(h.dir, "nodes", name))))
 	}
 	for _, c := range h.ctls {
 		if c.cmd != nil && c.cmd.ProcessState == nil {
