@@ -285,19 +285,7 @@ func (h *haCluster) cliSocket(i int, args ...string) result {
 }
 
 func (h *haCluster) run(env []string, args ...string) result {
-	cmd := exec.Command(filepath.Join(binDir, args[0]), args[1:]...)
-	cmd.Dir = h.dir
-	cmd.Env = append(os.Environ(), env...)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		h.t.Fatalf("run %v: %v", args, err)
-	}
-	return result{out: out.String(), err: errb.String(), code: code}
+	return runBin(h.t, h.dir, nil, env, args...)
 }
 
 // TestControllerFailover is issue 26's acceptance on three controllers

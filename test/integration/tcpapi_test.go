@@ -24,9 +24,16 @@ var daemonCred = &syscall.Credential{Uid: 1, Gid: 1}
 // the environment, in the work dir.
 func (c *cluster) cliEnv(cred *syscall.Credential, env []string, args ...string) result {
 	c.t.Helper()
+	return runBin(c.t, c.workDir(), cred, append(c.caEnv(), env...), args...)
+}
+
+// runBin runs binDir's args[0] in dir with this process's environment
+// plus env, as cred when not nil, and returns its output and exit code.
+func runBin(t *testing.T, dir string, cred *syscall.Credential, env []string, args ...string) result {
+	t.Helper()
 	cmd := exec.Command(filepath.Join(binDir, args[0]), args[1:]...)
-	cmd.Dir = c.workDir()
-	cmd.Env = append(append(os.Environ(), c.caEnv()...), env...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), env...)
 	if cred != nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
 	}
@@ -37,7 +44,7 @@ func (c *cluster) cliEnv(cred *syscall.Credential, env []string, args ...string)
 	if ee, ok := err.(*exec.ExitError); ok {
 		code = ee.ExitCode()
 	} else if err != nil {
-		c.t.Fatalf("run %v: %v", args, err)
+		t.Fatalf("run %v: %v", args, err)
 	}
 	return result{out: out.String(), err: errb.String(), code: code}
 }
