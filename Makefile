@@ -13,6 +13,10 @@ export CGO_ENABLED := 1
 export CGO_CFLAGS  ?= -O2 -g -Wno-deprecated-declarations
 GOFLAGS_BUILD := -tags '$(GOTAGS)' -trimpath
 TEST_TIMEOUT ?= 20m
+# Non-empty when PostgreSQL's server binaries are where internal/pgtest
+# looks (TIDE_PG_BIN, else Debian's /usr/lib/postgresql/*/bin, else
+# PATH): make test then runs the integration tests on that store too.
+PG_INSTALLED := $(shell d="$$TIDE_PG_BIN"; for c in $${d:-/usr/lib/postgresql/*/bin $$(command -v postgres | xargs -r dirname)}; do [ -x "$$c/initdb" ] && [ -x "$$c/postgres" ] && { echo yes; break; }; done)
 # The packages whose code runs goroutines and whose tests exercise them:
 # the controller and its client, tided and the step supervisor, the
 # step stream protocol, the MUNGE client, salloc, and the store under
@@ -51,7 +55,7 @@ build: ## build bin/tide, bin/tide-sim, bin/tidectld, bin/tided, bin/tide-stepd 
 TESTPROGRESS := $(GO) run ./test/tools/testprogress --
 GOTEST = $(if $(TESTV),$(GO) test,$(TESTPROGRESS) $(GO) test -json)
 
-test: ## vet, unit and integration tests (real daemons on loopback), the concurrent packages (RACE_PKGS) again under -race, then the integration tests again with every host in a network namespace of its own (as root); TESTV=1: go test's own output
+test: ## vet, unit and integration tests (real daemons on loopback), the concurrent packages (RACE_PKGS) again under -race, then the integration tests again with every host in a network namespace of its own (as root), and again on the PostgreSQL store (when installed); TESTV=1: go test's own output
 	@echo "== go vet ./... (it compiles every package first: a few minutes on a first build)"
 	$(GO) vet -tags '$(GOTAGS)' ./...
 	@echo "== unit and integration tests, package by package (the integration tests build the binaries first and run for minutes)"
@@ -66,6 +70,15 @@ test: ## vet, unit and integration tests (real daemons on loopback), the concurr
 	  echo "== integration tests, netns mode (TIDE_IT_HOSTS=netns)"; \
 	  TIDE_IT_HOSTS=netns $(GOTEST) -tags '$(GOTAGS)' -count=1 -timeout $(TEST_TIMEOUT) ./test/integration/; \
 	else echo "== skipping the netns pass of the integration tests: it needs root, ip (iproute2) and nsenter (util-linux)"; fi
+	@# The third pass: the same tests with every test controller on a
+	@# PostgreSQL database of its own in a private server the test
+	@# binary starts and stops (internal/pgtest; TIDE_TEST_STORE in
+	@# test/integration/harness_test.go). The store's own tests run on
+	@# both in the first phase already.
+	@if [ -n "$(PG_INSTALLED)" ]; then \
+	  echo "== integration tests on the PostgreSQL store (TIDE_TEST_STORE=postgres)"; \
+	  TIDE_TEST_STORE=postgres $(GOTEST) -tags '$(GOTAGS)' -count=1 -timeout $(TEST_TIMEOUT) ./test/integration/; \
+	else echo "== skipping the PostgreSQL pass of the integration tests: PostgreSQL is not installed (Debian: apt-get install postgresql)"; fi
 
 test-gpu: build ## on a machine with an NVIDIA GPU: NVML discovery against the driver, then scripts/gpu-check.sh
 	$(GO) test -tags '$(GOTAGS)' -count=1 ./gres/nvml/ -gpu -v -run Real
@@ -76,8 +89,8 @@ test-short: ## unit tests only
 	$(GOTEST) -tags '$(GOTAGS)' -short -count=1 ./...
 
 .PHONY: chaos
-chaos: ## soak test: mixed load on a local cluster while tidectld and tided are killed -9 at random (DURATION=10m)
-	TIDE_CHAOS_DURATION=$(or $(DURATION),10m) $(GO) test -tags '$(GOTAGS)' -count=1 -timeout 0 -v -run '^TestChaos$$' ./test/integration/
+chaos: ## soak test: mixed load on a local cluster while tidectld and tided are killed -9 at random (DURATION=10m; CONTROLLERS=3: standby controllers on PostgreSQL, primaries also paused past their lease)
+	TIDE_CHAOS_DURATION=$(or $(DURATION),10m) TIDE_CHAOS_CONTROLLERS=$(or $(CONTROLLERS),$(TIDE_CHAOS_CONTROLLERS)) $(GO) test -tags '$(GOTAGS)' -count=1 -timeout 0 -v -run '^TestChaos$$' ./test/integration/
 
 bench: build ## scheduler and store benchmarks plus the local-cluster benchmark table
 	./scripts/bench.sh
