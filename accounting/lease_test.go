@@ -143,3 +143,42 @@ func TestFencedWrite(t *testing.T) {
 		mustWrite(t, old, &Batch{Jobs: []*api.Job{makeJob(4).obj()}})
 	})
 }
+
+// TestTakeoverPastStuckWriter: a primary stopped in the middle of a write
+// transaction holds the lease row's share lock; PostgreSQL ends its idle
+// transaction after writeIdleTimeout, and a standby takes over then
+// instead of waiting for as long as the pause lasts.
+func TestTakeoverPastStuckWriter(t *testing.T) {
+	be := backends[1]
+	loc := be.newDB(t)
+	old, cur := be.open(t, loc), be.open(t, loc)
+	ctx := context.Background()
+	l, won, err := old.AcquireLease(ctx, LeaseBid{Holder: "old", TTL: 300 * time.Millisecond})
+	if err != nil || !won {
+		t.Fatalf("acquire: %v %v", won, err)
+	}
+	// The old primary's writer, stopped after its fence check.
+	tx, err := old.w.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	var e int64
+	if err := tx.QueryRowContext(ctx, `SELECT epoch FROM leases WHERE name = 'primary' FOR SHARE`).Scan(&e); err != nil || uint64(e) != l.Epoch {
+		t.Fatalf("fence read: %d %v", e, err)
+	}
+	time.Sleep(400 * time.Millisecond) // the lease lapses
+	actx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	t0 := time.Now()
+	l2, won, err := cur.AcquireLease(actx, LeaseBid{Holder: "new", TTL: time.Minute})
+	if err != nil || !won || l2.Epoch != l.Epoch+1 {
+		t.Fatalf("takeover past the stuck writer: %+v %v %v", l2, won, err)
+	}
+	if waited := time.Since(t0); waited > writeIdleTimeout+5*time.Second {
+		t.Errorf("takeover waited %v", waited)
+	}
+	if err := tx.Commit(); err == nil {
+		t.Errorf("the stuck writer's transaction committed after the takeover")
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/url"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -270,6 +271,11 @@ func openPostgres(dsn, cluster string) (_ *Store, err error) {
 		// PostgreSQL resolves the path at each use.
 		cfg.RuntimeParams["search_path"] = quoteIdent(s.schema)
 	}
+	// A write transaction left idle is a writer that was paused or cut
+	// off mid-batch: PostgreSQL ends it, and with it the share lock on
+	// the lease row (lease.go) that would keep every standby from
+	// taking over for as long as the pause lasts.
+	cfg.RuntimeParams["idle_in_transaction_session_timeout"] = strconv.Itoa(int(writeIdleTimeout / time.Millisecond))
 	s.w = stdlib.OpenDB(*cfg)
 	s.leases.open = func() (*sql.DB, error) { return stdlib.OpenDB(*cfg), nil }
 	s.writerPool()
@@ -298,6 +304,14 @@ func openPostgres(dsn, cluster string) (_ *Store, err error) {
 	}
 	return s, nil
 }
+
+// writeIdleTimeout is how long PostgreSQL lets a write transaction sit
+// idle between statements before it ends the session. A batch sends its
+// statements back to back (microseconds apart); a longer gap means the
+// controller stopped (SIGSTOP, a stalled VM, a cut network) holding the
+// lease row's lock, which a standby's takeover waits for. The failover
+// bound is the lease TTL plus this plus a poll.
+const writeIdleTimeout = 2 * time.Second
 
 // writerPool sets the writer pool to its one connection: SQLite allows
 // one write transaction at a time anyway, a PostgreSQL store gets the
