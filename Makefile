@@ -132,6 +132,11 @@ bench-vs-slurm: build ## the same measurements against the reference Slurm, side
 bench-scale: build ## the whole controller at scale: one tided emulating BENCH_NODES nodes (2000) and BENCH_PENDING pending jobs (20000), a table against issue 26's targets
 	./scripts/bench-scale.sh
 
+.PHONY: bench-scale-slurm
+bench-scale-slurm: build ## bench-scale side by side with the reference Slurm (as root; installs slurm-wlm): scripts/bench-scale-slurm.sh at BENCH_NODES slurmd, then bench-scale.sh with a Slurm column and the ratios
+	BENCH_SLURM_RESULTS=$${BENCH_SLURM_RESULTS:-bench-results/slurm-scale.txt} ./scripts/bench-scale-slurm.sh
+	BENCH_SLURM_RESULTS=$${BENCH_SLURM_RESULTS:-bench-results/slurm-scale.txt} ./scripts/bench-scale.sh
+
 up: build ## start tidectld and four tided (gpu[01-04]) under ./run (again: restart only what died), wait until they respond
 	./scripts/up.sh
 

@@ -24,11 +24,20 @@
 # the raw values in $WORK/results.txt. Everything it starts it stops by
 # pid; the temporary directory goes at the end (BENCH_KEEP=1 keeps it).
 #
+# BENCH_SLURM_RESULTS=FILE (the results of scripts/bench-scale-slurm.sh,
+# as make bench-scale-slurm runs them) adds the comparison with Slurm:
+# the same run also measures the controller's CPU during the
+# registration, BENCH_SUBMIT submissions from 16 and then 64 concurrent
+# sbatch processes (Slurm's clients are CLI processes: Slurm has no
+# submission API without slurmrestd) and the load average, and the
+# table gets a Slurm column and the ratio, Tide better or worse.
+#
 # Environment: BENCH_NODES (2000), BENCH_PENDING (20000: about a minute
 # and a half in all; the issue's figures are at 100000), BENCH_SUBMIT
 # (jobs per submission measure, 5000), BENCH_WINDOW (30s), BENCH_PORT
 # (a free port from 6900), BENCH_GPUS (8 per node), BENCH_HEARTBEAT
-# (tided's heartbeat, 10s, the default), TIDE_BIN (./bin).
+# (tided's heartbeat, 10s, the default), TIDE_BIN (./bin),
+# BENCH_SLURM_RESULTS (none).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
@@ -47,7 +56,13 @@ for v in NODES PENDING SUBMIT GPUS; do
   esac
 done
 [ "$NODES" -ge 1 ] || { echo "bench-scale: BENCH_NODES must be at least 1" >&2; exit 1; }
-for b in tidectld tided squeue sacct; do
+SLURM_RES=${BENCH_SLURM_RESULTS:-}
+if [ -n "$SLURM_RES" ]; then
+  case $SLURM_RES in /*) ;; *) SLURM_RES=$OLDPWD/$SLURM_RES ;; esac # relative to where it was run
+  [ -r "$SLURM_RES" ] || { echo "bench-scale: BENCH_SLURM_RESULTS=$SLURM_RES: no such readable file (scripts/bench-scale-slurm.sh writes it)" >&2; exit 1; }
+  grep -q '^nodes ' "$SLURM_RES" || { echo "bench-scale: BENCH_SLURM_RESULTS=$SLURM_RES holds no results of scripts/bench-scale-slurm.sh (no \"nodes\" line)" >&2; exit 1; }
+fi
+for b in tidectld tided squeue sacct ${SLURM_RES:+sbatch}; do
   [ -x "$BIN/$b" ] || { echo "bench-scale: $BIN/$b missing; run make build" >&2; exit 1; }
 done
 
@@ -96,6 +111,11 @@ RESULTS=$WORK/results.txt
 val() { awk -v k="$1" '$1 == k { v = $2 } END { print v }' "$RESULTS"; }
 record() { tee -a "$RESULTS" >&2; }
 nowns() { date +%s%N; }
+# ticks PID: its user and system time, in clock ticks.
+ticks() { awk '{ sub(/^.*\) /, ""); print $12 + $13 }' "/proc/$1/stat"; }
+cpu_s() { awk -v a="$1" -v b="$2" -v hz="$(getconf CLK_TCK)" 'BEGIN { printf "%.1f\n", (b - a) / hz }'; }
+loadavg() { cut -d' ' -f1-3 /proc/loadavg | tr ' ' /; }
+[ -z "$SLURM_RES" ] || echo "load_start $(loadavg)" | record
 
 "$BIN/tidectld" keygen "$WORK/cluster.key" >/dev/null
 if [ "$(id -u)" = 0 ]; then ROOTJOBS=true; else ROOTJOBS=false; fi
@@ -138,12 +158,17 @@ start_ctld
 "$BS" wait-api -timeout 60s >/dev/null
 
 # 1. Registration: every node at once.
+c0=$(ticks "$CTLD_PID")
 t0=$(nowns)
 "$BIN/tided" --config /dev/null --controller "127.0.0.1:$PORT" --key-file "$WORK/cluster.key" --state-dir "$NODESTATE" \
   --heartbeat "$HEARTBEAT" --log-level warn --allow-root-jobs="$ROOTJOBS" \
   --emulate "$NODES" --emulate-gpus "$GPUS" >>"$WORK/tided.log" 2>&1 &
 TIDED_PID=$!
 "$BS" wait-idle -n "$NODES" -since "$t0" -timeout 5m | record
+if [ -n "$SLURM_RES" ]; then
+  echo "reg_ctld_cpu_s $(cpu_s "$c0" "$(ticks "$CTLD_PID")")" | record
+  echo "reg_emulator_cpu_s $(cpu_s 0 "$(ticks "$TIDED_PID")")" | record
+fi
 echo "tided_rss_mb $(rss_mb "$TIDED_PID")" | record
 
 # 2. Steady heartbeats, idle cluster: the controller's and the emulator's
@@ -164,9 +189,18 @@ for c in 16 64; do
   "$BS" submit -n "$SUBMIT" -clients "$c" -gpus 1 -emulate 60s -workdir "$WORK/jobs" |
     awk -v c="$c" '$1 == "jobs_per_s" { print "submit_" c "_per_s", $2 }' | record
 done
+# For the comparison with Slurm: the same from sbatch processes.
+cli=0
+if [ -n "$SLURM_RES" ]; then
+  cli=$SUBMIT
+  for c in 16 64; do
+    TIDE_EMULATE=60s "$BS" cli -timeout 3h -n "$SUBMIT" -clients "$c" -- "$BIN/sbatch" --gpus=1 -o /dev/null -D "$WORK/jobs" --wrap true |
+      awk -v c="$c" '$1 == "jobs_per_s" { print "cli_submit_" c "_per_s", $2 } $1 == "failed" { print "cli_submit_" c "_failed", $2 }' | record
+  done
+fi
 
 # 4. The backlog, then the measures at that size.
-left=$((PENDING - 2 * SUBMIT))
+left=$((PENDING - 2 * SUBMIT - 2 * cli))
 if [ "$left" -gt 0 ]; then
   "$BS" submit -n "$left" -clients 64 -gpus 1 -emulate 60s -workdir "$WORK/jobs" |
     awk '$1 == "jobs_per_s" { print "backlog_per_s", $2 }' | record
@@ -188,24 +222,72 @@ start_ctld
 "$BS" wait-api -since "$t0" -timeout 5m | sed 's/^serving_s/restart_serving_s/; s/^jobs/restart_jobs/' | record
 
 # The table.
+[ -z "$SLURM_RES" ] || echo "load_end $(loadavg)" | record
 pct() { awk -v v="$1" -v t="$2" 'BEGIN { if (v == "") print "—"; else if (v + 0 < t + 0) print "yes"; else print "no" }'; }
 atleast() { awk -v v="$1" -v t="$2" 'BEGIN { if (v == "") print "—"; else if (v + 0 >= t + 0) print "yes"; else print "no" }'; }
-printf '\n%-58s %14s %14s %s\n' "bench-scale ($NODES nodes × $GPUS GPUs, $(val pending) pending)" "Tide" "target" "met"
-row() { printf '%-58s %14s %14s %s\n' "$1" "$2" "$3" "$4"; }
-row "$NODES nodes registered and idle (s)" "$(val idle_s)" "< 30" "$(pct "$(val idle_s)" 30)"
-row "controller CPU, steady heartbeats (% of one core)" "$(val hb_cpu_pct)" "< 10" "$(pct "$(val hb_cpu_pct)" 10)"
-row "  emulator CPU meanwhile (% of one core)" "$(val tided_cpu_pct)" "" ""
-row "  $NODES whole-node jobs submitted and running (s)" "$(val fill_running_s)" "" ""
-row "API submissions, 16 clients (jobs/s)" "$(val submit_16_per_s)" ">= 5000" "$(atleast "$(val submit_16_per_s)" 5000)"
-row "API submissions, 64 clients (jobs/s)" "$(val submit_64_per_s)" ">= 5000" "$(atleast "$(val submit_64_per_s)" 5000)"
+if [ -z "$SLURM_RES" ]; then
+  printf '\n%-58s %14s %14s %s\n' "bench-scale ($NODES nodes × $GPUS GPUs, $(val pending) pending)" "Tide" "target" "met"
+  row() { printf '%-58s %14s %14s %s\n' "$1" "$2" "$3" "$4"; }
+else
+  # sval KEY: the value of KEY in Slurm's results; vs TIDE SLURM
+  # lower|higher: how Tide compares, by the ratio of the two.
+  sval() { awk -v k="$1" '$1 == k { v = $2 } END { print v }' "$SLURM_RES"; }
+  vs() {
+    awk -v t="$1" -v s="$2" -v better="$3" 'BEGIN {
+      if (t == "" || s == "" || t !~ /^[0-9.]+$/ || s !~ /^[0-9.]+$/ || t + 0 == 0 || s + 0 == 0) { print "—"; exit }
+      r = (better == "lower") ? s / t : t / s
+      if (r >= 0.95 && r <= 1.05) print "about the same"
+      else if (r > 1) printf "Tide %.1f× better\n", r; else printf "Tide %.1f× worse\n", 1 / r }'
+  }
+  snodes=$(sval nodes) spending=$(sval pending)
+  printf '\n%-58s %14s %14s %-5s %14s %s\n' "bench-scale ($NODES nodes × $GPUS GPUs, $(val pending) pending)" "Tide" "target" "met" "Slurm 22.05" "Tide vs Slurm"
+  if [ "$snodes" != "$NODES" ] || [ "$spending" != "$(val pending)" ]; then
+    echo "NOTE: Slurm ran at $snodes nodes and ${spending:-?} pending jobs (its results: $SLURM_RES), Tide at $NODES and $(val pending)"
+  fi
+  # row LABEL TIDE TARGET MET [SLURM [lower|higher]]: without lower or
+  # higher the two are shown but not compared (not the same measure).
+  row() {
+    local cmp=—
+    [ -z "${6:-}" ] || cmp=$(vs "$2" "${5:-}" "$6")
+    printf '%-58s %14s %14s %-5s %14s %s\n' "$1" "$2" "$3" "$4" "${5:-—}" "$cmp"
+  }
+fi
+sv() { [ -z "$SLURM_RES" ] || sval "$1"; }
+row "$NODES nodes registered and idle (s)" "$(val idle_s)" "< 30" "$(pct "$(val idle_s)" 30)" "$(sv idle_s)" lower
+if [ -n "$SLURM_RES" ]; then
+  row "  controller CPU during the registration (s)" "$(val reg_ctld_cpu_s)" "" "" "$(sv reg_ctld_cpu_s)" lower
+  row "  emulation's CPU until all idle (s; Slurm: its slurmd)" "$(val reg_emulator_cpu_s)" "" "" "$(sv reg_slurmd_cpu_s)"
+fi
+row "controller CPU, steady heartbeats (% of one core)" "$(val hb_cpu_pct)" "< 10" "$(pct "$(val hb_cpu_pct)" 10)" "$(sv hb_cpu_pct)" lower
+row "  emulator CPU meanwhile (% of one core)" "$(val tided_cpu_pct)" "" "" "$(sv slurmd_cpu_pct)"
+row "  $NODES whole-node jobs submitted and running (s)" "$(val fill_running_s)" "" "" "$(sv fill_running_s)"
+row "API submissions, 16 clients (jobs/s)" "$(val submit_16_per_s)" ">= 5000" "$(atleast "$(val submit_16_per_s)" 5000)" "${SLURM_RES:+n/a (no API)}"
+row "API submissions, 64 clients (jobs/s)" "$(val submit_64_per_s)" ">= 5000" "$(atleast "$(val submit_64_per_s)" 5000)" "${SLURM_RES:+n/a (no API)}"
+if [ -n "$SLURM_RES" ]; then
+  row "sbatch processes, 16 clients (jobs/s)" "$(val cli_submit_16_per_s)" "" "" "$(sv cli_submit_16_per_s)" higher
+  row "sbatch processes, 64 clients (jobs/s)" "$(val cli_submit_64_per_s)" "" "" "$(sv cli_submit_64_per_s)" higher
+fi
 row "scheduling pass p50 at the backlog (ms)" "$(val pass_p50_ms)" "" ""
-row "scheduling pass p99 at the backlog (ms)" "$(val pass_p99_ms)" "< 200" "$(pct "$(val pass_p99_ms)" 200)"
-row "squeue at the backlog, median (s)" "$(val squeue_median_s)" "< 1" "$(pct "$(val squeue_median_s)" 1)"
-row "sacct at the backlog, median (s)" "$(val sacct_median_s)" "" ""
-row "controller RSS at the backlog (MiB)" "$(val rss_mb)" "< 1024" "$(pct "$(val rss_mb)" 1024)"
-row "restart (kill -9) to serving (s)" "$(val restart_serving_s)" "< 15" "$(pct "$(val restart_serving_s)" 15)"
-row "  jobs listed after the restart / before" "$(val restart_jobs)/$(val jobs_before)" "" ""
-row "  emulator RSS at $NODES nodes (MiB)" "$(val tided_rss_mb)" "" ""
+row "scheduling pass p99 at the backlog (ms)" "$(val pass_p99_ms)" "< 200" "$(pct "$(val pass_p99_ms)" 200)" "$(sv sched_main_max_cycle_ms)"
+if [ -n "$SLURM_RES" ]; then
+  row "scheduling pass mean (ms; Slurm: main cycle, sdiag)" "$(val pass_mean_ms)" "" "" "$(sv sched_main_mean_cycle_ms)" lower
+  row "  passes in the window (Slurm: main cycles)" "$(val passes)" "" "" "$(sv sched_main_total_cycles)"
+  row "  Slurm: jobs tested per main cycle (mean depth)" "" "" "" "$(sv sched_main_mean_depth_cycle)"
+  bf=$(sv sched_bf_mean_cycle_ms)/$(sv sched_bf_max_cycle_ms) # no mean: no backfill cycle ended in the window
+  row "  Slurm: backfill cycle mean / max (ms)" "" "" "" "$([ "${bf%/*}" = "" ] && echo "no cycle" || echo "$bf")"
+fi
+row "squeue at the backlog, median (s)" "$(val squeue_median_s)" "< 1" "$(pct "$(val squeue_median_s)" 1)" "$(sv squeue_median_s)" lower
+row "sacct at the backlog, median (s)" "$(val sacct_median_s)" "" "" "${SLURM_RES:+n/a (slurmdbd)}"
+row "controller RSS at the backlog (MiB)" "$(val rss_mb)" "< 1024" "$(pct "$(val rss_mb)" 1024)" "$(sv rss_mb)" lower
+row "restart (kill -9) to serving (s)" "$(val restart_serving_s)" "< 15" "$(pct "$(val restart_serving_s)" 15)" "$(sv restart_serving_s)" lower
+row "  jobs listed after the restart / before" "$(val restart_jobs)/$(val jobs_before)" "" "" "${SLURM_RES:+$(sv restart_jobs)/$(sv jobs_before)}"
+row "  emulator RSS at $NODES nodes (MiB${SLURM_RES:+; Slurm: its slurmd, PSS})" "$(val tided_rss_mb)" "" "" "$(sv slurmd_pss_mb)"
+if [ -n "$SLURM_RES" ]; then
+  echo
+  echo "Slurm: $(grep -m1 '^# bench-scale-slurm' "$SLURM_RES" | cut -c3-); load average (1/5/15 min) $(sv load_start) at its start, $(sv load_end) at its end"
+  echo "Tide: load average $(val load_start) at its start, $(val load_end) at its end"
+  echo "Slurm's \"pass p99\" is its main cycle's max and its mean the main cycle's (sdiag over $(sv sched_window_s) s), not the same statistic as Tide's; Slurm's API figures and sacct are not measured (no slurmrestd, no slurmdbd). See docs/performance.md."
+fi
 echo
 echo "raw values:" >&2
 cat "$RESULTS" >&2

@@ -10,10 +10,14 @@
 //	benchscale submit     -socket S -n N -clients C   submissions per second (API clients)
 //	benchscale passes     -metrics URL -for 30s       scheduling pass p50/p99 (ms)
 //	benchscale time       -n K -- CMD ARGS...         median and worst wall time (s)
+//	benchscale cli        -n N -clients C -- CMD ARGS...  CMD runs per second (CLI clients)
 //
 // Submissions go through the controller's unix socket as the API
 // clients of a portal or workflow engine would: one kept-alive
-// connection per client, no process start-up.
+// connection per client, no process start-up. The cli subcommand is
+// the other kind of client, a command-line one (sbatch, Tide's or
+// Slurm's): every submission a process of its own, from C concurrent
+// workers, so that both systems are driven by the same harness.
 package main
 
 import (
@@ -39,17 +43,17 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fail(errors.New("usage: benchscale wait-idle|wait-running|wait-api|cpu|submit|passes|time [flags]"))
+		fail(errors.New("usage: benchscale wait-idle|wait-running|wait-api|cpu|submit|cli|passes|time [flags]"))
 	}
 	cmd, args := os.Args[1], os.Args[2:]
 	fs := flag.NewFlagSet("benchscale "+cmd, flag.ExitOnError)
 	socket := fs.String("socket", os.Getenv("TIDE_SOCKET"), "the controller's unix socket")
-	n := fs.Int("n", 0, "nodes (wait-idle), jobs (submit), runs (time)")
+	n := fs.Int("n", 0, "nodes (wait-idle), jobs (submit, cli), runs (time)")
 	since := fs.Int64("since", 0, "start of the measure, Unix nanoseconds (default: now)")
 	timeout := fs.Duration("timeout", 10*time.Minute, "give up after this long")
 	pid := fs.Int("pid", 0, "process to measure (cpu)")
 	window := fs.Duration("for", 30*time.Second, "measuring window (cpu, passes)")
-	clients := fs.Int("clients", 16, "concurrent API clients (submit)")
+	clients := fs.Int("clients", 16, "concurrent clients (submit, cli)")
 	gpus := fs.Int("gpus", 1, "GPUs per submitted job")
 	emulate := fs.String("emulate", "60s", "the jobs' TIDE_EMULATE (how long they run on an emulated node)")
 	partition := fs.String("partition", "", "partition of the submitted jobs (default: the default one)")
@@ -78,6 +82,8 @@ func main() {
 		spec := api.JobSpec{Name: "scale", Script: "#!/bin/sh\n# tide-emulate:" + *emulate + "\ntrue\n", WorkDir: *workDir,
 			Environment: []string{"TIDE_EMULATE=" + *emulate}, GPUs: *gpus, Partition: *partition}
 		err = submit(ctx, *socket, spec, *n, *clients)
+	case "cli":
+		err = printCLI(ctx, fs.Args(), *n, *clients)
 	case "passes":
 		err = passes(ctx, *metricsURL, *window)
 	case "time":
@@ -239,6 +245,69 @@ func submit(ctx context.Context, socket string, spec api.JobSpec, n, clients int
 	fmt.Printf("submitted %d\nfailed %d\nseconds %.2f\njobs_per_s %.0f\n", ok, failed.Load(), el, float64(ok)/el)
 	if f := failed.Load(); f > 0 {
 		return fmt.Errorf("%d submissions failed; first: %v", f, firstErr.Load())
+	}
+	return nil
+}
+
+// cliResult is what runCLI counted.
+type cliResult struct {
+	ok, failed int64
+	seconds    float64
+	firstErr   string // the first failure: the command's error and its stderr
+}
+
+// runCLI runs argv n times from the given number of concurrent workers,
+// each run a process of its own (stdout discarded), and counts the runs
+// that exited 0.
+func runCLI(ctx context.Context, argv []string, n, clients int) (cliResult, error) {
+	if n <= 0 || clients <= 0 {
+		return cliResult{}, errors.New("-n and -clients must be positive")
+	}
+	if len(argv) == 0 {
+		return cliResult{}, errors.New("no command: benchscale cli -n N -clients C -- CMD ARGS...")
+	}
+	var next, ok, failed atomic.Int64
+	var firstErr atomic.Value
+	var wg sync.WaitGroup
+	begin := time.Now()
+	for range clients {
+		wg.Go(func() {
+			for next.Add(1) <= int64(n) && ctx.Err() == nil {
+				cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+				var stderr strings.Builder
+				cmd.Stderr = &stderr
+				if err := cmd.Run(); err != nil {
+					failed.Add(1)
+					firstErr.CompareAndSwap(nil, fmt.Sprintf("%v: %s", err, strings.TrimSpace(stderr.String())))
+					continue
+				}
+				ok.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	r := cliResult{ok: ok.Load(), failed: failed.Load(), seconds: time.Since(begin).Seconds()}
+	if e, _ := firstErr.Load().(string); e != "" {
+		r.firstErr = e
+	}
+	return r, ctx.Err()
+}
+
+// printCLI runs runCLI and prints the counts and the rate of successful
+// runs. Failed runs are reported, not fatal: a controller that refuses
+// submissions (Slurm at MaxJobCount, say) shows as failures in the
+// results rather than as a missing figure.
+func printCLI(ctx context.Context, argv []string, n, clients int) error {
+	r, err := runCLI(ctx, argv, n, clients)
+	if r.seconds == 0 {
+		return err
+	}
+	fmt.Printf("submitted %d\nfailed %d\nseconds %.2f\njobs_per_s %.0f\n", r.ok, r.failed, r.seconds, float64(r.ok)/r.seconds)
+	if r.failed > 0 {
+		fmt.Fprintf(os.Stderr, "benchscale: %d of %d runs of %s failed; first: %s\n", r.failed, n, argv[0], r.firstErr)
+	}
+	if err != nil {
+		return fmt.Errorf("%d of %d runs done: %w", r.ok+r.failed, n, err)
 	}
 	return nil
 }
