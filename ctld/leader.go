@@ -244,8 +244,8 @@ func (e *elector) pollEvery() time.Duration {
 	return min(max(e.bid.TTL/10, 50*time.Millisecond), time.Second)
 }
 
-// bid tries once to take the lease; it returns the epoch won (0: not)
-// and when the bid was sent.
+// tryAcquire bids once for the lease: the lease as it stands after the
+// bid, whether this controller won it, and when the bid was sent.
 func (e *elector) tryAcquire(ctx context.Context) (accounting.Lease, bool, time.Time, error) {
 	sent := time.Now()
 	actx, cancel := context.WithTimeout(ctx, e.bid.TTL/2)
@@ -285,7 +285,11 @@ func (e *elector) becomePrimary(ctx context.Context) (uint64, time.Time, error) 
 		stop()
 		return <-done
 	}
-	e.log.Info("standby: another controller holds the leader lease", "controller", e.bid.Holder, "primary", l.Holder, "epoch", l.Epoch, "err", err)
+	if err != nil {
+		e.log.Warn("standby: cannot read the leader lease", "controller", e.bid.Holder, "err", err)
+	} else {
+		e.log.Info("standby: another controller holds the leader lease", "controller", e.bid.Holder, "primary", l.Holder, "epoch", l.Epoch)
+	}
 	tick := time.NewTicker(e.pollEvery())
 	defer tick.Stop()
 	primary := l.Holder
