@@ -1,8 +1,6 @@
 package ctld
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -17,7 +15,6 @@ import (
 
 	"github.com/tide-hpc/tide/ctld/api"
 	"github.com/tide-hpc/tide/ctld/api/listing"
-	"github.com/tide-hpc/tide/internal/pgtest"
 )
 
 // clusterHarness is a controller of cluster name whose store is store
@@ -103,22 +100,7 @@ func listedAt(t *testing.T, w *httptest.ResponseRecorder) []string {
 // sorted by cluster and id, under the same private_data rule as its
 // own jobs.
 func TestAccountingClusters(t *testing.T) {
-	srv, err := pgtest.Start()
-	if errors.Is(err, pgtest.ErrNotInstalled) {
-		t.Skipf("skipping: %v", err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := srv.Stop(); err != nil {
-			t.Errorf("stop PostgreSQL: %v", err)
-		}
-	})
-	_, url, err := srv.CreateDatabase(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
+	url := pgServer.Database(t)
 	config := privateConfig("jobs")
 	east := clusterHarness(t, "east", url, config)
 	west := clusterHarness(t, "west", url, config)

@@ -2,7 +2,6 @@ package ctld
 
 import (
 	"context"
-	"errors"
 	"io"
 	"log/slog"
 	"os"
@@ -12,7 +11,6 @@ import (
 	"time"
 
 	"github.com/tide-hpc/tide/ctld/api"
-	"github.com/tide-hpc/tide/internal/pgtest"
 )
 
 // TestOpenStoreSQLite: without the store key the database is tide.db in
@@ -52,22 +50,7 @@ func TestOpenStoreSQLite(t *testing.T) {
 // store is PostgreSQL, restarts the controller and checks that it
 // recovers the job, its trail and the job id sequence from the store.
 func TestPostgresStoreLifecycle(t *testing.T) {
-	srv, err := pgtest.Start()
-	if errors.Is(err, pgtest.ErrNotInstalled) {
-		t.Skipf("skipping: %v", err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := srv.Stop(); err != nil {
-			t.Errorf("stop PostgreSQL: %v", err)
-		}
-	})
-	_, url, err := srv.CreateDatabase(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
+	url := pgServer.Database(t)
 	cl := storeTestCluster(t, t.TempDir(), url)
 	h := &harness{t: t, clock: &fakeClock{t: time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)},
 		alice: caller{uid: 1000, gid: 1000, user: "alice", known: true}, config: testConfig}
