@@ -23,6 +23,15 @@ func benchJob(id uint64, users int) *api.Job {
 	return j
 }
 
+// smallJob is make bench-scale's submission: a two-line script and one
+// environment variable.
+func smallJob(id uint64, users int) *api.Job {
+	u := fmt.Sprintf("user%02d", id%uint64(users))
+	j := makeJob(id).user(u, 2000+uint32(id%uint64(users))).submitted(at(int(id % 1000))).obj()
+	j.Script, j.Environment = "#!/bin/sh\n# tide-emulate:60s\ntrue\n", []string{"TIDE_EMULATE=60s"}
+	return j
+}
+
 // fill writes n jobs in batches of 1000; every third is finished.
 func fill(b *testing.B, s *Store, n int) {
 	b.Helper()
@@ -43,16 +52,32 @@ func fill(b *testing.B, s *Store, n int) {
 // with their spool, submit events and audit records and raises the
 // high-water mark. batch=16 is 16 parallel clients coalesced into one
 // commit.
+//
+// jobs=small are make bench-scale's submissions (smallJob), whose rows
+// are small enough that the commit's own cost (some nine pages appended
+// to the WAL, eighteen write calls, whatever the batch holds) decides:
+// compare batch=1 with batch=16.
 func BenchmarkWriteNewJobs(b *testing.B) {
-	for _, n := range []int{1, 16} {
-		b.Run(fmt.Sprintf("batch=%d", n), func(b *testing.B) {
+	for _, bc := range []struct {
+		n     int
+		small bool
+	}{{1, false}, {16, false}, {1, true}, {16, true}, {64, true}} {
+		name := fmt.Sprintf("batch=%d", bc.n)
+		if bc.small {
+			name += "/jobs=small"
+		}
+		n, mk := bc.n, benchJob
+		if bc.small {
+			mk = smallJob
+		}
+		b.Run(name, func(b *testing.B) {
 			ctx := context.Background()
 			s := openTest(b)
 			next := uint64(1)
 			batch := func() *Batch {
 				var bt Batch
 				for range n {
-					j := benchJob(next, 50)
+					j := mk(next, 50)
 					bt.NewJobs = append(bt.NewJobs, j)
 					bt.Events = append(bt.Events, api.Event{JobID: next, Time: at(0), Kind: api.EventSubmit,
 						State: api.StatePending, Actor: j.User})

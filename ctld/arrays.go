@@ -247,8 +247,7 @@ func (s *Server) splitTask(m *api.Job, t int) *api.Job {
 		return m
 	}
 	c := *m
-	c.ID = s.nextID
-	s.nextID++
+	c.ID = s.newJobID()
 	c.ArrayPending, c.ArrayTaskID = nil, t
 	c.CancelledBy = nil
 	m.ArrayPending = rest

@@ -215,3 +215,73 @@ func (g *groupCommit) queuedLen() int {
 	defer g.mu.Unlock()
 	return len(g.queue)
 }
+
+// A leader yields before it commits, again while each yield brought
+// writers (at most maxGatherYields times), and commits them with its own
+// batch. Here each yield lets one waiting writer queue.
+func TestGroupCommitYieldsToReadyWriters(t *testing.T) {
+	tests := []struct {
+		name    string
+		writers int // besides the leader
+		want    [][]uint64
+	}{
+		{name: "until a yield brings nobody", writers: 2, want: [][]uint64{{1, 2, 3}}},
+		{name: "at most maxGatherYields", writers: maxGatherYields + 1,
+			want: [][]uint64{{1, 2, 3, 4, 5}, {6}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := &groupCommit{}
+			var mu sync.Mutex
+			var batches [][]uint64
+			g.write = func(_ context.Context, b *accounting.Batch) error {
+				var ids []uint64
+				for _, j := range b.NewJobs {
+					ids = append(ids, j.ID)
+				}
+				mu.Lock()
+				batches = append(batches, ids)
+				mu.Unlock()
+				return nil
+			}
+			batch := func(id uint64) *accounting.Batch { return &accounting.Batch{NewJobs: []*api.Job{{ID: id}}} }
+			var wg sync.WaitGroup
+			write := func(id uint64) {
+				wg.Go(func() {
+					if err := g.Write(context.Background(), batch(id), nil); err != nil {
+						t.Error(err)
+					}
+				})
+			}
+			// A yield runs the next writer up to its place in the queue,
+			// as long as writers are left for it (at most as many as the
+			// leader yields); the rest write once the leader is done.
+			last := uint64(min(tt.writers, maxGatherYields) + 1)
+			var hook sync.Mutex
+			next := uint64(2)
+			g.yield = func() {
+				hook.Lock()
+				defer hook.Unlock()
+				if next > last {
+					return
+				}
+				queued := g.queuedLen()
+				write(next)
+				next++
+				for g.queuedLen() == queued {
+					time.Sleep(100 * time.Microsecond)
+				}
+			}
+			if err := g.Write(context.Background(), batch(1), nil); err != nil {
+				t.Fatal(err)
+			}
+			for id := last + 1; id <= uint64(tt.writers+1); id++ {
+				write(id) // left over: leads a round of its own
+			}
+			wg.Wait()
+			if !slices.EqualFunc(batches, tt.want, slices.Equal) {
+				t.Errorf("batches %v, want %v", batches, tt.want)
+			}
+		})
+	}
+}

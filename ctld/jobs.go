@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -85,11 +86,18 @@ func (s *Server) submit(ctx context.Context, c caller, req api.SubmitRequest) (a
 		}
 	}
 
-	s.mu.Lock()
 	if req.TestOnly {
+		s.mu.Lock()
 		defer s.mu.Unlock()
 		return s.testOnly(j, warn), nil
 	}
+	if spec.Dependency == "" && s.sharing().Queue(j.Account) == nil {
+		// Nothing to check under mu: the submission lane
+		// (submitlane.go).
+		return s.submitLane(ctx, c, o, req, j, token, warn)
+	}
+
+	s.mu.Lock()
 	dep, err := s.checkDependency(spec.Dependency, nil)
 	if err != nil {
 		s.mu.Unlock()
@@ -102,7 +110,7 @@ func (s *Server) submit(ctx context.Context, c caller, req api.SubmitRequest) (a
 		s.mu.Unlock()
 		return api.SubmitResponse{}, err
 	}
-	if req.Token != "" && s.tokens[token] != nil {
+	if s.tokenTaken(token) {
 		// A twin of this submission (the same token) got here first
 		// while this one was being checked: answer as it is answered.
 		s.mu.Unlock()
@@ -113,15 +121,10 @@ func (s *Server) submit(ctx context.Context, c caller, req api.SubmitRequest) (a
 		s.mu.Unlock()
 		return api.SubmitResponse{}, err
 	}
-	j.ID = s.nextID
-	s.nextID++
-	var tok *tokenEntry
-	if req.Token != "" {
-		tok = &tokenEntry{id: j.ID, done: make(chan struct{})}
-		s.tokens[token] = tok
-	}
-	if j.ArrayPending != nil {
-		j.ArrayJobID = j.ID
+	tok, twin := s.claimID(j, token)
+	if twin {
+		s.mu.Unlock()
+		return s.submit(ctx, c, req)
 	}
 	if buffered {
 		j.Reason = api.ReasonBuffered
@@ -134,54 +137,22 @@ func (s *Server) submit(ctx context.Context, c caller, req api.SubmitRequest) (a
 	s.buffer.storing[j.ID] = true
 	s.mu.Unlock()
 
-	by := c.user + c.authNote()
-	if o.uid != c.uid || o.gid != c.gid {
-		by = fmt.Sprintf("%s%s as %s (group %s)", c.user, c.authNote(), o.user, j.Group)
-	}
-	ev := api.Event{JobID: j.ID, Time: now, Kind: api.EventSubmit, State: j.State, Reason: string(j.Reason),
-		Message: fmt.Sprintf("submitted by %s from %s to partition %s", by, spec.SubmitHost, spec.Partition), Actor: c.user}
-	if j.Account != "" {
-		ev.Message += fmt.Sprintf(", queue %s, qos %s, level %d", j.Account, j.QOS, j.Level)
-	}
-	au := api.AuditRecord{Time: now, UID: c.uid, User: c.user, Action: "submit", Target: fmt.Sprintf("job %d", j.ID),
-		Detail: fmt.Sprintf("name=%s partition=%s", j.Name, j.Partition)}
-	if o.uid != c.uid || o.gid != c.gid {
-		au.Detail += fmt.Sprintf(" uid=%d gid=%d", o.uid, o.gid)
-	}
-	au.Detail = withAuthDetail(au.Detail, c)
 	// The submission is written outside mu: scheduling passes and node
 	// syncs never wait behind a storm of submissions' commits (the id
 	// is answered only once it is stored).
-	b := &accounting.Batch{NewJobs: []*api.Job{j}, MaxJobID: j.ID, Events: []api.Event{ev}, Audit: []api.AuditRecord{au}}
-	werr := s.submits.Write(ctx, b, arrivalOf(ctx))
+	werr := s.submits.Write(ctx, s.submitBatch(c, o, j), arrivalOf(ctx))
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.buffer.storing, j.ID)
-	if tok != nil {
-		if werr != nil {
-			delete(s.tokens, token)
-			tok.failed = true
-		}
-		close(tok.done)
-	}
+	s.settleToken(tok, token, werr)
 	if werr != nil {
 		if buffered {
 			s.buffer.remove(j.Account, j.ID)
 		}
-		s.log.Error("submission not stored", "err", werr)
-		return api.SubmitResponse{}, api.Errorf(api.ErrUnavailable, "Batch job submission failed: could not store the job: %v", werr)
+		return api.SubmitResponse{}, s.notStored(werr)
 	}
-	// The script and environment stay in the spool only, and in
-	// recentSpool until the job's launch.
-	if j.ArrayPending == nil {
-		s.spool.put(j.ID, j.Script, j.Environment)
-	}
-	j.Script, j.Environment = "", nil
-	s.strings.job(j)
-	s.jobs[j.ID] = j
-	s.addLive(j)
-	s.jobsVersion++
+	s.adoptJob(j)
 	s.metrics.submitted()
 	if j.Reason == api.ReasonNone || j.Reason == api.ReasonDependency {
 		// Held jobs and jobs with a later --begin cannot start now; the
@@ -190,6 +161,115 @@ func (s *Server) submit(ctx context.Context, c caller, req api.SubmitRequest) (a
 		s.Kick()
 	}
 	return api.SubmitResponse{JobID: j.ID, Warnings: warn}, nil
+}
+
+// submitLane stores a submission that needs nothing mu guards (no
+// dependency, no queue): its id and token come from the lane, and the
+// committed job waits in the lane for the next holder of mu
+// (submitlane.go). The answer does not wait for a scheduling pass.
+func (s *Server) submitLane(ctx context.Context, c, o caller, req api.SubmitRequest, j *api.Job, token tokenKey, warn []string) (api.SubmitResponse, error) {
+	tok, twin := s.claimID(j, token)
+	if twin {
+		return s.submit(ctx, c, req)
+	}
+	werr := s.submits.Write(ctx, s.submitBatch(c, o, j), arrivalOf(ctx))
+	// Held jobs and jobs with a later --begin cannot start now; the
+	// periodic pass picks them up when that changes.
+	id, kick := j.ID, j.Reason == api.ReasonNone
+	if werr == nil {
+		// In the lane before its token says it is stored: a twin
+		// answered with its id finds it under mu. From here on j is
+		// the server's: whoever takes mu next may merge and change it.
+		s.laneStore(j)
+	}
+	s.settleToken(tok, token, werr)
+	if werr != nil {
+		return api.SubmitResponse{}, s.notStored(werr)
+	}
+	s.metrics.submitted()
+	if kick {
+		s.Kick()
+	}
+	return api.SubmitResponse{JobID: id, Warnings: warn}, nil
+}
+
+// claimID numbers job j and, when the submission has a token, claims
+// it; twin is true (and j not numbered) when a twin of the submission
+// claimed the token first.
+func (s *Server) claimID(j *api.Job, token tokenKey) (tok *tokenEntry, twin bool) {
+	s.lane.mu.Lock()
+	defer s.lane.mu.Unlock()
+	if token.token != "" && s.tokens[token] != nil {
+		return nil, true
+	}
+	j.ID = s.nextID
+	s.nextID++
+	if token.token != "" {
+		tok = &tokenEntry{id: j.ID, done: make(chan struct{})}
+		s.tokens[token] = tok
+	}
+	if j.ArrayPending != nil {
+		j.ArrayJobID = j.ID
+	}
+	return tok, false
+}
+
+// settleToken tells the waiters of tok (nil allowed) that its
+// submission is stored, or, when werr says it failed, drops the token.
+func (s *Server) settleToken(tok *tokenEntry, token tokenKey, werr error) {
+	if tok == nil {
+		return
+	}
+	s.lane.mu.Lock()
+	defer s.lane.mu.Unlock()
+	if werr != nil {
+		delete(s.tokens, token)
+		tok.failed = true
+	}
+	close(tok.done)
+}
+
+// tokenTaken reports whether a submission with token is stored or
+// being stored.
+func (s *Server) tokenTaken(token tokenKey) bool {
+	if token.token == "" {
+		return false
+	}
+	s.lane.mu.Lock()
+	defer s.lane.mu.Unlock()
+	return s.tokens[token] != nil
+}
+
+// notStored logs a submission whose commit failed and is its answer.
+func (s *Server) notStored(werr error) error {
+	s.log.Error("submission not stored", "err", werr)
+	return api.Errorf(api.ErrUnavailable, "Batch job submission failed: could not store the job: %v", werr)
+}
+
+// submitBatch is what a new job's commit writes: the job, its submit
+// event and its audit record. The texts are joined rather than
+// formatted: this runs for every submission.
+func (s *Server) submitBatch(c, o caller, j *api.Job) *accounting.Batch {
+	spec := &j.JobSpec
+	id := strconv.FormatUint(j.ID, 10)
+	by := c.user + c.authNote()
+	other := o.uid != c.uid || o.gid != c.gid
+	if other {
+		by += " as " + o.user + " (group " + j.Group + ")"
+	}
+	msg := "submitted by " + by + " from " + spec.SubmitHost + " to partition " + spec.Partition
+	if j.Account != "" {
+		msg += ", queue " + j.Account + ", qos " + j.QOS + ", level " + strconv.Itoa(j.Level)
+	}
+	ev := api.Event{JobID: j.ID, Time: j.SubmitTime, Kind: api.EventSubmit, State: j.State, Reason: string(j.Reason),
+		Message: msg, Actor: c.user}
+	detail := "name=" + j.Name + " partition=" + j.Partition
+	if other {
+		detail += " uid=" + strconv.FormatUint(uint64(o.uid), 10) + " gid=" + strconv.FormatUint(uint64(o.gid), 10)
+	}
+	au := api.AuditRecord{Time: j.SubmitTime, UID: c.uid, User: c.user, Action: "submit", Target: "job " + id,
+		Detail: withAuthDetail(detail, c)}
+	return &accounting.Batch{NewJobs: []*api.Job{j}, MaxJobID: j.ID, Events: []api.Event{ev}, Audit: []api.AuditRecord{au}}
 }
 
 // priorityOf is the base priority: an operator-set value, else the base
@@ -441,9 +521,16 @@ type capacityList struct {
 // them: on 512 nodes, building the list and the checks' pass anew each
 // time was most of a submission's cost, so both are kept until a node
 // registers again (partitions and the scheduler's settings do not change
-// while the controller runs). Callers share the list and must not modify
-// it.
+// while the controller runs). The lists are read without mu while
+// capVersion says they are current, so that submissions need not wait
+// for a scheduling pass (submitlane.go). Callers share the list and must
+// not modify it.
 func (s *Server) partCapacity(part *api.Partition) capacityList {
+	if m := s.lane.caps.Load(); m != nil {
+		if c, ok := (*m)[part.Name]; ok && c.version == s.capVersion.Load() {
+			return c
+		}
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.partCapacityLocked(part)
@@ -451,7 +538,8 @@ func (s *Server) partCapacity(part *api.Partition) capacityList {
 
 // partCapacityLocked is partCapacity with mu held.
 func (s *Server) partCapacityLocked(part *api.Partition) capacityList {
-	if c, ok := s.capacities[part.Name]; ok && c.version == s.capVersion {
+	version := s.capVersion.Load() // only changed with mu held
+	if c, ok := s.capacities[part.Name]; ok && c.version == version {
 		return c
 	}
 	out := make([]sched.NodeInfo, 0, len(part.Nodes))
@@ -460,8 +548,16 @@ func (s *Server) partCapacityLocked(part *api.Partition) capacityList {
 			out = append(out, s.capacity(n))
 		}
 	}
-	c := capacityList{version: s.capVersion, nodes: out, feasible: sched.NewFeasibility(s.partInfo(part), out, s.schedConfig())}
+	c := capacityList{version: version, nodes: out, feasible: sched.NewFeasibility(s.partInfo(part), out, s.schedConfig())}
 	s.capacities[part.Name] = c
+	// Published anew for readers without mu: the current lists only.
+	pub := make(map[string]capacityList, len(s.capacities))
+	for name, l := range s.capacities {
+		if l.version == version {
+			pub[name] = l
+		}
+	}
+	s.lane.caps.Store(&pub)
 	return c
 }
 
@@ -687,7 +783,7 @@ func (s *Server) cancel(c caller, req api.CancelRequest) (api.CancelResponse, er
 // knownFinished reports whether id was a job that has left memory (its
 // cancel is a no-op, not an error). Called with mu held.
 func (s *Server) knownFinished(id uint64) bool {
-	return id > 0 && id < s.nextID && id >= s.cl.FirstJobID
+	return id > 0 && id < s.nextJobID() && id >= s.cl.FirstJobID
 }
 
 // signalJob carries out scancel --signal (and -b, -f) on one job as

@@ -194,7 +194,7 @@ func (s *Server) register(r api.NodeRegistration) (api.NodeSyncResponse, error) 
 	s.ledger.SetCapacity(n.Name, state.Capacity{CPUs: r.CPUs, MemoryMB: r.MemoryMB, GPUs: len(r.GPUs), GPUMemMB: gpuMemMB(r.GPUs)})
 	n.TmpDiskMB = r.TmpDiskMB
 	n.matrix = linkMatrix(r.GPUs)
-	s.capVersion++ // the node's capacity may have changed
+	s.capVersion.Add(1) // the node's capacity may have changed
 	// What the operator declared stays; the node adds what it found
 	// (containerd, for one), so a tided without features: of its own
 	// does not wipe the declared ones.

@@ -378,7 +378,7 @@ func (s *Server) applyConfig(cl *Cluster) {
 	}
 	// Submission checks cache partitions' capacities and the scheduler
 	// settings they were built with; listings may show partitions.
-	s.capVersion++
+	s.capVersion.Add(1)
 	s.capacities = map[string]capacityList{}
 	s.jobsVersion++
 	if s.reconf.level != nil {

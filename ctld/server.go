@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tide-hpc/tide/accounting"
@@ -41,7 +42,9 @@ type Server struct {
 	self    uint32
 	now     func() time.Time
 
-	mu   sync.Mutex
+	// mu guards the server's state; taking it merges the submissions
+	// stored meanwhile (submitlane.go).
+	mu   serverMu
 	jobs map[uint64]*api.Job
 	// live holds every job that has not ended, and some that have since:
 	// addPending walks it instead of jobs, which keep finished jobs for
@@ -50,7 +53,8 @@ type Server struct {
 	live       map[uint64]*api.Job
 	nodes      map[string]*nodeRec
 	partitions map[string]*api.Partition
-	nextID     uint64
+	// nextID is the next job id; guarded by lane.mu.
+	nextID uint64
 	// dirty jobs and queued events/audit are written by flush; they stay
 	// queued when a write fails and go out with the next one.
 	dirty      map[uint64]bool
@@ -72,7 +76,7 @@ type Server struct {
 	// submission checks (partCapacity); a registration bumps capVersion,
 	// which retires them.
 	capacities map[string]capacityList
-	capVersion uint64
+	capVersion atomic.Uint64
 	kick       chan struct{}
 	users      *userCache
 	metrics    *metrics
@@ -81,8 +85,10 @@ type Server struct {
 	// buffer holds submissions over their queue's rate (buffer.go).
 	buffer submitBuffer
 	// tokens are the submission tokens of the jobs in memory
-	// (tokens.go).
+	// (tokens.go); guarded by lane.mu.
 	tokens map[tokenKey]*tokenEntry
+	// lane takes submissions without mu (submitlane.go).
+	lane submitLane
 	// stepKey signs srun's step grants (stepkey.go).
 	stepKey stepKeyEntry
 	// schedule is the pure core (sched.Schedule; tests may stand in a
@@ -167,6 +173,7 @@ func buildServer(cl *Cluster, log *slog.Logger, st Store, key string, now func()
 	}
 	s.listCache.now = now
 	s.submits.write = s.storeWrite
+	s.setupLane()
 	s.keyLog = newRefusalLog(log, refusalLogEvery, "refused node request without a valid cluster key")
 	for i := range cl.Partitions {
 		p := cl.Partitions[i]

@@ -41,9 +41,9 @@ var storedToken = func() chan struct{} {
 // the token is unknown (or its first submission failed to store).
 func (s *Server) awaitToken(ctx context.Context, k tokenKey) (uint64, bool, error) {
 	for {
-		s.mu.Lock()
+		s.lane.mu.Lock()
 		e := s.tokens[k]
-		s.mu.Unlock()
+		s.lane.mu.Unlock()
 		if e == nil {
 			return 0, false, nil
 		}
@@ -67,6 +67,8 @@ func (s *Server) rememberToken(j *api.Job) {
 	if j.SubmitToken == "" || j.ArrayJobID != 0 && j.ID != j.ArrayJobID {
 		return // a task split off its array carries its array's token
 	}
+	s.lane.mu.Lock() // tokens are the submission lane's (submitlane.go)
+	defer s.lane.mu.Unlock()
 	s.tokens[tokenKey{uid: j.UserID, token: j.SubmitToken}] = &tokenEntry{id: j.ID, done: storedToken}
 }
 
@@ -77,6 +79,8 @@ func (s *Server) forgetToken(j *api.Job) {
 		return
 	}
 	k := tokenKey{uid: j.UserID, token: j.SubmitToken}
+	s.lane.mu.Lock()
+	defer s.lane.mu.Unlock()
 	if e := s.tokens[k]; e != nil && e.id == j.ID {
 		delete(s.tokens, k)
 	}
