@@ -223,6 +223,37 @@ func (s *Store) QueryClusters(ctx context.Context, clusters []string, f api.JobF
 	return out, nil
 }
 
+// ClusterSteps is Steps for the jobs jobIDs of cluster (sacct -M): the
+// srun steps other clusters of a shared store recorded, as their own
+// controllers stored them. The store's own cluster (or "") reads its own
+// tables; a name of no registered cluster, or one whose tables do not
+// exist yet, has no steps; on SQLite another name is
+// ErrInvalidArgument. It only reads.
+func (s *Store) ClusterSteps(ctx context.Context, cluster string, jobIDs []uint64) ([]api.StepRecord, error) {
+	if strings.EqualFold(strings.TrimSpace(cluster), AllClusters) {
+		return nil, fmt.Errorf("steps of cluster %q: name one cluster: %w", cluster, api.ErrInvalidArgument)
+	}
+	targets, err := s.resolveClusters(ctx, []string{cluster})
+	if err != nil {
+		return nil, err
+	}
+	if len(targets) == 0 {
+		return nil, nil
+	}
+	c := targets[0]
+	if c.Schema == "" || c.Schema == s.schema {
+		return s.Steps(ctx, jobIDs)
+	}
+	var ready bool
+	if err := s.r.QueryRowContext(ctx, `SELECT to_regclass($1) IS NOT NULL`, quoteIdent(c.Schema)+".steps").Scan(&ready); err != nil {
+		return nil, fmt.Errorf("query steps of cluster %s: %w", c.Name, err)
+	}
+	if !ready {
+		return nil, nil
+	}
+	return jobRecords[api.StepRecord](ctx, s, quoteIdent(c.Schema)+".steps", "job_id, step_id", "step", jobIDs)
+}
+
 // resolveClusters turns QueryClusters' names into the clusters to read,
 // each once, sorted by name. Schema "" is the store's own tables.
 func (s *Store) resolveClusters(ctx context.Context, names []string) ([]Cluster, error) {
