@@ -38,18 +38,6 @@ type Cluster struct {
 	Created time.Time
 }
 
-// schemaPrefix starts every cluster's schema name.
-const schemaPrefix = "tide_"
-
-// maxClusterName is the longest cluster name that maps to a schema:
-// PostgreSQL truncates identifiers to 63 bytes (NAMEDATALEN - 1), which
-// could make two long names one schema.
-const maxClusterName = 63 - len(schemaPrefix)
-
-// AllClusters is the word of sacct -M (and QueryClusters) for every
-// cluster of the store.
-const AllClusters = "all"
-
 // clusterLockID is the PostgreSQL advisory lock held while a cluster
 // registers: CREATE SCHEMA IF NOT EXISTS and CREATE TABLE IF NOT EXISTS
 // are not safe against a concurrent twin (both may pass the check and
@@ -65,42 +53,12 @@ const sqlRegistry = `CREATE TABLE public.tide_clusters (
 		created BIGINT NOT NULL
 	)`
 
-// ClusterSchema returns the PostgreSQL schema of cluster name: tide_
-// then the name with upper-case letters lowered (Slurm lower-cases
-// ClusterName too) and '-' written as '_'. A name that holds any other
-// character than ASCII letters, digits, '-' and '_', is longer than 58
-// characters, or is "all" (sacct -M's word for every cluster) maps to no
-// schema and is refused with ErrInvalidArgument. Two names that differ
-// only in case or in '-' against '_' map to one schema: the registry
-// refuses the second (OpenURLCluster).
-func ClusterSchema(name string) (string, error) {
-	bad := func(why string) error {
-		return fmt.Errorf("cluster_name %q %s: %w", name, why, api.ErrInvalidArgument)
-	}
-	switch {
-	case name == "":
-		return "", bad("is empty")
-	case len(name) > maxClusterName:
-		return "", bad(fmt.Sprintf("is longer than %d characters, too long for a PostgreSQL schema name (%s<name>)",
-			maxClusterName, schemaPrefix))
-	case strings.EqualFold(name, AllClusters):
-		return "", bad("is sacct -M's word for every cluster")
-	}
-	b := []byte(name)
-	for i, c := range b {
-		switch {
-		case c >= 'a' && c <= 'z', c >= '0' && c <= '9', c == '_':
-		case c >= 'A' && c <= 'Z':
-			b[i] = c - 'A' + 'a'
-		case c == '-':
-			b[i] = '_'
-		default:
-			return "", bad(fmt.Sprintf("holds %q: a cluster sharing a PostgreSQL store needs a name of letters, digits, '-' and '_'",
-				string(rune(c))))
-		}
-	}
-	return schemaPrefix + string(b), nil
-}
+// ClusterSchema returns the PostgreSQL schema of cluster name
+// (api.ClusterSchema, which the configuration check shares).
+func ClusterSchema(name string) (string, error) { return api.ClusterSchema(name) }
+
+// AllClusters is api.AllClusters.
+const AllClusters = api.AllClusters
 
 // quoteIdent quotes a PostgreSQL identifier.
 func quoteIdent(name string) string { return pgx.Identifier{name}.Sanitize() }
@@ -263,6 +221,37 @@ func (s *Store) QueryClusters(ctx context.Context, clusters []string, f api.JobF
 		out = []api.Job{}
 	}
 	return out, nil
+}
+
+// ClusterSteps is Steps for the jobs jobIDs of cluster (sacct -M): the
+// srun steps other clusters of a shared store recorded, as their own
+// controllers stored them. The store's own cluster (or "") reads its own
+// tables; a name of no registered cluster, or one whose tables do not
+// exist yet, has no steps; on SQLite another name is
+// ErrInvalidArgument. It only reads.
+func (s *Store) ClusterSteps(ctx context.Context, cluster string, jobIDs []uint64) ([]api.StepRecord, error) {
+	if strings.EqualFold(strings.TrimSpace(cluster), AllClusters) {
+		return nil, fmt.Errorf("steps of cluster %q: name one cluster: %w", cluster, api.ErrInvalidArgument)
+	}
+	targets, err := s.resolveClusters(ctx, []string{cluster})
+	if err != nil {
+		return nil, err
+	}
+	if len(targets) == 0 {
+		return nil, nil
+	}
+	c := targets[0]
+	if c.Schema == "" || c.Schema == s.schema {
+		return s.Steps(ctx, jobIDs)
+	}
+	var ready bool
+	if err := s.r.QueryRowContext(ctx, `SELECT to_regclass($1) IS NOT NULL`, quoteIdent(c.Schema)+".steps").Scan(&ready); err != nil {
+		return nil, fmt.Errorf("query steps of cluster %s: %w", c.Name, err)
+	}
+	if !ready {
+		return nil, nil
+	}
+	return jobRecords[api.StepRecord](ctx, s, quoteIdent(c.Schema)+".steps", "job_id, step_id", "step", jobIDs)
 }
 
 // resolveClusters turns QueryClusters' names into the clusters to read,

@@ -3,6 +3,7 @@ package accounting
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -14,44 +15,6 @@ import (
 
 	"github.com/tide-hpc/tide/ctld/api"
 )
-
-func TestClusterSchema(t *testing.T) {
-	long := strings.Repeat("a", maxClusterName)
-	tests := []struct {
-		name, cluster string
-		want          string
-		wantErr       string // in the error; "" for none
-	}{
-		{name: "lower case", cluster: "tide", want: "tide_tide"},
-		{name: "digits and underscore", cluster: "gpu_2", want: "tide_gpu_2"},
-		{name: "upper case folds", cluster: "East", want: "tide_east"},
-		{name: "dash becomes underscore", cluster: "gpu-east-1", want: "tide_gpu_east_1"},
-		{name: "leading digit", cluster: "1st", want: "tide_1st"},
-		{name: "longest", cluster: long, want: "tide_" + long},
-		{name: "empty", cluster: "", wantErr: "is empty"},
-		{name: "too long", cluster: long + "b", wantErr: "longer than 58 characters"},
-		{name: "all", cluster: "all", wantErr: "sacct -M's word"},
-		{name: "ALL", cluster: "ALL", wantErr: "sacct -M's word"},
-		{name: "dot", cluster: "a.b", wantErr: `holds "."`},
-		{name: "space", cluster: "a b", wantErr: `holds " "`},
-		{name: "quote", cluster: `a"b`, wantErr: `holds "\""`},
-		{name: "not ASCII", cluster: "grün", wantErr: "letters, digits, '-' and '_'"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, err := ClusterSchema(tt.cluster)
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) || !errors.Is(err, api.ErrInvalidArgument) {
-					t.Fatalf("ClusterSchema(%q) = %q, %v; want an invalid-argument error with %q", tt.cluster, got, err, tt.wantErr)
-				}
-				return
-			}
-			if err != nil || got != tt.want {
-				t.Fatalf("ClusterSchema(%q) = %q, %v; want %q", tt.cluster, got, err, tt.want)
-			}
-		})
-	}
-}
 
 // openCluster opens cluster's store on the PostgreSQL database url and
 // closes it when the test ends.
@@ -188,6 +151,41 @@ func TestSharedStoreClusters(t *testing.T) {
 	}
 	if inPublic || !inEast {
 		t.Errorf("jobs table in public: %v, in tide_east: %v; want only the cluster's", inPublic, inEast)
+	}
+
+	// Each cluster's srun steps are its own: job 1 has a step in both.
+	mustWrite(t, east, &Batch{Steps: []api.StepRecord{{JobID: 1, StepID: 0, Name: "east-step", State: api.StateCompleted}}})
+	mustWrite(t, west, &Batch{Steps: []api.StepRecord{{JobID: 1, StepID: 0, Name: "west-step", State: api.StateFailed},
+		{JobID: 7, StepID: 2, Name: "west-7", State: api.StateCompleted}}})
+	stepNames := func(steps []api.StepRecord) []string {
+		out := []string{}
+		for _, st := range steps {
+			out = append(out, fmt.Sprintf("%d.%d=%s", st.JobID, st.StepID, st.Name))
+		}
+		return out
+	}
+	for _, tt := range []struct {
+		cluster string
+		ids     []uint64
+		want    []string
+	}{
+		{cluster: "West-2", ids: []uint64{1, 7}, want: []string{"1.0=west-step", "7.2=west-7"}},
+		{cluster: "west_2", ids: []uint64{1}, want: []string{"1.0=west-step"}},
+		{cluster: "east", ids: []uint64{1, 7}, want: []string{"1.0=east-step"}},
+		{cluster: "", ids: []uint64{1}, want: []string{"1.0=east-step"}},
+		{cluster: "north", ids: []uint64{1}, want: []string{}},
+	} {
+		got, err := east.ClusterSteps(ctx, tt.cluster, tt.ids)
+		if err != nil {
+			t.Errorf("ClusterSteps(%q, %v): %v", tt.cluster, tt.ids, err)
+			continue
+		}
+		if diff := cmp.Diff(tt.want, stepNames(got)); diff != "" {
+			t.Errorf("ClusterSteps(%q, %v) from east (-want +got):\n%s", tt.cluster, tt.ids, diff)
+		}
+	}
+	if _, err := east.ClusterSteps(ctx, "all", []uint64{1}); !errors.Is(err, api.ErrInvalidArgument) {
+		t.Errorf("ClusterSteps(all): %v, want invalid argument (steps are asked of one cluster)", err)
 	}
 
 	// A restart registers again, harmlessly, and finds its jobs.
@@ -332,6 +330,12 @@ func TestSQLiteOneCluster(t *testing.T) {
 	want := "cluster other: the accounting store is SQLite: it holds only cluster tide; several clusters need a shared PostgreSQL store"
 	if err == nil || err.Error() != want || !errors.Is(err, api.ErrInvalidArgument) {
 		t.Errorf("QueryClusters(tide, other) error %v, want %q (invalid argument)", err, want)
+	}
+	if _, err := s.ClusterSteps(ctx, "other", []uint64{1}); !errors.Is(err, api.ErrInvalidArgument) {
+		t.Errorf("ClusterSteps(other) on SQLite: %v, want invalid argument", err)
+	}
+	if steps, err := s.ClusterSteps(ctx, "TIDE", []uint64{1}); err != nil || len(steps) != 0 {
+		t.Errorf("ClusterSteps(TIDE) on SQLite: %v, %v; want its own (none)", steps, err)
 	}
 	if list, err := s.ListClusters(ctx); err != nil || len(list) != 1 || list[0].Name != "tide" || list[0].Schema != "" {
 		t.Errorf("ListClusters = %+v, %v; want tide alone", list, err)

@@ -108,6 +108,16 @@ func (d dialect) nowNanos() string {
 	return `CAST((julianday('now') - 2440587.5) * 86400000000000.0 AS INTEGER)`
 }
 
+// firstEpoch is the epoch of a store's first lease: the store's clock in
+// milliseconds, not 1. Node daemons refuse answers of an epoch lower
+// than one they saw (a deposed primary's); when an operator replaces the
+// store (a fresh state directory, a new database) while the nodes keep
+// running, the new store's epochs must still be higher than the old
+// one's, or every node would refuse the new controller until restarted.
+// An epoch grows by one per change of holder, far less than a
+// millisecond's worth between two stores.
+func firstEpoch(nowNanos string) string { return `(` + nowNanos + `) / 1000000` }
+
 // leaseName is the one lease row's key.
 const leaseName = "primary"
 
@@ -122,7 +132,7 @@ func (s *Store) AcquireLease(ctx context.Context, bid LeaseBid) (Lease, bool, er
 	}
 	now := s.dialect.nowNanos()
 	q := s.q(`INSERT INTO leases (name, holder, epoch, expires, addr, api_addr, step_key)
-		VALUES ('` + leaseName + `', ?1, 1, ` + now + ` + ?2, ?3, ?4, ?5)
+		VALUES ('` + leaseName + `', ?1, ` + firstEpoch(now) + `, ` + now + ` + ?2, ?3, ?4, ?5)
 		ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, epoch = leases.epoch + 1,
 			expires = excluded.expires, addr = excluded.addr, api_addr = excluded.api_addr,
 			step_key = excluded.step_key

@@ -24,33 +24,40 @@ func TestLeaseTakeTurns(t *testing.T) {
 		}
 		bidA := LeaseBid{Holder: "ctl-a", Addr: "a:6817", APIAddr: "a:6820", StepKey: "fpA", TTL: time.Minute}
 		bidB := LeaseBid{Holder: "ctl-b", Addr: "b:6817", TTL: 300 * time.Millisecond}
+		before := uint64(time.Now().UnixMilli())
 		l, won, err := a.AcquireLease(ctx, bidA)
-		if err != nil || !won || l.Epoch != 1 || l.Holder != "ctl-a" || l.Addr != "a:6817" || l.APIAddr != "a:6820" || l.StepKey != "fpA" {
+		if err != nil || !won || l.Holder != "ctl-a" || l.Addr != "a:6817" || l.APIAddr != "a:6820" || l.StepKey != "fpA" {
 			t.Fatalf("first bid: %+v won=%v err=%v", l, won, err)
+		}
+		// The first epoch is the store's clock in milliseconds, so that
+		// a replaced store's epochs start above the old one's.
+		e0 := l.Epoch
+		if e0+1000 < before || e0 > uint64(time.Now().UnixMilli())+1000 {
+			t.Fatalf("first epoch %d, want the clock in milliseconds (about %d)", e0, before)
 		}
 		if l.Left <= 50*time.Second || l.Left > time.Minute {
 			t.Errorf("lease left %v, want about a minute", l.Left)
 		}
-		if l, won, err := b.AcquireLease(ctx, bidB); err != nil || won || l.Holder != "ctl-a" || l.Epoch != 1 {
+		if l, won, err := b.AcquireLease(ctx, bidB); err != nil || won || l.Holder != "ctl-a" || l.Epoch != e0 {
 			t.Fatalf("second bid on a live lease: %+v won=%v err=%v; want refused, held by ctl-a", l, won, err)
 		}
 		// A restart of ctl-a takes its own lease at once, at a new epoch.
 		l, won, err = a.AcquireLease(ctx, bidA)
-		if err != nil || !won || l.Epoch != 2 {
-			t.Fatalf("holder's own bid: %+v won=%v err=%v; want epoch 2", l, won, err)
+		if err != nil || !won || l.Epoch != e0+1 {
+			t.Fatalf("holder's own bid: %+v won=%v err=%v; want epoch e0+1", l, won, err)
 		}
-		if ok, err := a.RenewLease(ctx, 1, time.Minute); err != nil || ok {
+		if ok, err := a.RenewLease(ctx, e0, time.Minute); err != nil || ok {
 			t.Fatalf("renew at the old epoch: %v %v; want refused", ok, err)
 		}
-		if ok, err := a.RenewLease(ctx, 2, time.Minute); err != nil || !ok {
+		if ok, err := a.RenewLease(ctx, e0+1, time.Minute); err != nil || !ok {
 			t.Fatalf("renew at epoch 2: %v %v", ok, err)
 		}
-		if err := a.ReleaseLease(ctx, 2); err != nil {
+		if err := a.ReleaseLease(ctx, e0+1); err != nil {
 			t.Fatal(err)
 		}
 		l, won, err = b.AcquireLease(ctx, bidB)
-		if err != nil || !won || l.Epoch != 3 || l.Holder != "ctl-b" {
-			t.Fatalf("bid after release: %+v won=%v err=%v; want ctl-b at epoch 3", l, won, err)
+		if err != nil || !won || l.Epoch != e0+2 || l.Holder != "ctl-b" {
+			t.Fatalf("bid after release: %+v won=%v err=%v; want ctl-b at epoch e0+2", l, won, err)
 		}
 		// ctl-b does not renew: its lease lapses and ctl-a takes over.
 		time.Sleep(400 * time.Millisecond)
@@ -58,10 +65,10 @@ func TestLeaseTakeTurns(t *testing.T) {
 			t.Fatalf("lapsed lease reads %+v, %v; want not live", l, err)
 		}
 		l, won, err = a.AcquireLease(ctx, bidA)
-		if err != nil || !won || l.Epoch != 4 {
-			t.Fatalf("bid after lapse: %+v won=%v err=%v; want epoch 4", l, won, err)
+		if err != nil || !won || l.Epoch != e0+3 {
+			t.Fatalf("bid after lapse: %+v won=%v err=%v; want epoch e0+3", l, won, err)
 		}
-		if ok, err := b.RenewLease(ctx, 3, time.Minute); err != nil || ok {
+		if ok, err := b.RenewLease(ctx, e0+2, time.Minute); err != nil || ok {
 			t.Fatalf("lapsed holder renews: %v %v; want refused", ok, err)
 		}
 	})
@@ -181,4 +188,38 @@ func TestTakeoverPastStuckWriter(t *testing.T) {
 	if err := tx.Commit(); err == nil {
 		t.Errorf("the stuck writer's transaction committed after the takeover")
 	}
+}
+
+// TestReplacedStoreEpochsGoOn: a store that replaces another (a fresh
+// state directory, a new database) while node daemons keep running
+// starts its epochs above the old store's, even after takeovers there,
+// so that the nodes, which refuse answers of a lower epoch than they
+// saw, follow the new controller without a restart.
+func TestReplacedStoreEpochsGoOn(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, be backend) {
+		ctx := context.Background()
+		old := be.open(t, be.newDB(t))
+		var last uint64
+		for _, holder := range []string{"ctl-a", "ctl-b", "ctl-a", "ctl-b"} {
+			l, won, err := old.AcquireLease(ctx, LeaseBid{Holder: holder, TTL: time.Minute})
+			if err == nil && !won {
+				if err = old.ReleaseLease(ctx, l.Epoch); err == nil {
+					l, won, err = old.AcquireLease(ctx, LeaseBid{Holder: holder, TTL: time.Minute})
+				}
+			}
+			if err != nil || !won {
+				t.Fatalf("%s's bid on the old store: %+v won=%v err=%v", holder, l, won, err)
+			}
+			last = l.Epoch
+		}
+		time.Sleep(20 * time.Millisecond)
+		fresh := be.open(t, be.newDB(t))
+		l, won, err := fresh.AcquireLease(ctx, LeaseBid{Holder: "ctl-a", TTL: time.Minute})
+		if err != nil || !won {
+			t.Fatalf("first bid on the new store: %+v won=%v err=%v", l, won, err)
+		}
+		if l.Epoch <= last {
+			t.Errorf("the new store's first epoch %d is not above the old store's last %d", l.Epoch, last)
+		}
+	})
 }

@@ -62,7 +62,7 @@ type nameKey struct {
 // with mu held.
 func (s *Server) addLive(j *api.Job) {
 	if !j.State.Terminal() {
-		s.live[j.ID] = j
+		s.live.add(j)
 	}
 }
 
@@ -101,12 +101,11 @@ func (ix *jobIndex) add(j *api.Job) {
 // held from snapshot.
 func (s *Server) addPending(snap *sched.Snapshot) {
 	now := s.now()
-	var cands []*api.Job
+	cands := make([]*api.Job, 0, s.live.len())
 	ordered := false
-	for id, j := range s.live {
-		if j.State.Terminal() || s.jobs[id] != j {
-			delete(s.live, id)
-			continue
+	s.live.walk(func(j *api.Job) bool {
+		if j.State.Terminal() || s.jobs[j.ID] != j {
+			return false
 		}
 		// Held jobs carry their reason from the hold itself; leaving them
 		// out keeps passes cheap when thousands wait on a hold.
@@ -115,11 +114,16 @@ func (s *Server) addPending(snap *sched.Snapshot) {
 			cands = append(cands, j)
 			ordered = ordered || j.ArrayJobID != 0 || j.Dependency != ""
 		}
-	}
+		return true
+	})
 	if !ordered {
 		// Plain jobs only: no array or dependency bookkeeping, whose
 		// index costs a walk over every job the controller keeps.
-		snap.Pending = append(snap.Pending, cands...)
+		if snap.Pending == nil {
+			snap.Pending = cands
+		} else {
+			snap.Pending = append(snap.Pending, cands...)
+		}
 		return
 	}
 	ix := s.index()

@@ -21,6 +21,7 @@ import (
 // Store: a store without it answers for this controller's cluster only.
 type clusterStore interface {
 	QueryClusters(ctx context.Context, clusters []string, f api.JobFilter) ([]api.Job, error)
+	ClusterSteps(ctx context.Context, cluster string, jobIDs []uint64) ([]api.StepRecord, error)
 }
 
 var _ clusterStore = (*accounting.Store)(nil)
@@ -67,4 +68,22 @@ func (s *Server) onlyLocal(clusters []string) bool {
 		}
 	}
 	return true
+}
+
+// clusterSteps answers sacct's steps of another cluster's jobs (sacct
+// -M): read from that cluster's tables of a shared store. The steps of
+// running jobs there are as that cluster's controller last stored them.
+func (s *Server) clusterSteps(ctx context.Context, cluster string, ids []uint64) ([]api.StepRecord, error) {
+	cs, ok := s.store.(clusterStore)
+	if !ok {
+		return nil, api.Errorf(api.ErrInvalidArgument, "this controller's store holds only cluster %s", s.cl.ClusterName)
+	}
+	steps, err := cs.ClusterSteps(ctx, cluster, ids)
+	if err != nil {
+		if _, code := api.HTTPStatus(err); code == "internal" {
+			err = fmt.Errorf("query steps: %w: %w", api.ErrInternal, err)
+		}
+		return nil, err
+	}
+	return steps, nil
 }

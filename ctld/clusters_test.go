@@ -1,6 +1,8 @@
 package ctld
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -13,6 +15,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/tide-hpc/tide/accounting"
 	"github.com/tide-hpc/tide/ctld/api"
 	"github.com/tide-hpc/tide/ctld/api/listing"
 )
@@ -148,6 +151,54 @@ func TestAccountingClusters(t *testing.T) {
 				}
 			}
 		})
+	}
+	// Steps: each cluster's own, read from the other's tables with the
+	// same privacy rule (job 1 is alice's on east, bob's on west).
+	for h, name := range map[*harness]string{east: "east-1.0", west: "west-1.0"} {
+		st := h.s.store.(*accounting.Store)
+		owner := uint32(uidBob)
+		if h == east {
+			owner = uidAlice
+		}
+		if err := st.Write(context.Background(), &accounting.Batch{Steps: []api.StepRecord{
+			{JobID: 1, StepID: 0, Name: name, UserID: owner, State: api.StateCompleted}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	steps := func(h *harness, uid uint32, query string) (string, string) {
+		w := h.get(uid, "/api/v1/accounting/steps?job=1"+query, "")
+		if w.Code != http.StatusOK {
+			return fmt.Sprintf("%d %s", w.Code, strings.TrimSpace(w.Body.String())), ""
+		}
+		var l api.StepList
+		if err := json.Unmarshal(w.Body.Bytes(), &l); err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, st := range l.Steps {
+			names = append(names, st.Name)
+		}
+		return strings.Join(names, ","), l.Cluster
+	}
+	for _, tt := range []struct {
+		h                  *harness
+		uid                uint32
+		query, want, wantC string
+	}{
+		{h: east, uid: uidRoot, want: "east-1.0"},
+		{h: east, uid: uidRoot, query: "&cluster=west", want: "west-1.0", wantC: "west"},
+		{h: east, uid: uidRoot, query: "&cluster=east", want: "east-1.0", wantC: "east"},
+		{h: west, uid: uidRoot, query: "&cluster=east", want: "east-1.0", wantC: "east"},
+		{h: east, uid: uidAlice, query: "&cluster=west", want: "", wantC: "west"}, // bob's
+		{h: east, uid: uidBob, query: "&cluster=west", want: "west-1.0", wantC: "west"},
+		{h: east, uid: uidRoot, query: "&cluster=north", want: "", wantC: "north"},
+		{h: east, uid: uidRoot, query: "&cluster=all", want: `400 {"error":`},
+	} {
+		got, gotC := steps(tt.h, tt.uid, tt.query)
+		if !strings.HasPrefix(got, tt.want) || tt.want == "" && got != "" || gotC != tt.wantC {
+			t.Errorf("steps of job 1%s from %s as uid %d: %q (cluster %q), want %q (cluster %q)",
+				tt.query, tt.h.s.cl.ClusterName, tt.uid, got, gotC, tt.want, tt.wantC)
+		}
 	}
 }
 

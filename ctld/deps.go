@@ -99,11 +99,11 @@ func (s *Server) dependsOn(d *api.Dependency, target uint64) bool {
 			seen[k] = true
 			if waits == nil {
 				waits = map[uint64][]string{}
-				for _, o := range s.live {
+				s.live.each(func(o *api.Job) {
 					if o.State == api.StatePending && o.Dependency != "" {
 						waits[depKey(o)] = append(waits[depKey(o)], o.Dependency)
 					}
-				}
+				})
 			}
 			for _, ds := range waits[k] {
 				if next, err := api.ParseDependency(ds); err == nil && next != nil {

@@ -32,25 +32,38 @@ const (
 // live set, but the runtime's background scavenger returns the pages
 // over many seconds; an operator reading the controller's RSS meanwhile
 // sees the burst, not the state it holds.
+//
+// Handing pages back forces a collection, which at a large live set is
+// the costliest thing the controller does: at 100,000 pending jobs (a
+// 450 MB live heap) every ordinary collection left more than
+// idleReturnBytes free and was followed by a forced one, doubling the
+// collector's share of the CPU and stretching the scheduling passes it
+// overlapped. So the free heap must also exceed half of the live heap:
+// more than the ordinary garbage of a gcPercent cycle (40 % of it), as
+// after a real burst.
 const idleReturnBytes = 16 << 20
 
-var heapFree = []rtmetrics.Sample{{Name: "/memory/classes/heap/free:bytes"}}
+var heapFree = []rtmetrics.Sample{{Name: "/memory/classes/heap/free:bytes"}, {Name: "/gc/heap/live:bytes"}}
 
 // heapFreeBytes is the free heap memory the runtime holds and has not
-// returned to the OS.
-func heapFreeBytes() uint64 {
+// returned to the OS, and the live heap of the last collection.
+func heapFreeBytes() (free, live uint64) {
 	rtmetrics.Read(heapFree)
-	if heapFree[0].Value.Kind() != rtmetrics.KindUint64 {
-		return 0
+	if heapFree[0].Value.Kind() == rtmetrics.KindUint64 {
+		free = heapFree[0].Value.Uint64()
 	}
-	return heapFree[0].Value.Uint64()
+	if heapFree[1].Value.Kind() == rtmetrics.KindUint64 {
+		live = heapFree[1].Value.Uint64()
+	}
+	return free, live
 }
 
 // returnIdleMemory returns free heap pages to the OS when more than
-// idleReturnBytes of them are held (a forced collection: at most once a
-// second, and only after the heap shrank), and reports whether it did.
+// idleReturnBytes and more than half the live heap are held (a forced
+// collection: at most once a second, and only after the heap shrank),
+// and reports whether it did.
 func returnIdleMemory() bool {
-	if heapFreeBytes() <= idleReturnBytes {
+	if free, live := heapFreeBytes(); free <= max(idleReturnBytes, live/2) {
 		return false
 	}
 	debug.FreeOSMemory()

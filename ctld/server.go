@@ -50,7 +50,7 @@ type Server struct {
 	// addPending walks it instead of jobs, which keep finished jobs for
 	// MinJobAge (thousands on a busy cluster), and drops the ended ones
 	// as it goes. addLive puts a job in whenever it (re)enters PENDING.
-	live       map[uint64]*api.Job
+	live       liveJobs
 	nodes      map[string]*nodeRec
 	partitions map[string]*api.Partition
 	// nextID is the next job id; guarded by lane.mu.
@@ -91,9 +91,11 @@ type Server struct {
 	lane submitLane
 	// stepKey signs srun's step grants (stepkey.go).
 	stepKey stepKeyEntry
-	// schedule is the pure core (sched.Schedule; tests may stand in a
-	// plan of their own).
+	// schedule is the pure core (passMem's Schedule; tests may stand in
+	// a plan of their own). passMem is the memory its passes reuse: the
+	// plan of one pass is applied before the next starts, under mu.
 	schedule func(*sched.Snapshot, time.Time, sched.Config) sched.Plan
+	passMem  sched.Scratch
 	// keyLog logs node requests without the cluster key, at most once
 	// per peer per interval.
 	keyLog *refusalLog
@@ -167,10 +169,11 @@ func newServer(cl *Cluster, log *slog.Logger, st Store, key string, now func() t
 func buildServer(cl *Cluster, log *slog.Logger, st Store, key string, now func() time.Time) (*Server, error) {
 	s := &Server{
 		cl: cl, log: log, store: st, key: key, self: uint32(os.Getuid()), now: now,
-		jobs: map[uint64]*api.Job{}, live: map[uint64]*api.Job{}, spool: newRecentSpool(recentSpoolBytes), nodes: map[string]*nodeRec{}, partitions: map[string]*api.Partition{},
+		jobs: map[uint64]*api.Job{}, live: newLiveJobs(), spool: newRecentSpool(recentSpoolBytes), nodes: map[string]*nodeRec{}, partitions: map[string]*api.Partition{},
 		dirty: map[uint64]bool{}, dirtyNodes: map[string]bool{}, lazy: map[uint64]bool{}, capacities: map[string]capacityList{},
-		tokens: map[tokenKey]*tokenEntry{}, kick: make(chan struct{}, 1), users: newUserCache(), startTime: now(), schedule: sched.Schedule,
+		tokens: map[tokenKey]*tokenEntry{}, kick: make(chan struct{}, 1), users: newUserCache(), startTime: now(),
 	}
+	s.schedule = s.passMem.Schedule
 	s.listCache.now = now
 	s.submits.write = s.storeWrite
 	s.setupLane()

@@ -915,7 +915,8 @@ func (s *Server) handleRelease(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, struct{}{})
 }
 
-// handleSteps answers GET /api/v1/accounting/steps?job=N&job=M.
+// handleSteps answers GET /api/v1/accounting/steps?job=N&job=M, and
+// with &cluster=NAME the steps of another cluster of a shared store.
 func (s *Server) handleSteps(w http.ResponseWriter, r *http.Request) {
 	var ids []uint64
 	for _, v := range r.URL.Query()["job"] {
@@ -926,10 +927,19 @@ func (s *Server) handleSteps(w http.ResponseWriter, r *http.Request) {
 		}
 		ids = append(ids, id)
 	}
-	steps, err := s.listSteps(r.Context(), ids)
+	var steps []api.StepRecord
+	var err error
+	cl := r.URL.Query().Get("cluster")
+	if s.onlyLocal([]string{cl}) {
+		steps, err = s.listSteps(r.Context(), ids)
+	} else {
+		steps, err = s.clusterSteps(r.Context(), cl, ids)
+	}
 	if err != nil {
 		writeErr(w, err)
 		return
 	}
-	writeJSON(w, api.StepList{Steps: s.accountingView(s.callerOf(r)).keepSteps(steps)})
+	// The uids of clusters sharing a store are one user base, as for
+	// their jobs (queryAccounting).
+	writeJSON(w, api.StepList{Steps: s.accountingView(s.callerOf(r)).keepSteps(steps), Cluster: cl})
 }

@@ -37,7 +37,9 @@
 # (jobs per submission measure, 5000), BENCH_WINDOW (30s), BENCH_PORT
 # (a free port from 6900), BENCH_GPUS (8 per node), BENCH_HEARTBEAT
 # (tided's heartbeat, 10s, the default), TIDE_BIN (./bin),
-# BENCH_SLURM_RESULTS (none).
+# BENCH_SLURM_RESULTS (none), BENCH_PROFILE (a file: the controller's
+# CPU profile over the passes' window is written there; BENCH_WINDOW
+# in seconds).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
@@ -207,7 +209,16 @@ if [ "$left" -gt 0 ]; then
 fi
 pending=$("$BIN/squeue" -h -t PD -o %i | wc -l)
 echo "pending $pending" | record
+prof_job=
+if [ -n "${BENCH_PROFILE:-}" ]; then
+  # The controller's CPU profile over the passes' window (operator
+  # access: root over the unix socket).
+  curl -sS --unix-socket "$WORK/ctld.sock" -o "$BENCH_PROFILE" \
+    "http://tidectld/debug/pprof/profile?seconds=${WINDOW%s}" &
+  prof_job=$!
+fi
 "$BS" passes -metrics "http://127.0.0.1:$MPORT/metrics" -for "$WINDOW" | record
+[ -z "$prof_job" ] || wait "$prof_job" || echo "bench-scale: the CPU profile failed" >&2
 "$BS" time -n 5 -- "$BIN/squeue" | sed 's/^/squeue_/' | record
 "$BS" time -n 5 -- "$BIN/sacct" -a -X -S "$(date -d '-1 hour' +%Y-%m-%dT%H:%M:%S)" | sed 's/^/sacct_/' | record
 echo "rss_mb $(rss_mb "$CTLD_PID")" | record

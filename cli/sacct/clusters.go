@@ -2,6 +2,7 @@ package sacct
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -35,9 +36,10 @@ func (o *Options) clusterList() []string {
 }
 
 // clusterScope tells this controller's jobs from other clusters' in a
-// report: only its own have steps and usage it can serve, and job ids
-// repeat across clusters, so another cluster's job 7 must not get the
-// steps of this cluster's job 7.
+// report: job ids repeat across clusters, so another cluster's job 7
+// must not get the steps of this cluster's job 7; other clusters' steps
+// come from their own tables (loadClusterSteps), and their usage is not
+// served.
 type clusterScope struct {
 	// many is set when -M named clusters; local is then the
 	// controller's cluster_name.
@@ -75,4 +77,47 @@ func (sc clusterScope) ownJobs(jobs []api.Job) []api.Job {
 		}
 	}
 	return out
+}
+
+// clusterStepLister is implemented by clients that can list another
+// cluster's steps (*client.Client).
+type clusterStepLister interface {
+	ClusterSteps(ctx context.Context, cluster string, ids []uint64) ([]api.StepRecord, error)
+}
+
+// loadClusterSteps fetches the srun steps of the jobs of other clusters
+// that started, by cluster and job id (sacct -M on a shared store).
+func (o *Options) loadClusterSteps(ctx context.Context, c cmdutil.API, sc clusterScope, jobs []api.Job) (map[string]map[uint64][]api.StepRecord, error) {
+	sl, ok := c.(clusterStepLister)
+	if !ok || !sc.many || o.Allocations {
+		return nil, nil
+	}
+	ids := map[string][]uint64{}
+	var order []string
+	for i := range jobs {
+		j := &jobs[i]
+		if sc.own(j) || j.StartTime.IsZero() {
+			continue
+		}
+		if _, seen := ids[j.Cluster]; !seen {
+			order = append(order, j.Cluster)
+		}
+		ids[j.Cluster] = append(ids[j.Cluster], j.ID)
+	}
+	out := map[string]map[uint64][]api.StepRecord{}
+	for _, cl := range order {
+		steps, err := sl.ClusterSteps(ctx, cl, ids[cl])
+		if err != nil {
+			if errors.Is(err, api.ErrNotFound) || errors.Is(err, api.ErrUnavailable) {
+				continue // a controller without other clusters' steps
+			}
+			return nil, fmt.Errorf("load job steps of cluster %s: %w", cl, err)
+		}
+		m := map[uint64][]api.StepRecord{}
+		for _, st := range steps {
+			m[st.JobID] = append(m[st.JobID], st)
+		}
+		out[cl] = m
+	}
+	return out, nil
 }

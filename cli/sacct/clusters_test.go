@@ -2,6 +2,7 @@ package sacct
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -53,9 +54,27 @@ func TestClusterList(t *testing.T) {
 // asked, sorted by cluster and id, each job carrying its cluster.
 type clustersAPI struct {
 	*stepAPI
-	other   []api.Job
-	refuse  error // the controller's answer to any -M, when set
-	filters []api.JobFilter
+	other      []api.Job
+	otherSteps []api.StepRecord // gpu-b's steps
+	refuse     error            // the controller's answer to any -M, when set
+	filters    []api.JobFilter
+	// stepAsks records ClusterSteps' calls (cluster, ids).
+	stepAsks []string
+}
+
+// ClusterSteps answers gpu-b's steps from its own table.
+func (c *clustersAPI) ClusterSteps(ctx context.Context, cluster string, ids []uint64) ([]api.StepRecord, error) {
+	c.stepAsks = append(c.stepAsks, fmt.Sprintf("%s%v", cluster, ids))
+	if cluster != "gpu-b" {
+		return nil, nil
+	}
+	var out []api.StepRecord
+	for _, st := range c.otherSteps {
+		if slices.Contains(ids, st.JobID) {
+			out = append(out, st)
+		}
+	}
+	return out, nil
 }
 
 func (c *clustersAPI) Accounting(ctx context.Context, f api.JobFilter) (api.JobList, error) {
@@ -107,7 +126,10 @@ func newClustersAPI(t *testing.T) *clustersAPI {
 	return &clustersAPI{other: other, stepAPI: &stepAPI{FakeAPI: fake, steps: []api.StepRecord{
 		{JobID: 101, StepID: 0, Name: "hostname", State: api.StateCompleted, Start: start.Add(time.Second),
 			End: start.Add(3 * time.Second), Nodes: j101.NodeNames(), NTasks: 4, CPUs: 4},
-	}}}
+	}}, otherSteps: []api.StepRecord{
+		{JobID: 101, StepID: 0, Name: "b-eval", State: api.StateFailed, Exit: api.ExitStatus{Code: 3},
+			Start: start.Add(2 * time.Second), End: start.Add(5 * time.Second), Nodes: j101.NodeNames(), NTasks: 2, CPUs: 2},
+	}}
 }
 
 // runClusters runs sacct as root against c.
@@ -121,9 +143,9 @@ func runClusters(t *testing.T, c *clustersAPI, args ...string) result {
 }
 
 // TestClusters: sacct -M reports the jobs of the clusters asked, sorted
-// by cluster then id, with each job's cluster in the Cluster field; only
-// the controller's own jobs get their srun steps (gpu-b's job 101 is not
-// tide's job 101).
+// by cluster then id, with each job's cluster in the Cluster field; each
+// job gets the srun steps of its own cluster (gpu-b's job 101 is not
+// tide's job 101: it shows gpu-b's step b-eval, tide's shows hostname).
 func TestClusters(t *testing.T) {
 	tests := []struct {
 		name   string
@@ -167,6 +189,9 @@ func TestClusters(t *testing.T) {
 		}
 		if n := strings.Count(r.out, `"hostname"`); n != 1 {
 			t.Errorf("--json shows tide's step 101.0 %d times, want once (under tide's job only)", n)
+		}
+		if n := strings.Count(r.out, `"b-eval"`); n != 1 {
+			t.Errorf("--json shows gpu-b's step 101.0 %d times, want once (under gpu-b's job)", n)
 		}
 	})
 	t.Run("the controller refuses", func(t *testing.T) {

@@ -127,9 +127,13 @@ func (o *Options) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	otherSteps, err := o.loadClusterSteps(ctx, c, scope, jobs) // clusters.go
+	if err != nil {
+		return err
+	}
 	stepsOf := func(j *api.Job) []api.StepRecord {
 		if !scope.own(j) {
-			return nil
+			return otherSteps[j.Cluster][j.ID]
 		}
 		return stepMap[j.ID]
 	}

@@ -311,6 +311,10 @@ type StepNodeUse struct {
 // StepList answers GET /api/v1/accounting/steps.
 type StepList struct {
 	Steps []StepRecord `json:"steps"`
+	// Cluster names the other cluster whose steps these are when the
+	// request asked for one (&cluster=), so that a client can tell them
+	// from the answer of a controller that ignores the parameter.
+	Cluster string `json:"cluster,omitempty"`
 }
 
 // Event kinds of steps, in the job's trail.

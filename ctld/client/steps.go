@@ -42,11 +42,27 @@ func (c *Client) Release(ctx context.Context, id uint64, exit api.ExitStatus) er
 
 // Steps lists the steps of the given jobs from accounting (sacct).
 func (c *Client) Steps(ctx context.Context, ids []uint64) ([]api.StepRecord, error) {
+	return c.ClusterSteps(ctx, "", ids)
+}
+
+// ClusterSteps lists the steps of the given jobs of cluster, another
+// cluster of the controller's shared store ("" = its own), for sacct -M.
+func (c *Client) ClusterSteps(ctx context.Context, cluster string, ids []uint64) ([]api.StepRecord, error) {
 	q := url.Values{}
 	for _, id := range ids {
 		q.Add("job", strconv.FormatUint(id, 10))
 	}
+	if cluster != "" {
+		q.Set("cluster", cluster)
+	}
 	var r api.StepList
-	err := c.do(ctx, methodGet, "/api/v1/accounting/steps", q, nil, &r)
-	return r.Steps, err
+	if err := c.do(ctx, methodGet, "/api/v1/accounting/steps", q, nil, &r); err != nil {
+		return nil, err
+	}
+	if cluster != "" && r.Cluster != cluster {
+		// A controller from before clusters' steps answers with its
+		// own cluster's steps of the same ids.
+		return nil, api.Errorf(api.ErrNotFound, "the controller does not serve the steps of cluster %s", cluster)
+	}
+	return r.Steps, nil
 }

@@ -582,6 +582,12 @@ func (c Config) Validate() (*Cluster, error) {
 	}
 	if err := validateStore(c.Store); err != nil {
 		errs = append(errs, err)
+	} else if c.ClusterName != "" && isPostgresStore(c.Store) {
+		// The store keeps the cluster's rows in a schema named after
+		// it: check the name now rather than at the controller's start.
+		if _, err := api.ClusterSchema(c.ClusterName); err != nil {
+			bad("%v", err)
+		}
 	}
 	if c.Socket == "" {
 		bad("socket: must not be empty")

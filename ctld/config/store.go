@@ -45,3 +45,9 @@ func redactStore(store string) string {
 	scheme, _, _ := strings.Cut(store, ":")
 	return scheme + "://…"
 }
+
+// isPostgresStore reports whether a valid store URL names PostgreSQL.
+func isPostgresStore(store string) bool {
+	scheme, _, _ := strings.Cut(store, "://")
+	return scheme == "postgres" || scheme == "postgresql"
+}

@@ -19,6 +19,11 @@ func TestStoreKey(t *testing.T) {
 		{name: "sqlite directory", yaml: "store: sqlite:///var/lib/tide/", want: "absolute path"},
 		{name: "other scheme", yaml: "store: mysql://db1/tide", want: `scheme "mysql" is not sqlite or postgres`},
 		{name: "postgres without database", yaml: "store: postgres://tide:pw@db1:5432", want: "names no database"},
+		// The cluster's schema is named after it: checked here, not
+		// first at the controller's start.
+		{name: "postgres, cluster name with a dot", yaml: "cluster_name: gpu.east\nstore: postgres://db1/tide", want: `cluster_name "gpu.east" holds "."`},
+		{name: "postgres, cluster named all", yaml: "cluster_name: all\nstore: postgres://db1/tide", want: "sacct -M's word"},
+		{name: "sqlite, cluster name with a dot", yaml: "cluster_name: gpu.east\nstore: sqlite:///var/lib/tide/tide.db"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -684,32 +684,33 @@ func (pol *policy) gen(p *pass, plan *Plan) stateGen {
 }
 
 // knownFailure returns the decision of an earlier job of r's shape when
-// nothing changed since.
-func (pol *policy) knownFailure(p *pass, r *Request, plan *Plan) (api.ReasonCode, string, bool) {
+// nothing changed since, and the index of its entry in pol.failed.
+func (pol *policy) knownFailure(p *pass, r *Request, plan *Plan) (api.ReasonCode, string, int, bool) {
 	if len(pol.failed) == 0 {
-		return "", "", false
+		return "", "", 0, false
 	}
 	k, ok := shapeOf(r)
 	if !ok {
-		return "", "", false
+		return "", "", 0, false
 	}
 	for i := range pol.failed {
 		if f := &pol.failed[i]; f.key == k {
 			if f.gen != pol.gen(p, plan) || f.narrowed && limitNanos(r.TimeLimit) < limitNanos(f.limit) {
-				return "", "", false
+				return "", "", 0, false
 			}
-			return f.reason, f.detail, true
+			return f.reason, f.detail, i, true
 		}
 	}
-	return "", "", false
+	return "", "", 0, false
 }
 
 // remember records the decision of r, which did not fit, after the
-// policy acted on it.
-func (pol *policy) remember(p *pass, r *Request, plan *Plan, reason api.ReasonCode, detail string) {
+// policy acted on it, and returns the index of its entry in pol.failed
+// plus 1 (0: r's outcome depends on more than its shape).
+func (pol *policy) remember(p *pass, r *Request, plan *Plan, reason api.ReasonCode, detail string) int {
 	k, ok := shapeOf(r)
 	if !ok {
-		return
+		return 0
 	}
 	f := failedShape{key: k, gen: pol.gen(p, plan), reason: reason, detail: detail, narrowed: pol.narrowed, limit: r.TimeLimit}
 	for i := range pol.failed {
@@ -723,8 +724,9 @@ func (pol *policy) remember(p *pass, r *Request, plan *Plan, reason api.ReasonCo
 				f.narrowed = false
 			}
 			*old = f
-			return
+			return i + 1
 		}
 	}
 	pol.failed = append(pol.failed, f)
+	return len(pol.failed)
 }

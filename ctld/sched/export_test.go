@@ -20,3 +20,15 @@ func VerifyRuns() (restore func()) {
 	verifyCache = true
 	return func() { verifyCache = old }
 }
+
+// NoTail makes passes decide every job of a deep queue's tail through its
+// gates and request, without its class (tail.go), until the returned
+// func restores it. Tests must not run in parallel with it.
+func NoTail() (restore func()) {
+	old := noTail
+	noTail = true
+	return func() { noTail = old }
+}
+
+// TailHits is the number of jobs sc's last pass decided by their class.
+func (sc *Scratch) TailHits() int { return sc.tailHits }

@@ -34,11 +34,11 @@ func TestFactorsForMatchesPass(t *testing.T) {
 			if len(got) != len(jobs) {
 				t.Fatalf("%d factors for %d jobs", len(got), len(jobs))
 			}
-			keys := pendingKeys(jobs, snap, now, Config{Priority: &m})
+			keys := pendingKeys(nil, jobs, snap, now, Config{Priority: &m}, nil)
 			byID := map[uint64]float64{}
 			for _, k := range keys {
 				if k.job != nil {
-					byID[k.job.ID] = k.score
+					byID[k.job.ID] = k.score()
 				}
 			}
 			for i, j := range jobs {

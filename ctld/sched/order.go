@@ -42,6 +42,10 @@ type entry struct {
 	nice   int
 	submit int64
 	id     uint64
+	// class is the job's class (tail.go; 0 = none, or in share mode)
+	// and limit its --time.
+	class int32
+	limit int64
 }
 
 // order hands out the pass's jobs one at a time.
@@ -49,7 +53,7 @@ type order struct {
 	sh *share
 
 	// Legacy mode.
-	legacy []*api.Job
+	legacy []pendKey
 	pos    int
 	cur    entry
 
@@ -85,11 +89,11 @@ func (o *order) key(g int) {
 }
 
 // newOrder prepares the order of pending for the pass.
-func newOrder(snap *Snapshot, sh *share, now time.Time, cfg Config) *order {
+func newOrder(snap *Snapshot, sh *share, now time.Time, cfg Config, sc *Scratch) *order {
 	pending := snap.Pending
 	o := &order{sh: sh}
 	if sh == nil {
-		o.legacy = orderPending(pending, snap, now, cfg)
+		o.legacy = orderPending(pending, snap, now, cfg, sc)
 		return o
 	}
 	o.entries = make([]entry, 0, len(pending))
@@ -221,9 +225,9 @@ func (o *order) next() *entry {
 		if o.pos >= len(o.legacy) {
 			return nil
 		}
-		j := o.legacy[o.pos]
+		k := &o.legacy[o.pos]
 		o.pos++
-		o.cur = entry{job: j, queue: -1}
+		o.cur = entry{job: k.job, queue: -1, id: k.id, class: k.class, limit: k.limit}
 		return &o.cur
 	}
 	if len(o.heap) == 0 {

@@ -67,7 +67,7 @@ func BenchmarkOrderShare(b *testing.B) {
 	b.Run("share", func(b *testing.B) {
 		for b.Loop() {
 			sh := newShare(snap, Config{}, now)
-			o := newOrder(snap, sh, now, Config{})
+			o := newOrder(snap, sh, now, Config{}, &Scratch{})
 			n := 0
 			for e := o.next(); e != nil; e = o.next() {
 				started := n%10 == 0
@@ -86,7 +86,7 @@ func BenchmarkOrderShare(b *testing.B) {
 	// The order without queues and classes, for comparison.
 	b.Run("legacy", func(b *testing.B) {
 		for b.Loop() {
-			o := newOrder(snap, nil, now, Config{})
+			o := newOrder(snap, nil, now, Config{}, &Scratch{})
 			for e := o.next(); e != nil; e = o.next() {
 				o.done(e, false)
 			}

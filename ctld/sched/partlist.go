@@ -24,6 +24,10 @@ import (
 // scheduleJob decides one job in the partitions it may run in (see
 // above); the Start names the partition.
 func (p *pass) scheduleJob(e *entry, now time.Time, plan *Plan, pol *policy) (Start, bool) {
+	if f, ok := p.tailDecision(e, pol, plan); ok {
+		plan.Pending = append(plan.Pending, Decision{JobID: e.id, Reason: f.reason, Detail: f.detail})
+		return Start{}, false
+	}
 	req := e.job.ReqPartition()
 	if !strings.Contains(req, ",") {
 		return p.schedule(e, req, now, plan, pol)

@@ -11,6 +11,11 @@ import (
 type pass struct {
 	cfg   Config
 	chain chain
+	// classFails holds, per class of the order (tail.go), the failure
+	// that decided its last job.
+	classFails []classFail
+	// tailHits counts the jobs decided by their class (for tests).
+	tailHits int
 
 	nodes  []NodeState
 	byName map[string]int

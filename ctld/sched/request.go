@@ -235,9 +235,14 @@ func largestSlot(s *api.JobSpec, n int, defMemPerCPU int64) Slot {
 // else (as Slurm does when DefaultTime is unset) the partition's MaxTime,
 // else api.Infinite.
 func effectiveTimeLimit(s *api.JobSpec, part *PartitionInfo) int64 {
+	return effectiveLimit(s.TimeLimit, part)
+}
+
+// effectiveLimit is effectiveTimeLimit of a job whose --time is limit.
+func effectiveLimit(limit int64, part *PartitionInfo) int64 {
 	switch {
-	case s.TimeLimit != 0:
-		return s.TimeLimit
+	case limit != 0:
+		return limit
 	case part.DefaultTime != 0:
 		return part.DefaultTime
 	case part.MaxTime != 0:

@@ -28,6 +28,30 @@ const (
 // victims (preempt.go) and may block lower-priority jobs
 // (holdForPriority).
 func Schedule(snap *Snapshot, now time.Time, cfg Config) Plan {
+	return schedule(snap, now, cfg, &Scratch{})
+}
+
+// Scratch is memory that successive passes of one caller reuse: the
+// arrays of a pass grow with the pending jobs (at 100,000 of them some
+// 16 MB a pass), and a controller holding a large heap paid for them
+// in collections, which ran into the passes themselves. The zero value
+// is ready; a Scratch serves one pass at a time.
+type Scratch struct {
+	decisions   []Decision
+	keys, radix []pendKey
+	classes     classes
+	classFails  []classFail
+	// tailHits is the last pass's count of jobs decided by their class.
+	tailHits int
+}
+
+// Schedule is the package's Schedule with sc's memory. The Plan's
+// Pending lives in sc: it is valid until sc's next pass.
+func (sc *Scratch) Schedule(snap *Snapshot, now time.Time, cfg Config) Plan {
+	return schedule(snap, now, cfg, sc)
+}
+
+func schedule(snap *Snapshot, now time.Time, cfg Config, sc *Scratch) Plan {
 	plan := Plan{Now: now}
 	if snap == nil {
 		return plan
@@ -36,11 +60,21 @@ func Schedule(snap *Snapshot, now time.Time, cfg Config) Plan {
 	p := newPass(snap, cfg)
 	p.sh = newShare(snap, cfg, now)
 	pol := newPolicy(cfg, now, len(p.parts))
-	it := newOrder(snap, p.sh, now, cfg)
-	plan.Pending = make([]Decision, 0, len(snap.Pending))
+	it := newOrder(snap, p.sh, now, cfg, sc)
+	p.classFails = slices.Grow(sc.classFails[:0], sc.classes.count())[:sc.classes.count()]
+	clear(p.classFails)
+	sc.classFails = p.classFails
+	plan.Pending = slices.Grow(sc.decisions[:0], len(snap.Pending))
+	defer func() {
+		// What an earlier, longer pass left beyond this one's end would
+		// keep its jobs' strings alive.
+		clear(plan.Pending[len(plan.Pending):cap(plan.Pending)])
+		sc.decisions = plan.Pending[:0]
+		sc.tailHits = p.tailHits
+	}()
 	for e := it.next(); e != nil; e = it.next() {
 		n := len(plan.Pending)
-		start, ok := p.decide(e, snap.Probes[e.job.ID], now, &plan, pol)
+		start, ok := p.decide(e, snap.Probes[e.id], now, &plan, pol)
 		if ok {
 			start.Backfilled = len(pol.reservations) > 0
 			plan.Starts = append(plan.Starts, start)
@@ -62,7 +96,7 @@ func Schedule(snap *Snapshot, now time.Time, cfg Config) Plan {
 // in share mode, its level, starvation and the reasons after the
 // decisive one.
 func (p *pass) decided(e *entry, d *Decision, pol *policy) {
-	if at, ok := pol.expected(e.job.ID); ok {
+	if at, ok := pol.expected(e.id); ok {
 		d.ExpectedStart = at
 	}
 	if p.sh == nil {
@@ -108,18 +142,28 @@ func (p *pass) decided(e *entry, d *Decision, pol *policy) {
 	d.More = p.moreBuf[at : at+n : at+n]
 }
 
-// orderPending returns the pending jobs (nil entries dropped) in a new
-// slice: higher priority first, then earlier submit, then lower id.
-func orderPending(pending []*api.Job, snap *Snapshot, now time.Time, cfg Config) []*api.Job {
-	keys := pendingKeys(pending, snap, now, cfg)
-	slices.SortFunc(keys, comparePending)
-	out := make([]*api.Job, 0, len(keys))
-	for i := range keys {
-		if keys[i].job != nil {
-			out = append(out, keys[i].job)
-		}
+// orderPending returns the keys of the pending jobs (nil entries
+// dropped) in sc's memory, in order: higher priority first, then earlier
+// submit, then lower id. It numbers their classes in sc.classes.
+func orderPending(pending []*api.Job, snap *Snapshot, now time.Time, cfg Config, sc *Scratch) []pendKey {
+	sc.classes.reset()
+	var cls *classes
+	if cfg.Policy == PolicyBackfill && cfg.Backfill.ReserveDepth > 0 {
+		// Only a reservation depth makes a tail (tail.go).
+		cls = &sc.classes
 	}
-	return out
+	keys := pendingKeys(sc.keys, pending, snap, now, cfg, cls)
+	// Jobs an earlier, longer pass left beyond the end would stay
+	// reachable.
+	clear(keys[len(keys):cap(keys)])
+	clear(sc.radix[min(len(keys), len(sc.radix)):cap(sc.radix)])
+	sc.keys = keys
+	sortPending(keys, &sc.radix)
+	n := len(keys)
+	for n > 0 && keys[n-1].job == nil {
+		n--
+	}
+	return keys[:n]
 }
 
 // schedule decides one job in partition part: it returns the Start when
@@ -129,7 +173,7 @@ func orderPending(pending []*api.Job, snap *Snapshot, now time.Time, cfg Config)
 func (p *pass) schedule(e *entry, part string, now time.Time, plan *Plan, pol *policy) (Start, bool) {
 	job := e.job
 	pend := func(reason api.ReasonCode, detail string) (Start, bool) {
-		plan.Pending = append(plan.Pending, Decision{JobID: job.ID, Reason: reason, Detail: detail})
+		plan.Pending = append(plan.Pending, Decision{JobID: e.id, Reason: reason, Detail: detail})
 		return Start{}, false
 	}
 
@@ -182,7 +226,7 @@ func (p *pass) schedule(e *entry, part string, now time.Time, plan *Plan, pol *p
 	}
 
 	p.topoWait = false
-	if reason, detail, ok := pol.knownFailure(p, r, plan); ok {
+	if reason, detail, i, ok := pol.knownFailure(p, r, plan); ok {
 		if reason == api.ReasonResources && p.sh != nil && !p.probe {
 			if reason, detail, ok := p.preempt(r, e, need, 0, plan); ok {
 				return pend(reason, detail)
@@ -190,6 +234,7 @@ func (p *pass) schedule(e *entry, part string, now time.Time, plan *Plan, pol *p
 		}
 		if !p.probe {
 			pol.cachedNoFit(p, r, reason)
+			p.noteTail(e, pol, i+1)
 		}
 		return pend(reason, detail)
 	}
@@ -209,7 +254,7 @@ func (p *pass) schedule(e *entry, part string, now time.Time, plan *Plan, pol *p
 		p.topoWait = false
 		if p.findFeatures(r) {
 			pol.noFit(p, r, api.ReasonPriority)
-			pol.remember(p, r, plan, api.ReasonPriority, detailPriority)
+			p.noteTail(e, pol, pol.remember(p, r, plan, api.ReasonPriority, detailPriority))
 			return pend(api.ReasonPriority, detailPriority)
 		}
 	}
@@ -221,7 +266,7 @@ func (p *pass) schedule(e *entry, part string, now time.Time, plan *Plan, pol *p
 	if p.hist.count(DetailReserved) > 0 {
 		// Nodes the job could use are held for a higher-priority job.
 		pol.noFit(p, r, api.ReasonPriority)
-		pol.remember(p, r, plan, api.ReasonPriority, detailPriority)
+		p.noteTail(e, pol, pol.remember(p, r, plan, api.ReasonPriority, detailPriority))
 		return pend(api.ReasonPriority, detailPriority)
 	}
 	reason, detail := p.diagnose(r)
@@ -236,7 +281,7 @@ func (p *pass) schedule(e *entry, part string, now time.Time, plan *Plan, pol *p
 		}
 	}
 	pol.noFit(p, r, reason)
-	pol.remember(p, r, plan, reason, detail)
+	p.noteTail(e, pol, pol.remember(p, r, plan, reason, detail))
 	return pend(reason, detail)
 }
 
