@@ -88,6 +88,10 @@ func TestDaemonControllerFailover(t *testing.T) {
 	job := n.spec(t, 901, "#!/bin/sh\n", wd)
 	n.launch(job)
 	a.waitReport(t, job.JobRef, api.NodeJobRunning)
+	// The report can come before the runtime holds the job (under the
+	// race detector on a loaded machine it did): rt.Exit below needs it.
+	n.launchDone(t, job.JobRef)
+	waitUntil(t, "job 901 started in the runtime", func() bool { return rt.Started(job.JobRef) })
 
 	a.setDown(true) // a standby now: 503 to everything
 	b.waitFor(t, "registration with the new primary", func() bool {
