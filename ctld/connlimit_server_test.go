@@ -52,13 +52,21 @@ func serve(t *testing.T, extra string) *served {
 	cfg := strings.Replace(strings.Replace(testConfig, "socket: /unused.sock", "socket: "+sock, 1),
 		"node_addr: 127.0.0.1:0", "node_addr: "+addr, 1) + extra
 	h := newHarnessWith(t, cfg)
+	runUntilCleanup(t, h.s, sock)
+	return &served{h: h, socket: sock, addr: addr}
+}
+
+// runUntilCleanup runs s (its listeners and loop) until the test ends
+// and waits until it answers on its socket sock.
+func runUntilCleanup(tb testing.TB, s *Server, sock string) {
+	tb.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- h.s.Run(ctx) }()
-	t.Cleanup(func() {
+	go func() { done <- s.Run(ctx) }()
+	tb.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
+			tb.Errorf("Run: %v", err)
 		}
 	})
 	c := client.NewUnix(sock)
@@ -67,11 +75,10 @@ func serve(t *testing.T, extra string) *served {
 		if _, err := c.Cluster(context.Background()); err == nil {
 			break
 		} else if time.Now().After(deadline) {
-			t.Fatalf("controller does not answer: %v", err)
+			tb.Fatalf("controller does not answer: %v", err)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	return &served{h: h, socket: sock, addr: addr}
 }
 
 // listener returns the running controller's listener called name.

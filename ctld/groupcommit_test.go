@@ -161,19 +161,8 @@ func TestGroupCommitStorm(t *testing.T) {
 // releases the wait.
 func TestGroupCommitGathersArrivals(t *testing.T) {
 	g := &groupCommit{wait: time.Hour} // the test, not a timer, ends the wait
-	var mu sync.Mutex
-	var batches [][]uint64
-	g.write = func(_ context.Context, b *accounting.Batch) error {
-		var ids []uint64
-		for _, j := range b.NewJobs {
-			ids = append(ids, j.ID)
-		}
-		mu.Lock()
-		batches = append(batches, ids)
-		mu.Unlock()
-		return nil
-	}
-	batch := func(id uint64) *accounting.Batch { return &accounting.Batch{NewJobs: []*api.Job{{ID: id}}} }
+	rec := recordCommits(g)
+	batch := oneJob
 	a1, a2 := g.arrive(), g.arrive()
 	var wg sync.WaitGroup
 	wg.Go(func() {
@@ -202,8 +191,8 @@ func TestGroupCommitGathersArrivals(t *testing.T) {
 	a2.leave() // a refused submission: the leader stops waiting
 	a2.leave() // and leaving twice counts once
 	wg.Wait()
-	if want := [][]uint64{{1, 2}}; !slices.EqualFunc(batches, want, slices.Equal) {
-		t.Errorf("batches %v, want %v", batches, want)
+	if got, want := rec.get(), [][]uint64{{1, 2}}; !slices.EqualFunc(got, want, slices.Equal) {
+		t.Errorf("batches %v, want %v", got, want)
 	}
 	if g.arriving != 0 {
 		t.Errorf("arriving = %d after all left", g.arriving)
@@ -232,19 +221,8 @@ func TestGroupCommitYieldsToReadyWriters(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := &groupCommit{}
-			var mu sync.Mutex
-			var batches [][]uint64
-			g.write = func(_ context.Context, b *accounting.Batch) error {
-				var ids []uint64
-				for _, j := range b.NewJobs {
-					ids = append(ids, j.ID)
-				}
-				mu.Lock()
-				batches = append(batches, ids)
-				mu.Unlock()
-				return nil
-			}
-			batch := func(id uint64) *accounting.Batch { return &accounting.Batch{NewJobs: []*api.Job{{ID: id}}} }
+			rec := recordCommits(g)
+			batch := oneJob
 			var wg sync.WaitGroup
 			write := func(id uint64) {
 				wg.Go(func() {
@@ -279,9 +257,41 @@ func TestGroupCommitYieldsToReadyWriters(t *testing.T) {
 				write(id) // left over: leads a round of its own
 			}
 			wg.Wait()
-			if !slices.EqualFunc(batches, tt.want, slices.Equal) {
-				t.Errorf("batches %v, want %v", batches, tt.want)
+			if got := rec.get(); !slices.EqualFunc(got, tt.want, slices.Equal) {
+				t.Errorf("batches %v, want %v", got, tt.want)
 			}
 		})
 	}
 }
+
+// commitRecord is what recordCommits saw: the job ids of each commit.
+type commitRecord struct {
+	mu      sync.Mutex
+	batches [][]uint64
+}
+
+// recordCommits makes g's writes record their jobs' ids.
+func recordCommits(g *groupCommit) *commitRecord {
+	rec := &commitRecord{}
+	g.write = func(_ context.Context, b *accounting.Batch) error {
+		var ids []uint64
+		for _, j := range b.NewJobs {
+			ids = append(ids, j.ID)
+		}
+		rec.mu.Lock()
+		rec.batches = append(rec.batches, ids)
+		rec.mu.Unlock()
+		return nil
+	}
+	return rec
+}
+
+// get returns the commits so far.
+func (r *commitRecord) get() [][]uint64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.batches)
+}
+
+// oneJob is a submission's batch: job id alone.
+func oneJob(id uint64) *accounting.Batch { return &accounting.Batch{NewJobs: []*api.Job{{ID: id}}} }

@@ -72,25 +72,7 @@ nodes:
 	if running := runningJobs(s); running != n {
 		tb.Fatalf("%d jobs running after the fill, want %d", running, n)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Run(ctx) }()
-	tb.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			tb.Errorf("Run: %v", err)
-		}
-	})
-	c := client.NewUnix(sock)
-	defer c.Close()
-	for deadline := time.Now().Add(10 * time.Second); ; {
-		if _, err := c.Cluster(context.Background()); err == nil {
-			break
-		} else if time.Now().After(deadline) {
-			tb.Fatalf("controller does not answer: %v", err)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	runUntilCleanup(tb, s, sock)
 	return s, sock
 }
 
