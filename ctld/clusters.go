@@ -43,11 +43,7 @@ func (s *Server) queryAccounting(ctx context.Context, f api.JobFilter) ([]api.Jo
 		err = api.Errorf(api.ErrInvalidArgument, "this controller's store holds only cluster %s", s.cl.ClusterName)
 	}
 	if err != nil {
-		if _, code := api.HTTPStatus(err); code == "internal" {
-			// The store failed; a refusal of the query keeps its class.
-			err = fmt.Errorf("query accounting: %w: %w", api.ErrInternal, err)
-		}
-		return nil, err
+		return nil, storeReadError("query accounting", err)
 	}
 	for i := range jobs {
 		// Records from before jobs carried their cluster are this
@@ -80,10 +76,17 @@ func (s *Server) clusterSteps(ctx context.Context, cluster string, ids []uint64)
 	}
 	steps, err := cs.ClusterSteps(ctx, cluster, ids)
 	if err != nil {
-		if _, code := api.HTTPStatus(err); code == "internal" {
-			err = fmt.Errorf("query steps: %w: %w", api.ErrInternal, err)
-		}
-		return nil, err
+		return nil, storeReadError("query steps", err)
 	}
 	return steps, nil
+}
+
+// storeReadError is the answer's error for a failed read of the store:
+// a failure of the store is internal, named by what; a refusal of the
+// query (an invalid cluster name) keeps its class.
+func storeReadError(what string, err error) error {
+	if _, code := api.HTTPStatus(err); code == "internal" {
+		return fmt.Errorf("%s: %w: %w", what, api.ErrInternal, err)
+	}
+	return err
 }

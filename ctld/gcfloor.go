@@ -43,19 +43,21 @@ const (
 // after a real burst.
 const idleReturnBytes = 16 << 20
 
-var heapFree = []rtmetrics.Sample{{Name: "/memory/classes/heap/free:bytes"}, {Name: "/gc/heap/live:bytes"}}
+// heapSamples are the free heap not returned to the OS and the live
+// heap of the last collection.
+var heapSamples = []rtmetrics.Sample{{Name: "/memory/classes/heap/free:bytes"}, {Name: "/gc/heap/live:bytes"}}
 
 // heapFreeBytes is the free heap memory the runtime holds and has not
 // returned to the OS, and the live heap of the last collection.
 func heapFreeBytes() (free, live uint64) {
-	rtmetrics.Read(heapFree)
-	if heapFree[0].Value.Kind() == rtmetrics.KindUint64 {
-		free = heapFree[0].Value.Uint64()
+	rtmetrics.Read(heapSamples)
+	read := func(s rtmetrics.Sample) uint64 {
+		if s.Value.Kind() != rtmetrics.KindUint64 {
+			return 0
+		}
+		return s.Value.Uint64()
 	}
-	if heapFree[1].Value.Kind() == rtmetrics.KindUint64 {
-		live = heapFree[1].Value.Uint64()
-	}
-	return free, live
+	return read(heapSamples[0]), read(heapSamples[1])
 }
 
 // returnIdleMemory returns free heap pages to the OS when more than

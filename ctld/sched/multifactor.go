@@ -356,10 +356,12 @@ func (k pendKey) score() float64 {
 func pendingKeys(dst []pendKey, pending []*api.Job, snap *Snapshot, now time.Time, cfg Config, cls *classes) []pendKey {
 	keys := slices.Grow(dst[:0], len(pending))
 	var sc *scorer
-	if cfg.Priority != nil && snap != nil {
-		sc = newScorer(cfg.Priority, newFairshare(snap))
-	} else if cfg.Priority != nil {
-		sc = newScorer(cfg.Priority, nil)
+	if cfg.Priority != nil {
+		var fs *fairshare
+		if snap != nil {
+			fs = newFairshare(snap)
+		}
+		sc = newScorer(cfg.Priority, fs)
 	}
 	for _, j := range pending {
 		if j == nil {

@@ -60,6 +60,9 @@ func schedule(snap *Snapshot, now time.Time, cfg Config, sc *Scratch) Plan {
 	p := newPass(snap, cfg)
 	p.sh = newShare(snap, cfg, now)
 	pol := newPolicy(cfg, now, len(p.parts))
+	// Classes are numbered by the legacy order (orderPending); a pass in
+	// share mode has none.
+	sc.classes.reset()
 	it := newOrder(snap, p.sh, now, cfg, sc)
 	p.classFails = slices.Grow(sc.classFails[:0], sc.classes.count())[:sc.classes.count()]
 	clear(p.classFails)
@@ -146,7 +149,6 @@ func (p *pass) decided(e *entry, d *Decision, pol *policy) {
 // dropped) in sc's memory, in order: higher priority first, then earlier
 // submit, then lower id. It numbers their classes in sc.classes.
 func orderPending(pending []*api.Job, snap *Snapshot, now time.Time, cfg Config, sc *Scratch) []pendKey {
-	sc.classes.reset()
 	var cls *classes
 	if cfg.Policy == PolicyBackfill && cfg.Backfill.ReserveDepth > 0 {
 		// Only a reservation depth makes a tail (tail.go).

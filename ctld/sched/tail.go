@@ -116,7 +116,7 @@ func (pol *policy) tailReady() bool {
 // the partition's MaxTime and, when reservations narrowed the nodes, is
 // no shorter than the entry's.
 func (p *pass) tailDecision(e *entry, pol *policy, plan *Plan) (*failedShape, bool) {
-	if e.class == 0 || p.probe || p.sh != nil || noTail || !pol.tailReady() {
+	if noTail || !p.tailApplies(e, pol) {
 		return nil, false
 	}
 	cf := &p.classFails[e.class-1]
@@ -144,8 +144,15 @@ var noTail = false
 // plus 1) that decided it, when the policy's state lets later jobs of
 // the class be decided from it.
 func (p *pass) noteTail(e *entry, pol *policy, shape int) {
-	if e.class == 0 || shape == 0 || p.probe || p.sh != nil || !pol.tailReady() {
+	if shape == 0 || !p.tailApplies(e, pol) {
 		return
 	}
 	p.classFails[e.class-1] = classFail{shape: shape, part: p.req.Part}
+}
+
+// tailApplies reports whether job e may be decided by, or leave its
+// decision to, its class: it has one, the pass is neither probing nor
+// in share mode, and the policy is past its reservation depth.
+func (p *pass) tailApplies(e *entry, pol *policy) bool {
+	return e.class != 0 && !p.probe && p.sh == nil && pol.tailReady()
 }
