@@ -88,7 +88,7 @@ func TestLoadConfigCluster(t *testing.T) {
 	// replay: aging and the backfill plan's limits.
 	wantPol := PolicySpec{Name: "config", Topology: true, Sched: sched.Config{Policy: sched.PolicyBackfill, MaxStarts: 5,
 		StarvationAge: 30 * time.Minute,
-		Backfill:      sched.BackfillConfig{MaxJobTest: 500, Resolution: time.Minute, Window: 24 * time.Hour}}}
+		Backfill:      sched.BackfillConfig{MaxJobTest: 500, Resolution: time.Minute, Window: 7 * 24 * time.Hour}}}
 	if diff := cmp.Diff(wantPol, pol); diff != "" {
 		t.Errorf("policy (-want +got):\n%s", diff)
 	}

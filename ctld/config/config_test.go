@@ -259,7 +259,7 @@ func TestBackfillConfig(t *testing.T) {
 		want sched.BackfillConfig
 		errs []string
 	}{
-		{name: "defaults", want: sched.BackfillConfig{MaxJobTest: 500, Resolution: time.Minute, Window: 24 * time.Hour}},
+		{name: "defaults", want: sched.BackfillConfig{MaxJobTest: 500, Resolution: time.Minute, Window: 7 * 24 * time.Hour}},
 		{name: "set", yaml: "scheduler: {backfill_max_job_test: 50, backfill_max_job_user: 5, backfill_max_job_part: 20, backfill_resolution: 5m, backfill_window: 48h}",
 			want: sched.BackfillConfig{MaxJobTest: 50, MaxJobUser: 5, MaxJobPart: 20, Resolution: 5 * time.Minute, Window: 48 * time.Hour}},
 		{name: "old depth key", yaml: "scheduler: {backfill_depth: 4}",
