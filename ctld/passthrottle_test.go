@@ -27,8 +27,10 @@ func TestPassThrottleWait(t *testing.T) {
 		{name: "part of the gap gone", minGap: 20 * ms, start: t0, took: 5 * ms, kickedAt: 15 * ms, want: 5 * ms},
 		{name: "after a quiet spell", minGap: 20 * ms, start: t0, took: 5 * ms, kickedAt: 20 * ms, want: 0},
 		{name: "long after", minGap: 20 * ms, start: t0, took: 5 * ms, kickedAt: time.Minute, want: 0},
-		{name: "a long pass waits its length", minGap: 20 * ms, start: t0, took: 300 * ms, kickedAt: 100 * ms, want: 200 * ms},
-		{name: "a long pass, quiet since", minGap: 20 * ms, start: t0, took: 300 * ms, kickedAt: 300 * ms, want: 0},
+		{name: "a long pass waits three times its length", minGap: 20 * ms, start: t0, took: 300 * ms, kickedAt: 100 * ms, want: 800 * ms},
+		{name: "a long pass, quiet since", minGap: 20 * ms, start: t0, took: 300 * ms, kickedAt: 900 * ms, want: 0},
+		{name: "a pass of a third of the gap", minGap: 30 * ms, start: t0, took: 10 * ms, kickedAt: 0, want: 30 * ms},
+		{name: "a pass just over it", minGap: 30 * ms, start: t0, took: 11 * ms, kickedAt: 0, want: 33 * ms},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

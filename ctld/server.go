@@ -540,15 +540,25 @@ type passThrottle struct {
 	lastDur time.Duration // how long it took
 }
 
+// passGapFactor is how many times its own length the gap after a kicked
+// pass lasts at least: passes kicked in a row take at most a quarter of
+// the time. Half (a gap of one pass) left a storm of submissions at
+// 2,000 nodes with a third of the controller's CPU in passes that
+// started nothing (the cluster full) and gave the new jobs their first
+// reason; the submissions are CPU-bound on a 2-core machine, and a
+// quarter cut the controller's CPU per submitted job by about a tenth
+// (docs/performance.md). It delays nothing on a small cluster, whose
+// passes take well under min_interval/3.
+const passGapFactor = 3
+
 // wait is how long a pass kicked at now waits: until minGap after the
-// last pass ended, and at least as long as that pass took, so that
-// passes kicked in a row hold the lock at most half the time however
-// long they take; none if that time is past or minGap is 0.
+// last pass ended, and at least passGapFactor times as long as that
+// pass took; none if that time is past or minGap is 0.
 func (t *passThrottle) wait(now time.Time) time.Duration {
 	if t.minGap <= 0 || t.lastEnd.IsZero() {
 		return 0
 	}
-	return max(0, t.lastEnd.Add(max(t.minGap, t.lastDur)).Sub(now))
+	return max(0, t.lastEnd.Add(max(t.minGap, passGapFactor*t.lastDur)).Sub(now))
 }
 
 // ran records a pass from start to end.

@@ -39,7 +39,9 @@
 # (tided's heartbeat, 10s, the default), TIDE_BIN (./bin),
 # BENCH_SLURM_RESULTS (none), BENCH_PROFILE (a file: the controller's
 # CPU profile over the passes' window is written there; BENCH_WINDOW
-# in seconds).
+# in seconds), BENCH_PROFILE_SUBMIT (a file: the same over BENCH_WINDOW
+# from the first sustained submissions on; the API clients' own profiles
+# go to FILE.client16 and FILE.client64).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
@@ -187,9 +189,18 @@ echo "idle_rss_mb $(rss_mb "$CTLD_PID")" | record
 t0=$(nowns)
 "$BS" submit -n "$NODES" -clients 16 -gpus "$GPUS" -emulate inf -workdir "$WORK/jobs" >/dev/null
 "$BS" wait-running -n "$NODES" -since "$t0" | sed 's/^running_s/fill_running_s/' | record
+sub_prof=
+if [ -n "${BENCH_PROFILE_SUBMIT:-}" ]; then
+  # The controller's CPU profile from the first sustained submissions
+  # on, over BENCH_WINDOW (the backlog's submissions follow them).
+  curl -sS --unix-socket "$WORK/ctld.sock" -o "$BENCH_PROFILE_SUBMIT" \
+    "http://tidectld/debug/pprof/profile?seconds=${WINDOW%s}" &
+  sub_prof=$!
+fi
 for c in 16 64; do
-  "$BS" submit -n "$SUBMIT" -clients "$c" -gpus 1 -emulate 60s -workdir "$WORK/jobs" |
-    awk -v c="$c" '$1 == "jobs_per_s" { print "submit_" c "_per_s", $2 }' | record
+  "$BS" submit -n "$SUBMIT" -clients "$c" -gpus 1 -emulate 60s -workdir "$WORK/jobs" -pid "$CTLD_PID" \
+    ${BENCH_PROFILE_SUBMIT:+-cpuprofile "$BENCH_PROFILE_SUBMIT.client$c"} |
+    awk -v c="$c" '$1 == "jobs_per_s" || $1 ~ /_cpu_us_per_job$/ { k = ($1 == "jobs_per_s") ? "per_s" : $1; print "submit_" c "_" k, $2 }' | record
 done
 # For the comparison with Slurm: the same from sbatch processes.
 cli=0
@@ -207,6 +218,7 @@ if [ "$left" -gt 0 ]; then
   "$BS" submit -n "$left" -clients 64 -gpus 1 -emulate 60s -workdir "$WORK/jobs" |
     awk '$1 == "jobs_per_s" { print "backlog_per_s", $2 }' | record
 fi
+[ -z "$sub_prof" ] || wait "$sub_prof" || echo "bench-scale: the submissions' CPU profile failed" >&2
 pending=$("$BIN/squeue" -h -t PD -o %i | wc -l)
 echo "pending $pending" | record
 prof_job=
@@ -274,6 +286,8 @@ row "  emulator CPU meanwhile (% of one core)" "$(val tided_cpu_pct)" "" "" "$(s
 row "  $NODES whole-node jobs submitted and running (s)" "$(val fill_running_s)" "" "" "$(sv fill_running_s)"
 row "API submissions, 16 clients (jobs/s)" "$(val submit_16_per_s)" ">= 5000" "$(atleast "$(val submit_16_per_s)" 5000)" "${SLURM_RES:+n/a (no API)}"
 row "API submissions, 64 clients (jobs/s)" "$(val submit_64_per_s)" ">= 5000" "$(atleast "$(val submit_64_per_s)" 5000)" "${SLURM_RES:+n/a (no API)}"
+row "  controller / client CPU per job, 16 clients (µs)" "$(val submit_16_ctld_cpu_us_per_job) / $(val submit_16_client_cpu_us_per_job)" "" ""
+row "  controller / client CPU per job, 64 clients (µs)" "$(val submit_64_ctld_cpu_us_per_job) / $(val submit_64_client_cpu_us_per_job)" "" ""
 if [ -n "$SLURM_RES" ]; then
   row "sbatch processes, 16 clients (jobs/s)" "$(val cli_submit_16_per_s)" "" "" "$(sv cli_submit_16_per_s)" higher
   row "sbatch processes, 64 clients (jobs/s)" "$(val cli_submit_64_per_s)" "" "" "$(sv cli_submit_64_per_s)" higher

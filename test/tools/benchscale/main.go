@@ -7,7 +7,9 @@
 //	benchscale wait-api   -socket S -since NS         seconds until the job list answers
 //	benchscale wait-running -socket S -n N            seconds until N jobs run
 //	benchscale cpu        -pid P -for 30s             CPU share of one core, percent
-//	benchscale submit     -socket S -n N -clients C   submissions per second (API clients)
+//	benchscale submit     -socket S -n N -clients C [-pid P]
+//	                      submissions per second (API clients); with -pid,
+//	                      the controller's and the clients' CPU per job (µs)
 //	benchscale passes     -metrics URL -for 30s       scheduling pass p50/p99 (ms)
 //	benchscale time       -n K -- CMD ARGS...         median and worst wall time (s)
 //	benchscale cli        -n N -clients C -- CMD ARGS...  CMD runs per second (CLI clients)
@@ -30,11 +32,13 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/tide-hpc/tide/ctld/api"
@@ -59,6 +63,7 @@ func main() {
 	partition := fs.String("partition", "", "partition of the submitted jobs (default: the default one)")
 	workDir := fs.String("workdir", os.TempDir(), "the submitted jobs' work directory")
 	metricsURL := fs.String("metrics", "", "the controller's /metrics URL (passes)")
+	cpuProfile := fs.String("cpuprofile", "", "write this process's CPU profile to the file (submit)")
 	if err := fs.Parse(args); err != nil {
 		fail(err)
 	}
@@ -81,7 +86,7 @@ func main() {
 	case "submit":
 		spec := api.JobSpec{Name: "scale", Script: "#!/bin/sh\n# tide-emulate:" + *emulate + "\ntrue\n", WorkDir: *workDir,
 			Environment: []string{"TIDE_EMULATE=" + *emulate}, GPUs: *gpus, Partition: *partition}
-		err = submit(ctx, *socket, spec, *n, *clients)
+		err = withProfile(*cpuProfile, func() error { return submit(ctx, *socket, spec, *n, *clients, *pid) })
 	case "cli":
 		err = printCLI(ctx, fs.Args(), *n, *clients)
 	case "passes":
@@ -218,11 +223,24 @@ func cpuShare(pid int, window time.Duration) error {
 }
 
 // submit sends n submissions from the given number of concurrent
-// clients (each its own connection) and prints the rate.
-func submit(ctx context.Context, socket string, spec api.JobSpec, n, clients int) error {
+// clients (each its own connection) and prints the rate. With pid > 0
+// (the controller's) it also prints the CPU time the controller and
+// these clients spent per job: on a shared 2-core machine the rate
+// moves with the neighbours' load, the CPU per job much less, and the
+// two processes share the cores, so both say what bounds the rate.
+func submit(ctx context.Context, socket string, spec api.JobSpec, n, clients, pid int) error {
 	if n <= 0 || clients <= 0 {
 		return errors.New("-n and -clients must be positive")
 	}
+	var ctld0 uint64
+	if pid > 0 {
+		t, err := cpuTicks(pid)
+		if err != nil {
+			return err
+		}
+		ctld0 = t
+	}
+	self0 := selfCPU()
 	var next, failed atomic.Int64
 	var firstErr atomic.Value
 	var wg sync.WaitGroup
@@ -243,10 +261,47 @@ func submit(ctx context.Context, socket string, spec api.JobSpec, n, clients int
 	el := time.Since(begin).Seconds()
 	ok := int64(n) - failed.Load()
 	fmt.Printf("submitted %d\nfailed %d\nseconds %.2f\njobs_per_s %.0f\n", ok, failed.Load(), el, float64(ok)/el)
+	if pid > 0 && ok > 0 {
+		t, err := cpuTicks(pid)
+		if err != nil {
+			return err
+		}
+		perJob := func(d time.Duration) float64 { return float64(d.Microseconds()) / float64(ok) }
+		fmt.Printf("ctld_cpu_us_per_job %.0f\nclient_cpu_us_per_job %.0f\n",
+			perJob(time.Duration(t-ctld0)*time.Second/clockTicks), perJob(selfCPU()-self0))
+	}
 	if f := failed.Load(); f > 0 {
 		return fmt.Errorf("%d submissions failed; first: %v", f, firstErr.Load())
 	}
 	return nil
+}
+
+// withProfile runs f, writing this process's CPU profile over it to
+// file unless file is empty.
+func withProfile(file string, f func() error) error {
+	if file == "" {
+		return f()
+	}
+	out, err := os.Create(file)
+	if err != nil {
+		return err
+	}
+	if err := pprof.StartCPUProfile(out); err != nil {
+		out.Close()
+		return err
+	}
+	ferr := f()
+	pprof.StopCPUProfile()
+	return errors.Join(ferr, out.Close())
+}
+
+// selfCPU is this process's user and system time so far.
+func selfCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // cliResult is what runCLI counted.
