@@ -230,8 +230,26 @@ func (s *Store) QueryClusters(ctx context.Context, clusters []string, f api.JobF
 // exist yet, has no steps; on SQLite another name is
 // ErrInvalidArgument. It only reads.
 func (s *Store) ClusterSteps(ctx context.Context, cluster string, jobIDs []uint64) ([]api.StepRecord, error) {
+	return clusterRecords[api.StepRecord](ctx, s, cluster, "steps", "job_id, step_id", "step", jobIDs)
+}
+
+// ClusterUsage is Usage for the jobs jobIDs of cluster (sacct -M): the
+// node reports of the steps of another cluster of a shared store, as its
+// controller stored them (the final ones, and none of the running
+// values its controller keeps in memory). Names are read as by
+// ClusterSteps. It only reads.
+func (s *Store) ClusterUsage(ctx context.Context, cluster string, jobIDs []uint64) ([]api.NodeUsage, error) {
+	return clusterRecords[api.NodeUsage](ctx, s, cluster, "usage", "job_id, step_id, node", "usage", jobIDs)
+}
+
+// clusterRecords is jobRecords on table of cluster, one cluster of the
+// store: its own (or "") reads the search path's table, another
+// registered one its schema's, if that table exists yet; a name of no
+// registered cluster reads nothing. "all" is ErrInvalidArgument, as is
+// on SQLite any name but the store's own.
+func clusterRecords[T any](ctx context.Context, s *Store, cluster, table, order, what string, jobIDs []uint64) ([]T, error) {
 	if strings.EqualFold(strings.TrimSpace(cluster), AllClusters) {
-		return nil, fmt.Errorf("steps of cluster %q: name one cluster: %w", cluster, api.ErrInvalidArgument)
+		return nil, fmt.Errorf("%s of cluster %q: name one cluster: %w", table, cluster, api.ErrInvalidArgument)
 	}
 	targets, err := s.resolveClusters(ctx, []string{cluster})
 	if err != nil {
@@ -242,16 +260,17 @@ func (s *Store) ClusterSteps(ctx context.Context, cluster string, jobIDs []uint6
 	}
 	c := targets[0]
 	if c.Schema == "" || c.Schema == s.schema {
-		return s.Steps(ctx, jobIDs)
+		return jobRecords[T](ctx, s, table, order, what, jobIDs)
 	}
+	qualified := quoteIdent(c.Schema) + "." + table
 	var ready bool
-	if err := s.r.QueryRowContext(ctx, `SELECT to_regclass($1) IS NOT NULL`, quoteIdent(c.Schema)+".steps").Scan(&ready); err != nil {
-		return nil, fmt.Errorf("query steps of cluster %s: %w", c.Name, err)
+	if err := s.r.QueryRowContext(ctx, `SELECT to_regclass($1) IS NOT NULL`, qualified).Scan(&ready); err != nil {
+		return nil, fmt.Errorf("query %s of cluster %s: %w", table, c.Name, err)
 	}
 	if !ready {
 		return nil, nil
 	}
-	return jobRecords[api.StepRecord](ctx, s, quoteIdent(c.Schema)+".steps", "job_id, step_id", "step", jobIDs)
+	return jobRecords[T](ctx, s, qualified, order, what, jobIDs)
 }
 
 // resolveClusters turns QueryClusters' names into the clusters to read,

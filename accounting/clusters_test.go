@@ -188,6 +188,48 @@ func TestSharedStoreClusters(t *testing.T) {
 		t.Errorf("ClusterSteps(all): %v, want invalid argument (steps are asked of one cluster)", err)
 	}
 
+	// So is their usage: job 1's step 0 on gpu01 used 10 on east, 20 on
+	// west (only the CPU time of usageOf differs).
+	mustWrite(t, east, &Batch{Usage: []api.NodeUsage{usageOf(1, 0, "gpu01", true, 10)}})
+	mustWrite(t, west, &Batch{Usage: []api.NodeUsage{usageOf(1, 0, "gpu01", true, 20),
+		usageOf(7, api.BatchStepID, "gpu02", true, 70), usageOf(7, api.BatchStepID, "gpu01", true, 71)}})
+	usageCPU := func(us []api.NodeUsage) []string {
+		out := []string{}
+		for _, u := range us {
+			var cpu uint64
+			for _, task := range u.Tasks {
+				cpu += task.UserUsec
+			}
+			out = append(out, fmt.Sprintf("%d.%d@%s=%d", u.JobID, u.StepID, u.Node, cpu))
+		}
+		return out
+	}
+	batch := strconv.FormatUint(uint64(api.BatchStepID), 10)
+	for _, tt := range []struct {
+		cluster string
+		ids     []uint64
+		want    []string
+	}{
+		{cluster: "West-2", ids: []uint64{1, 7}, want: []string{"1.0@gpu01=20", "7." + batch + "@gpu01=71", "7." + batch + "@gpu02=70"}},
+		{cluster: "west_2", ids: []uint64{1}, want: []string{"1.0@gpu01=20"}},
+		{cluster: "east", ids: []uint64{1, 7}, want: []string{"1.0@gpu01=10"}},
+		{cluster: "", ids: []uint64{1}, want: []string{"1.0@gpu01=10"}},
+		{cluster: "north", ids: []uint64{1}, want: []string{}},
+		{cluster: "West-2", ids: nil, want: []string{}},
+	} {
+		got, err := east.ClusterUsage(ctx, tt.cluster, tt.ids)
+		if err != nil {
+			t.Errorf("ClusterUsage(%q, %v): %v", tt.cluster, tt.ids, err)
+			continue
+		}
+		if diff := cmp.Diff(tt.want, usageCPU(got)); diff != "" {
+			t.Errorf("ClusterUsage(%q, %v) from east (-want +got):\n%s", tt.cluster, tt.ids, diff)
+		}
+	}
+	if _, err := west.ClusterUsage(ctx, " All ", []uint64{1}); !errors.Is(err, api.ErrInvalidArgument) {
+		t.Errorf("ClusterUsage(all): %v, want invalid argument (usage is asked of one cluster)", err)
+	}
+
 	// A restart registers again, harmlessly, and finds its jobs.
 	again := openCluster(t, url, "east")
 	if jobs, err := again.LoadJobs(ctx, time.Time{}); err != nil || !cmp.Equal(idsOf(jobs), []uint64{1, 2}) {
@@ -336,6 +378,14 @@ func TestSQLiteOneCluster(t *testing.T) {
 	}
 	if steps, err := s.ClusterSteps(ctx, "TIDE", []uint64{1}); err != nil || len(steps) != 0 {
 		t.Errorf("ClusterSteps(TIDE) on SQLite: %v, %v; want its own (none)", steps, err)
+	}
+	if _, err := s.ClusterUsage(ctx, "other", []uint64{1}); err == nil || !strings.HasPrefix(err.Error(), "cluster other: the accounting store is SQLite") ||
+		!errors.Is(err, api.ErrInvalidArgument) {
+		t.Errorf("ClusterUsage(other) on SQLite: %v, want invalid argument naming the cluster", err)
+	}
+	mustWrite(t, s, &Batch{Usage: []api.NodeUsage{usageOf(1, 0, "gpu01", true, 5)}})
+	if got, err := s.ClusterUsage(ctx, "TIDE", []uint64{1, 2}); err != nil || len(got) != 1 || got[0].Tasks[0].UserUsec != 5 {
+		t.Errorf("ClusterUsage(TIDE) on SQLite: %+v, %v; want its own step 1.0", got, err)
 	}
 	if list, err := s.ListClusters(ctx); err != nil || len(list) != 1 || list[0].Name != "tide" || list[0].Schema != "" {
 		t.Errorf("ListClusters = %+v, %v; want tide alone", list, err)

@@ -3,9 +3,10 @@ package ctld
 // sacct -M/--clusters: the accounting of several clusters whose
 // controllers share one PostgreSQL store, each cluster in a schema of its
 // own (issue 26; the store's side and the naming rule are in
-// accounting/clusters.go). Other clusters' jobs are read from the store
-// only: this controller knows nothing else of them, so their steps and
-// usage are not served (sacct shows their job and batch rows).
+// accounting/clusters.go). Other clusters' jobs, steps and usage are read
+// from the store only: this controller knows nothing else of them (not
+// the running values of their steps, which their own controllers keep in
+// memory for sstat).
 
 import (
 	"context"
@@ -22,6 +23,7 @@ import (
 type clusterStore interface {
 	QueryClusters(ctx context.Context, clusters []string, f api.JobFilter) ([]api.Job, error)
 	ClusterSteps(ctx context.Context, cluster string, jobIDs []uint64) ([]api.StepRecord, error)
+	ClusterUsage(ctx context.Context, cluster string, jobIDs []uint64) ([]api.NodeUsage, error)
 }
 
 var _ clusterStore = (*accounting.Store)(nil)
@@ -79,6 +81,21 @@ func (s *Server) clusterSteps(ctx context.Context, cluster string, ids []uint64)
 		return nil, storeReadError("query steps", err)
 	}
 	return steps, nil
+}
+
+// clusterUsage answers sacct's usage of another cluster's jobs (sacct
+// -M): the node reports stored in that cluster's tables of a shared
+// store, summed per step as listUsage sums this controller's.
+func (s *Server) clusterUsage(ctx context.Context, cluster string, ids []uint64) ([]api.StepUsage, error) {
+	cs, ok := s.store.(clusterStore)
+	if !ok {
+		return nil, api.Errorf(api.ErrInvalidArgument, "this controller's store holds only cluster %s", s.cl.ClusterName)
+	}
+	rows, err := cs.ClusterUsage(ctx, cluster, ids)
+	if err != nil {
+		return nil, storeReadError("query usage", err)
+	}
+	return summarizeRows(rows), nil
 }
 
 // storeReadError is the answer's error for a failed read of the store:

@@ -200,6 +200,66 @@ func TestAccountingClusters(t *testing.T) {
 				tt.query, tt.h.s.cl.ClusterName, tt.uid, got, gotC, tt.want, tt.wantC)
 		}
 	}
+
+	// Usage: each cluster's own, summed per step from the other's
+	// tables, with the same privacy rule. Step 1.0 used 1 s of CPU on
+	// each of east's two nodes, 7 s on west's one.
+	for h, reports := range map[*harness][]api.NodeUsage{
+		east: {clusterUsage(1, uidAlice, "gpu01", 1e6), clusterUsage(1, uidAlice, "gpu02", 1e6)},
+		west: {clusterUsage(1, uidBob, "gpu01", 7e6)},
+	} {
+		if err := h.s.store.(*accounting.Store).Write(context.Background(), &accounting.Batch{Usage: reports}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	usage := func(h *harness, uid uint32, query string) (string, string) {
+		w := h.get(uid, "/api/v1/accounting/usage?job=1"+query, "")
+		if w.Code != http.StatusOK {
+			return fmt.Sprintf("%d %s", w.Code, strings.TrimSpace(w.Body.String())), ""
+		}
+		var l api.UsageList
+		if err := json.Unmarshal(w.Body.Bytes(), &l); err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, u := range l.Usage {
+			got = append(got, fmt.Sprintf("%d.%d:nodes=%d,user=%d", u.JobID, u.StepID, u.Nodes, u.UserUsec))
+		}
+		return strings.Join(got, ","), l.Cluster
+	}
+	const eastUse, westUse = "1.0:nodes=2,user=2000000", "1.0:nodes=1,user=7000000"
+	for _, tt := range []struct {
+		h                  *harness
+		uid                uint32
+		query, want, wantC string
+	}{
+		{h: east, uid: uidRoot, want: eastUse},
+		{h: west, uid: uidRoot, want: westUse},
+		{h: east, uid: uidRoot, query: "&cluster=west", want: westUse, wantC: "west"},
+		{h: east, uid: uidRoot, query: "&cluster=east", want: eastUse, wantC: "east"},
+		{h: west, uid: uidRoot, query: "&cluster=east", want: eastUse, wantC: "east"},
+		{h: west, uid: uidRoot, query: "&cluster=East", want: eastUse, wantC: "East"},
+		{h: east, uid: uidAlice, query: "&cluster=west", want: "", wantC: "west"}, // bob's
+		{h: east, uid: uidBob, query: "&cluster=west", want: westUse, wantC: "west"},
+		{h: west, uid: uidAlice, query: "&cluster=east", want: eastUse, wantC: "east"},
+		{h: east, uid: uidCarol, query: "&cluster=west", want: westUse, wantC: "west"}, // an operator
+		{h: east, uid: uidRoot, query: "&cluster=north", want: "", wantC: "north"},
+		{h: east, uid: uidRoot, query: "&cluster=all", want: `400 {"error":`},
+		{h: east, uid: uidRoot, query: "&cluster=west&live=1", want: `400 {"error":{"code":"invalid_argument","message":"the running usage of cluster west is with its own controller"`},
+	} {
+		got, gotC := usage(tt.h, tt.uid, tt.query)
+		if !strings.HasPrefix(got, tt.want) || tt.want == "" && got != "" || gotC != tt.wantC {
+			t.Errorf("usage of job 1%s from %s as uid %d: %q (cluster %q), want %q (cluster %q)",
+				tt.query, tt.h.s.cl.ClusterName, tt.uid, got, gotC, tt.want, tt.wantC)
+		}
+	}
+}
+
+// clusterUsage is a final node report of step job.0 on node: one task
+// that used user microseconds of CPU.
+func clusterUsage(job uint64, uid uint32, node string, user uint64) api.NodeUsage {
+	return api.NodeUsage{JobID: job, StepID: 0, Node: node, UserID: uid, Final: true,
+		Tasks: []api.TaskUsage{{Task: 0, UserUsec: user}}}
 }
 
 // TestAccountingClustersSQLite: an SQLite store holds its controller's
@@ -218,5 +278,23 @@ func TestAccountingClustersSQLite(t *testing.T) {
 	const msg = "cluster other: the accounting store is SQLite: it holds only cluster tide; several clusters need a shared PostgreSQL store"
 	if w.Code != http.StatusBadRequest || !strings.Contains(w.Body.String(), msg) {
 		t.Errorf("-M tide,other: %d %s, want 400 with %q", w.Code, w.Body, msg)
+	}
+	// Steps and usage of another cluster are refused alike; the own
+	// cluster, named in any case, answers from its own tables.
+	st := h.s.store.(*accounting.Store)
+	if err := st.Write(context.Background(), &accounting.Batch{Usage: []api.NodeUsage{clusterUsage(1, uidAlice, "gpu01", 3e6)}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{"steps", "usage"} {
+		w := h.get(uidRoot, "/api/v1/accounting/"+path+"?job=1&cluster=other", "")
+		if msg := "cluster other: the accounting store is SQLite"; w.Code != http.StatusBadRequest || !strings.Contains(w.Body.String(), msg) {
+			t.Errorf("%s of cluster other: %d %s, want 400 with %q", path, w.Code, w.Body, msg)
+		}
+	}
+	w = h.get(uidRoot, "/api/v1/accounting/usage?job=1&cluster=TIDE", "")
+	var l api.UsageList
+	if err := json.Unmarshal(w.Body.Bytes(), &l); w.Code != http.StatusOK || err != nil || l.Cluster != "TIDE" ||
+		len(l.Usage) != 1 || l.Usage[0].UserUsec != 3e6 {
+		t.Errorf("usage of cluster TIDE: %d %s, want tide's step 1.0 (3 s), cluster TIDE", w.Code, w.Body)
 	}
 }

@@ -222,7 +222,10 @@ func summarizeRows(rows []api.NodeUsage) []api.StepUsage {
 
 // handleUsage answers GET /api/v1/accounting/usage?job=N&job=M with the
 // usage of the jobs' steps the caller may see: what is stored, or with
-// live=1 the running values of their running steps (sstat).
+// live=1 the running values of their running steps (sstat). With
+// &cluster=NAME it answers for another cluster of a shared store, from
+// that cluster's tables (their stored usage only: the running values are
+// in its own controller's memory).
 func (s *Server) handleUsage(w http.ResponseWriter, r *http.Request) {
 	var ids []uint64
 	for _, v := range r.URL.Query()["job"] {
@@ -233,21 +236,31 @@ func (s *Server) handleUsage(w http.ResponseWriter, r *http.Request) {
 		}
 		ids = append(ids, id)
 	}
+	cl := r.URL.Query().Get("cluster")
+	local := s.onlyLocal([]string{cl})
 	var usage []api.StepUsage
-	if r.URL.Query().Get("live") != "" {
+	var err error
+	switch {
+	case r.URL.Query().Get("live") != "" && !local:
+		err = api.Invalid("the running usage of cluster %s is with its own controller", cl)
+	case r.URL.Query().Get("live") != "":
 		usage = s.listLiveUsage(ids)
-	} else {
-		var err error
-		if usage, err = s.listUsage(r.Context(), ids); err != nil {
-			writeErr(w, err)
-			return
-		}
+	case local:
+		usage, err = s.listUsage(r.Context(), ids)
+	default:
+		usage, err = s.clusterUsage(r.Context(), cl, ids)
 	}
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	// The uids of clusters sharing a store are one user base, as for
+	// their jobs (queryAccounting).
 	if v := s.accountingView(s.callerOf(r)); v.own {
 		usage = slices.DeleteFunc(usage, func(u api.StepUsage) bool { return v.none || u.UserID != v.uid })
 	}
 	if usage == nil {
 		usage = []api.StepUsage{}
 	}
-	writeJSON(w, api.UsageList{Usage: usage})
+	writeJSON(w, api.UsageList{Usage: usage, Cluster: cl})
 }

@@ -37,9 +37,9 @@ func (o *Options) clusterList() []string {
 
 // clusterScope tells this controller's jobs from other clusters' in a
 // report: job ids repeat across clusters, so another cluster's job 7
-// must not get the steps of this cluster's job 7; other clusters' steps
-// come from their own tables (loadClusterSteps), and their usage is not
-// served.
+// must not get the steps or usage of this cluster's job 7; other
+// clusters' come from their own tables (loadClusterSteps,
+// loadClusterUsage).
 type clusterScope struct {
 	// many is set when -M named clusters; local is then the
 	// controller's cluster_name.
@@ -92,18 +92,7 @@ func (o *Options) loadClusterSteps(ctx context.Context, c cmdutil.API, sc cluste
 	if !ok || !sc.many || o.Allocations {
 		return nil, nil
 	}
-	ids := map[string][]uint64{}
-	var order []string
-	for i := range jobs {
-		j := &jobs[i]
-		if sc.own(j) || j.StartTime.IsZero() {
-			continue
-		}
-		if _, seen := ids[j.Cluster]; !seen {
-			order = append(order, j.Cluster)
-		}
-		ids[j.Cluster] = append(ids[j.Cluster], j.ID)
-	}
+	order, ids := sc.otherStarted(jobs)
 	out := map[string]map[uint64][]api.StepRecord{}
 	for _, cl := range order {
 		steps, err := sl.ClusterSteps(ctx, cl, ids[cl])
@@ -120,4 +109,50 @@ func (o *Options) loadClusterSteps(ctx context.Context, c cmdutil.API, sc cluste
 		out[cl] = m
 	}
 	return out, nil
+}
+
+// clusterUsageLister is implemented by clients that can list the usage
+// of another cluster's steps (*client.Client).
+type clusterUsageLister interface {
+	ClusterUsage(ctx context.Context, cluster string, ids []uint64) ([]api.StepUsage, error)
+}
+
+// loadClusterUsage fetches the usage of the steps of the jobs of other
+// clusters that started, by cluster (sacct -M on a shared store). Job
+// rows print their CPU times from it, so -X asks too.
+func (o *Options) loadClusterUsage(ctx context.Context, c cmdutil.API, sc clusterScope, jobs []api.Job) (map[string]*usageIndex, error) {
+	ul, ok := c.(clusterUsageLister)
+	if !ok || !sc.many {
+		return nil, nil
+	}
+	order, ids := sc.otherStarted(jobs)
+	out := map[string]*usageIndex{}
+	for _, cl := range order {
+		list, err := ul.ClusterUsage(ctx, cl, ids[cl])
+		if err != nil {
+			if errors.Is(err, api.ErrNotFound) || errors.Is(err, api.ErrUnavailable) {
+				continue // a controller without other clusters' usage
+			}
+			return nil, fmt.Errorf("load job usage of cluster %s: %w", cl, err)
+		}
+		out[cl] = newUsageIndex(list)
+	}
+	return out, nil
+}
+
+// otherStarted groups the ids of the jobs of other clusters that
+// started by cluster, the clusters in their order in jobs.
+func (sc clusterScope) otherStarted(jobs []api.Job) (order []string, ids map[string][]uint64) {
+	ids = map[string][]uint64{}
+	for i := range jobs {
+		j := &jobs[i]
+		if sc.own(j) || j.StartTime.IsZero() {
+			continue
+		}
+		if _, seen := ids[j.Cluster]; !seen {
+			order = append(order, j.Cluster)
+		}
+		ids[j.Cluster] = append(ids[j.Cluster], j.ID)
+	}
+	return order, ids
 }

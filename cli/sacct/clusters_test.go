@@ -60,6 +60,40 @@ type clustersAPI struct {
 	filters    []api.JobFilter
 	// stepAsks records ClusterSteps' calls (cluster, ids).
 	stepAsks []string
+	// usage is tide's, otherUsage gpu-b's; usageErr, when set, is
+	// ClusterUsage's answer (a controller that does not serve it).
+	usage, otherUsage []api.StepUsage
+	usageErr          error
+	// usageAsks records ClusterUsage's calls (cluster, ids).
+	usageAsks []string
+}
+
+// Usage answers tide's usage.
+func (c *clustersAPI) Usage(ctx context.Context, ids []uint64) ([]api.StepUsage, error) {
+	return usageOfJobs(c.usage, ids), nil
+}
+
+// ClusterUsage answers gpu-b's usage from its own table.
+func (c *clustersAPI) ClusterUsage(ctx context.Context, cluster string, ids []uint64) ([]api.StepUsage, error) {
+	c.usageAsks = append(c.usageAsks, fmt.Sprintf("%s%v", cluster, ids))
+	if c.usageErr != nil {
+		return nil, c.usageErr
+	}
+	if cluster != "gpu-b" {
+		return nil, nil
+	}
+	return usageOfJobs(c.otherUsage, ids), nil
+}
+
+// usageOfJobs is the usage of list's steps of the jobs ids.
+func usageOfJobs(list []api.StepUsage, ids []uint64) []api.StepUsage {
+	var out []api.StepUsage
+	for _, u := range list {
+		if slices.Contains(ids, u.JobID) {
+			out = append(out, u)
+		}
+	}
+	return out
 }
 
 // ClusterSteps answers gpu-b's steps from its own table.
@@ -129,7 +163,25 @@ func newClustersAPI(t *testing.T) *clustersAPI {
 	}}, otherSteps: []api.StepRecord{
 		{JobID: 101, StepID: 0, Name: "b-eval", State: api.StateFailed, Exit: api.ExitStatus{Code: 3},
 			Start: start.Add(2 * time.Second), End: start.Add(5 * time.Second), Nodes: j101.NodeNames(), NTasks: 2, CPUs: 2},
-	}}
+	},
+		// Job 101 runs on both: its batch step's values so far, and its
+		// step 0's totals, tide's 4 s of CPU and 1 MiB, gpu-b's 9 s and
+		// 3 MiB.
+		usage: []api.StepUsage{
+			clusterStepUsage(api.BatchStepID, false, 1_000_000, 2<<20),
+			clusterStepUsage(0, true, 4_000_000, 1<<20),
+		},
+		otherUsage: []api.StepUsage{
+			clusterStepUsage(api.BatchStepID, false, 2_000_000, 5<<20),
+			clusterStepUsage(0, true, 9_000_000, 3<<20),
+		}}
+}
+
+// clusterStepUsage is the usage of step of job 101: one task on gpu01
+// that used user microseconds of CPU and rss bytes.
+func clusterStepUsage(step uint32, final bool, user, rss uint64) api.StepUsage {
+	return api.StepUsage{JobID: 101, StepID: step, UserID: 1000, Nodes: 1, Tasks: 1, Final: final, UserUsec: user,
+		CPU: one(user, "gpu01"), RSS: one(rss, "gpu01"), VMSize: one(rss, "gpu01")}
 }
 
 // runClusters runs sacct as root against c.
@@ -170,12 +222,48 @@ func TestClusters(t *testing.T) {
 		})
 	}
 
-	t.Run("steps stay with their cluster", func(t *testing.T) {
-		r := runClusters(t, newClustersAPI(t), "-M", "all", "-j", "101", "-P", "-o", "Cluster,JobID,JobName,State")
+	t.Run("steps and usage stay with their cluster", func(t *testing.T) {
+		c := newClustersAPI(t)
+		r := runClusters(t, c, "-M", "all", "-j", "101", "-P", "-o", "Cluster,JobID,JobName,State,TotalCPU,MaxRSS")
 		if r.code != 0 || r.errOut != "" {
 			t.Fatalf("exit %d, stderr %q", r.code, r.errOut)
 		}
 		golden(t, "clusters-all", r.out)
+		// Tide's own are not asked of the store: its controller serves
+		// them with their running values.
+		if want := []string{"gpu-b[101]"}; !cmp.Equal(c.usageAsks, want) {
+			t.Errorf("ClusterUsage asked %q, want %q", c.usageAsks, want)
+		}
+	})
+	t.Run("job rows' CPU times with -X", func(t *testing.T) {
+		c := newClustersAPI(t)
+		r := runClusters(t, c, "-M", "all", "-j", "90,101", "-X", "-P", "-n", "-o", "Cluster,JobID,TotalCPU")
+		want := "gpu-b|90|00:00:00\ngpu-b|101|00:00:09\ntide|90|00:00:00\ntide|101|00:00:04\n"
+		if r.code != 0 || r.out != want || r.errOut != "" {
+			t.Errorf("exit %d, out %q (stderr %q), want %q", r.code, r.out, r.errOut, want)
+		}
+		if want := []string{"gpu-b[90 101]"}; !cmp.Equal(c.usageAsks, want) {
+			t.Errorf("ClusterUsage asked %q, want %q", c.usageAsks, want)
+		}
+	})
+	t.Run("a controller that does not serve other clusters' usage", func(t *testing.T) {
+		c := newClustersAPI(t)
+		c.usageErr = api.Errorf(api.ErrNotFound, "the controller does not serve the usage of cluster gpu-b")
+		r := runClusters(t, c, "-M", "all", "-j", "101", "-P", "-n", "-o", "Cluster,JobID,TotalCPU,MaxRSS")
+		want := "gpu-b|101|00:00:00|\ngpu-b|101.batch|00:00:00|\ngpu-b|101.0|00:00:00|\n" +
+			"tide|101|00:00:04|\ntide|101.batch|00:00:01|2M\ntide|101.0|00:00:04|1M\n"
+		if r.code != 0 || r.out != want || r.errOut != "" {
+			t.Errorf("exit %d, out %q (stderr %q), want %q", r.code, r.out, r.errOut, want)
+		}
+	})
+	t.Run("a failed read of other clusters' usage", func(t *testing.T) {
+		c := newClustersAPI(t)
+		c.usageErr = api.Errorf(api.ErrInternal, "query usage: connection refused")
+		r := runClusters(t, c, "-M", "all", "-j", "101", "-P", "-o", "Cluster,JobID,TotalCPU")
+		if wantErr := "load job usage of cluster gpu-b: query usage: connection refused"; r.code != 1 || r.out != "" ||
+			!strings.Contains(r.errOut, wantErr) {
+			t.Errorf("exit %d, out %q, stderr %q; want exit 1 with %q", r.code, r.out, r.errOut, wantErr)
+		}
 	})
 	t.Run("json", func(t *testing.T) {
 		r := runClusters(t, newClustersAPI(t), "-M", "all", "-j", "101", "--json")

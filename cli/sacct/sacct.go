@@ -121,7 +121,7 @@ func (o *Options) Run(ctx context.Context) error {
 		}
 		cluster = info.Name
 	}
-	// Steps and usage are the controller's own cluster's (clusters.go).
+	// Steps and usage are each cluster's own (clusters.go).
 	own := scope.ownJobs(jobs)
 	stepMap, err := o.loadSteps(ctx, c, own)
 	if err != nil {
@@ -141,12 +141,16 @@ func (o *Options) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	otherUsage, err := o.loadClusterUsage(ctx, c, scope, jobs) // clusters.go
+	if err != nil {
+		return err
+	}
 	var rows []row
 	for i := range jobs {
 		j := &jobs[i]
 		steps, usage := stepsOf(j), ownUsage
 		if !scope.own(j) {
-			usage = nil
+			usage = otherUsage[j.Cluster]
 		}
 		only := q.only[strconv.FormatUint(j.ID, 10)]
 		if only == nil {

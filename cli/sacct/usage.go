@@ -47,7 +47,8 @@ func (x *usageIndex) of(job uint64, step uint32) *api.StepUsage {
 	return x.step[stepKey{job, step}]
 }
 
-// loadUsage fetches the usage of the steps of the jobs that started.
+// loadUsage fetches the usage of the steps of the jobs that started,
+// jobs of the controller's own cluster.
 func loadUsage(ctx context.Context, c cmdutil.API, jobs []api.Job) (*usageIndex, error) {
 	ul, ok := c.(usageLister)
 	if !ok {
@@ -69,13 +70,18 @@ func loadUsage(ctx context.Context, c cmdutil.API, jobs []api.Job) (*usageIndex,
 		}
 		return nil, fmt.Errorf("load job usage: %w", err)
 	}
+	return newUsageIndex(list), nil
+}
+
+// newUsageIndex indexes the usage of one cluster's steps.
+func newUsageIndex(list []api.StepUsage) *usageIndex {
 	x := &usageIndex{step: make(map[stepKey]*api.StepUsage, len(list)), job: map[uint64][]*api.StepUsage{}}
 	for i := range list {
 		u := &list[i]
 		x.step[stepKey{u.JobID, u.StepID}] = u
 		x.job[u.JobID] = append(x.job[u.JobID], u)
 	}
-	return x, nil
+	return x
 }
 
 // jobCPU sums, for a job row, the CPU times of the job's ended steps,

@@ -141,6 +141,10 @@ type StepUsage struct {
 // UsageList answers GET /api/v1/accounting/usage.
 type UsageList struct {
 	Usage []StepUsage `json:"usage"`
+	// Cluster names the other cluster whose usage this is when the
+	// request asked for one (&cluster=), so that a client can tell it
+	// from the answer of a controller that ignores the parameter.
+	Cluster string `json:"cluster,omitempty"`
 }
 
 // SummarizeUsage sums the node reports of one step (same JobID and
