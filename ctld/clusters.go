@@ -54,7 +54,24 @@ func (s *Server) queryAccounting(ctx context.Context, f api.JobFilter) ([]api.Jo
 			jobs[i].Cluster = s.cl.ClusterName
 		}
 	}
+	s.livePendingReasons(jobs)
 	return jobs, nil
+}
+
+// livePendingReasons gives this cluster's pending jobs in jobs the
+// reasons the last pass gave them: those are not stored (schedulePass).
+func (s *Server) livePendingReasons(jobs []api.Job) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := range jobs {
+		j := &jobs[i]
+		if j.State != api.StatePending || j.Cluster != s.cl.ClusterName {
+			continue
+		}
+		if live := s.jobs[j.ID]; live != nil && live.State == api.StatePending {
+			j.Reason, j.ReasonDetail = live.Reason, live.ReasonDetail
+		}
+	}
 }
 
 // onlyLocal reports whether clusters asks for this controller's cluster
