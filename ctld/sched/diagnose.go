@@ -347,6 +347,7 @@ func (f *Feasibility) Check(spec *api.JobSpec) (ok bool, why string) {
 	// The pass outlives the check: it keeps neither the submission (its
 	// script and environment) nor every --constraint ever parsed.
 	f.p.req.Job = nil
+	f.p.feasJob = api.Job{}
 	if len(f.p.chain.constraints) > maxFeasibilityConstraints {
 		f.p.chain.constraints = nil
 	}
@@ -359,7 +360,10 @@ const maxFeasibilityConstraints = 256
 
 // feasible is Check on a pass at full capacity.
 func (p *pass) feasible(spec *api.JobSpec, part *PartitionInfo) (ok bool, why string) {
-	job := &api.Job{JobSpec: *spec}
+	// The pass's own Job: a fresh one was most of a submission's garbage
+	// (api.Job is some 2 KB).
+	job := &p.feasJob
+	*job = api.Job{JobSpec: *spec}
 	if _, detail, ok := p.resolve(job, 0); !ok {
 		return false, detail
 	}

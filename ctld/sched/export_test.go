@@ -1,5 +1,7 @@
 package sched
 
+import "github.com/tide-hpc/tide/ctld/api"
+
 // NoShortcuts makes PolicyBackfill's plan do without the shortcuts of
 // fitruns.go (cached runs, narrow's untouched nodes, the bulk-built
 // plan): every search walks every node's plan, as it does for requests
@@ -32,3 +34,14 @@ func NoTail() (restore func()) {
 
 // TailHits is the number of jobs sc's last pass decided by their class.
 func (sc *Scratch) TailHits() int { return sc.tailHits }
+
+// Retained is what f's pass still holds of the last check's submission:
+// the request's job and the pass's own copy of it.
+func (f *Feasibility) Retained() (reqJob *api.Job, script string, env []string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.p == nil {
+		return nil, "", nil
+	}
+	return f.p.req.Job, f.p.feasJob.Script, f.p.feasJob.Environment
+}

@@ -160,3 +160,23 @@ func TestFeasibilityOvercommitMinCPUsTmp(t *testing.T) {
 		})
 	}
 }
+
+// A Feasibility outlives its checks: it must keep nothing of a
+// submission (its script and environment) once a check is done.
+func TestFeasibilityKeepsNoSubmission(t *testing.T) {
+	nodes := []sched.NodeInfo{st.MakeNode("gpu01").GPUs(8).Obj()}
+	part := st.MakePartition("gpu", "gpu01").Obj()
+	f := sched.NewFeasibility(part, nodes, sched.Config{})
+	for _, spec := range []api.JobSpec{
+		{GPUs: 1, Script: "#!/bin/sh\necho secret\n", Environment: []string{"TOKEN=secret"}},
+		{GPUs: 9, Script: "#!/bin/sh\necho secret\n", Environment: []string{"TOKEN=secret"}},
+	} {
+		ok, why := f.Check(&spec)
+		if ok != (spec.GPUs <= 8) {
+			t.Fatalf("Check(%d GPUs) = %v (%s)", spec.GPUs, ok, why)
+		}
+		if job, script, env := f.Retained(); job != nil || script != "" || env != nil {
+			t.Errorf("after a check of %d GPUs the pass holds job %v, script %q, environment %q", spec.GPUs, job != nil, script, env)
+		}
+	}
+}

@@ -3,6 +3,8 @@ package sched
 import (
 	"cmp"
 	"slices"
+
+	"github.com/tide-hpc/tide/ctld/api"
 )
 
 // pass is the working state of one Schedule call: copies of the free
@@ -11,6 +13,8 @@ import (
 type pass struct {
 	cfg   Config
 	chain chain
+	// feasJob is the job a Feasibility check resolves (feasible).
+	feasJob api.Job
 	// classFails holds, per class of the order (tail.go), the failure
 	// that decided its last job.
 	classFails []classFail
