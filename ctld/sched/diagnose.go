@@ -360,7 +360,7 @@ const maxFeasibilityConstraints = 256
 
 // feasible is Check on a pass at full capacity.
 func (p *pass) feasible(spec *api.JobSpec, part *PartitionInfo) (ok bool, why string) {
-	// The pass's own Job: a fresh one was most of a submission's garbage
+	// The pass's own Job: a fresh one was a quarter of a submission's garbage
 	// (api.Job is some 2 KB).
 	job := &p.feasJob
 	*job = api.Job{JobSpec: *spec}
