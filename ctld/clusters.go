@@ -39,10 +39,10 @@ func (s *Server) queryAccounting(ctx context.Context, f api.JobFilter) ([]api.Jo
 	var err error
 	if s.onlyLocal(f.Clusters) {
 		jobs, err = s.store.QueryJobs(ctx, f)
-	} else if cs, ok := s.store.(clusterStore); ok {
-		jobs, err = cs.QueryClusters(ctx, f.Clusters, f)
+	} else if cs, serr := s.sharedStore(); serr != nil {
+		err = serr
 	} else {
-		err = api.Errorf(api.ErrInvalidArgument, "this controller's store holds only cluster %s", s.cl.ClusterName)
+		jobs, err = cs.QueryClusters(ctx, f.Clusters, f)
 	}
 	if err != nil {
 		return nil, storeReadError("query accounting", err)
@@ -74,6 +74,16 @@ func (s *Server) livePendingReasons(jobs []api.Job) {
 	}
 }
 
+// sharedStore is the store as one that reads other clusters' tables,
+// or the error for a store that holds this cluster only.
+func (s *Server) sharedStore() (clusterStore, error) {
+	cs, ok := s.store.(clusterStore)
+	if !ok {
+		return nil, api.Errorf(api.ErrInvalidArgument, "this controller's store holds only cluster %s", s.cl.ClusterName)
+	}
+	return cs, nil
+}
+
 // onlyLocal reports whether clusters asks for this controller's cluster
 // alone (or names none), which its own tables answer.
 func (s *Server) onlyLocal(clusters []string) bool {
@@ -89,9 +99,9 @@ func (s *Server) onlyLocal(clusters []string) bool {
 // -M): read from that cluster's tables of a shared store. The steps of
 // running jobs there are as that cluster's controller last stored them.
 func (s *Server) clusterSteps(ctx context.Context, cluster string, ids []uint64) ([]api.StepRecord, error) {
-	cs, ok := s.store.(clusterStore)
-	if !ok {
-		return nil, api.Errorf(api.ErrInvalidArgument, "this controller's store holds only cluster %s", s.cl.ClusterName)
+	cs, err := s.sharedStore()
+	if err != nil {
+		return nil, err
 	}
 	steps, err := cs.ClusterSteps(ctx, cluster, ids)
 	if err != nil {
@@ -104,9 +114,9 @@ func (s *Server) clusterSteps(ctx context.Context, cluster string, ids []uint64)
 // -M): the node reports stored in that cluster's tables of a shared
 // store, summed per step as listUsage sums this controller's.
 func (s *Server) clusterUsage(ctx context.Context, cluster string, ids []uint64) ([]api.StepUsage, error) {
-	cs, ok := s.store.(clusterStore)
-	if !ok {
-		return nil, api.Errorf(api.ErrInvalidArgument, "this controller's store holds only cluster %s", s.cl.ClusterName)
+	cs, err := s.sharedStore()
+	if err != nil {
+		return nil, err
 	}
 	rows, err := cs.ClusterUsage(ctx, cluster, ids)
 	if err != nil {
