@@ -3,6 +3,8 @@ package ctld
 import (
 	"runtime/debug"
 	rtmetrics "runtime/metrics"
+
+	"github.com/tide-hpc/tide/internal/gcfloor"
 )
 
 // The controller runs with a low GC target (gcPercent) so that its
@@ -11,19 +13,30 @@ import (
 // megabytes of garbage, and a busy controller (a thousand job
 // submissions, launches and completions a second) then spends a tenth of
 // its CPU collecting a heap of a few megabytes. So internal/gcfloor
-// raises the target for small heaps: the next collection comes when the
-// heap reaches max(live × (1 + gcPercent/100), gcFloorBytes).
+// raises the target for small and medium heaps: the next collection
+// comes when the heap reaches max(live × (1 + gcPercent/100),
+// gcFloorBytes, live + min(live, gcHeadroomBytes)).
 //
 // The floor was 12 MiB. A short job costs the controller about 80 KB of
 // allocation, and the finished jobs it keeps for min_job_age (3.4 KB
 // each) grow the live set towards the floor: after a few thousand jobs
 // a collection came every 2 MiB, 15 of them per thousand jobs, a tenth
-// of the controller's CPU again. At 32 MiB they are a handful; a heap
-// large enough for gcPercent to decide (23 MiB live and more, some
-// 7,000 kept jobs) is not affected.
+// of the controller's CPU again. At 32 MiB they are a handful.
+//
+// The headroom: at 2,000 nodes and a backlog of a few tens of thousands
+// of jobs (a live heap of 100–200 MB) a storm of submissions collected
+// every 40–80 MB, twice a second, and each collection marks the whole
+// live set: 13–14 % of the controller's CPU. Up to gcHeadroomBytes such
+// a heap now gathers as much garbage as it holds (Go's default), which
+// costs at most that much memory, and nothing once the live heap passes
+// 320 MiB (100,000 pending jobs: some 450 MB, where gcPercent decides
+// and the RSS target is).
+var gcTarget = gcfloor.Target{Percent: gcPercent, Floor: gcFloorBytes, Headroom: gcHeadroomBytes}
+
 const (
-	gcPercent    = 40
-	gcFloorBytes = 32 << 20
+	gcPercent       = 40
+	gcFloorBytes    = 32 << 20
+	gcHeadroomBytes = 128 << 20
 )
 
 // idleReturnBytes is how much free heap the runtime may keep before the

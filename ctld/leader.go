@@ -158,7 +158,7 @@ func prepareController(cl *Cluster) (string, error) {
 		// The controller's heap is mostly long-lived job records; a lower
 		// GC target keeps its memory near the live set (10,000 pending
 		// jobs fit in well under 50 MiB) for a little more GC CPU.
-		gcfloor.Start(gcPercent, gcFloorBytes)
+		gcfloor.Start(gcTarget)
 	}
 	if err := os.MkdirAll(cl.StateDir, 0o700); err != nil {
 		return "", fmt.Errorf("create state dir: %w", err)

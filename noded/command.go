@@ -47,7 +47,7 @@ func NewCommand() *cobra.Command {
 				// target collected it after every 2-3 MB of garbage: 19
 				// times per thousand short jobs, 7 % of its CPU. The floor
 				// makes that a few (memory: at most the floor).
-				gcfloor.Start(100, tidedGCFloorBytes)
+				gcfloor.Start(gcfloor.Target{Percent: 100, Floor: tidedGCFloorBytes})
 			}
 			if ec, on, err := emulateFromFlags(cmd.Flags()); err != nil || on {
 				if err != nil {
