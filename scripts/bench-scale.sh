@@ -189,14 +189,19 @@ echo "idle_rss_mb $(rss_mb "$CTLD_PID")" | record
 t0=$(nowns)
 "$BS" submit -n "$NODES" -clients 16 -gpus "$GPUS" -emulate inf -workdir "$WORK/jobs" >/dev/null
 "$BS" wait-running -n "$NODES" -since "$t0" | sed 's/^running_s/fill_running_s/' | record
-sub_prof=
-if [ -n "${BENCH_PROFILE_SUBMIT:-}" ]; then
-  # The controller's CPU profile from the first sustained submissions
-  # on, over BENCH_WINDOW (the backlog's submissions follow them).
-  curl -sS --unix-socket "$WORK/ctld.sock" -o "$BENCH_PROFILE_SUBMIT" \
-    "http://tidectld/debug/pprof/profile?seconds=${WINDOW%s}" &
-  sub_prof=$!
-fi
+# profile_start FILE: the controller's CPU profile over BENCH_WINDOW
+# into FILE (nothing without FILE; operator access: root over the unix
+# socket), in the background; profile_wait waits for it.
+prof_pid=
+profile_start() {
+  prof_pid=
+  [ -n "$1" ] || return 0
+  curl -sS --unix-socket "$WORK/ctld.sock" -o "$1" "http://tidectld/debug/pprof/profile?seconds=${WINDOW%s}" &
+  prof_pid=$!
+}
+profile_wait() { [ -z "$prof_pid" ] || wait "$prof_pid" || echo "bench-scale: the CPU profile $1 failed" >&2; }
+# From the first sustained submissions on (the backlog's follow them).
+profile_start "${BENCH_PROFILE_SUBMIT:-}"
 for c in 16 64; do
   "$BS" submit -n "$SUBMIT" -clients "$c" -gpus 1 -emulate 60s -workdir "$WORK/jobs" -pid "$CTLD_PID" \
     ${BENCH_PROFILE_SUBMIT:+-cpuprofile "$BENCH_PROFILE_SUBMIT.client$c"} |
@@ -218,19 +223,12 @@ if [ "$left" -gt 0 ]; then
   "$BS" submit -n "$left" -clients 64 -gpus 1 -emulate 60s -workdir "$WORK/jobs" |
     awk '$1 == "jobs_per_s" { print "backlog_per_s", $2 }' | record
 fi
-[ -z "$sub_prof" ] || wait "$sub_prof" || echo "bench-scale: the submissions' CPU profile failed" >&2
+profile_wait "${BENCH_PROFILE_SUBMIT:-}"
 pending=$("$BIN/squeue" -h -t PD -o %i | wc -l)
 echo "pending $pending" | record
-prof_job=
-if [ -n "${BENCH_PROFILE:-}" ]; then
-  # The controller's CPU profile over the passes' window (operator
-  # access: root over the unix socket).
-  curl -sS --unix-socket "$WORK/ctld.sock" -o "$BENCH_PROFILE" \
-    "http://tidectld/debug/pprof/profile?seconds=${WINDOW%s}" &
-  prof_job=$!
-fi
+profile_start "${BENCH_PROFILE:-}" # over the passes' window
 "$BS" passes -metrics "http://127.0.0.1:$MPORT/metrics" -for "$WINDOW" | record
-[ -z "$prof_job" ] || wait "$prof_job" || echo "bench-scale: the CPU profile failed" >&2
+profile_wait "${BENCH_PROFILE:-}"
 "$BS" time -n 5 -- "$BIN/squeue" | sed 's/^/squeue_/' | record
 "$BS" time -n 5 -- "$BIN/sacct" -a -X -S "$(date -d '-1 hour' +%Y-%m-%dT%H:%M:%S)" | sed 's/^/sacct_/' | record
 echo "rss_mb $(rss_mb "$CTLD_PID")" | record
