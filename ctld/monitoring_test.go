@@ -2,9 +2,11 @@ package ctld
 
 import (
 	"encoding/json"
+	"math"
 	"os"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -370,6 +372,7 @@ func TestMonitoringNamesExportedMetrics(t *testing.T) {
 	if err := dec.Decode(&rules); err != nil {
 		t.Fatalf("etc/prometheus/alerts.yaml: %v", err)
 	}
+	bounds := histogramBounds(t, h.s)
 	var alerts []string
 	for _, g := range rules.Groups {
 		for _, r := range g.Rules {
@@ -382,6 +385,7 @@ func TestMonitoringNamesExportedMetrics(t *testing.T) {
 				t.Errorf("%s: severity %q, want critical, warning or info", where, sev)
 			}
 			check(where, r.Expr)
+			checkQuantileReach(t, where, r.Expr, bounds)
 		}
 	}
 	// Issue 25's alerts: nodes down, XID errors, stuck queue,
@@ -390,5 +394,55 @@ func TestMonitoringNamesExportedMetrics(t *testing.T) {
 		if !slices.Contains(alerts, a) {
 			t.Errorf("alerts.yaml has no %s", a)
 		}
+	}
+}
+
+// histogramBounds gathers the controller's registry and returns, per
+// histogram, the largest finite upper bound of its buckets.
+func histogramBounds(t *testing.T, s *Server) map[string]float64 {
+	t.Helper()
+	fams, err := s.metrics.reg.Gather()
+	if err != nil {
+		t.Fatalf("gather: %v", err)
+	}
+	out := map[string]float64{}
+	for _, f := range fams {
+		for _, m := range f.GetMetric() {
+			for _, b := range m.GetHistogram().GetBucket() {
+				if ub := b.GetUpperBound(); !math.IsInf(ub, 1) {
+					out[f.GetName()] = max(out[f.GetName()], ub)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// quantileAlert matches an alert on a histogram quantile above a
+// threshold: histogram_quantile(q, … NAME_bucket …) > T.
+var quantileAlert = regexp.MustCompile(`histogram_quantile\(.*?([a-z_:]+)_bucket.*\)\s*>\s*([0-9.]+)\s*$`)
+
+// checkQuantileReach fails an alert on a histogram quantile whose
+// threshold is not below the histogram's largest finite bucket:
+// histogram_quantile never reads past that bound (a rank in the +Inf
+// bucket reads as the bound), so such an alert can never fire.
+func checkQuantileReach(t *testing.T, where, expr string, bounds map[string]float64) {
+	t.Helper()
+	m := quantileAlert.FindStringSubmatch(strings.TrimSpace(expr))
+	if m == nil {
+		return
+	}
+	threshold, err := strconv.ParseFloat(m[2], 64)
+	if err != nil {
+		t.Errorf("%s: threshold %q: %v", where, m[2], err)
+		return
+	}
+	top, ok := bounds[m[1]]
+	if !ok {
+		t.Errorf("%s: %s is not a histogram the controller exports with buckets", where, m[1])
+		return
+	}
+	if threshold >= top {
+		t.Errorf("%s: fires above %g but %s's largest bucket is %g: histogram_quantile never reads more, so the alert can never fire", where, threshold, m[1], top)
 	}
 }
