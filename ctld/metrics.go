@@ -47,6 +47,12 @@ type metrics struct {
 // TideSchedulerSlow alert, which could therefore never fire.
 var cycleBuckets = prometheus.ExponentialBuckets(0.0001, math.Sqrt2, 36)
 
+// queueWaitBuckets are tide_job_queue_wait_seconds' buckets: 10 ms to
+// 7.8 days, doubling. Waits of hours and days are ordinary on a busy
+// GPU cluster; the 20 buckets of before ended at 87 minutes, and the
+// dashboard's wait quantiles stopped there.
+var queueWaitBuckets = prometheus.ExponentialBuckets(0.01, 2, 27)
+
 func newMetrics(s *Server) *metrics {
 	m := &metrics{
 		reg: prometheus.NewRegistry(),
@@ -59,7 +65,7 @@ func newMetrics(s *Server) *metrics {
 			Buckets: cycleBuckets}),
 		startDelay: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "tide_job_queue_wait_seconds", Help: "Time from submission to start.",
-			Buckets: prometheus.ExponentialBuckets(0.01, 2, 20)}),
+			Buckets: queueWaitBuckets}),
 		reclaims: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "tide_gpu_reclaims_total",
 			Help: "GPU memory reclaim steps on shared GPUs over their watermark: grow, preempt, stuck."}, []string{"action"}),

@@ -373,6 +373,11 @@ func TestMonitoringNamesExportedMetrics(t *testing.T) {
 		t.Fatalf("etc/prometheus/alerts.yaml: %v", err)
 	}
 	bounds := histogramBounds(t, h.s)
+	// The dashboard's queue-wait quantiles must reach a week's wait,
+	// not stop at the histogram's last bucket.
+	if top := bounds["tide_job_queue_wait_seconds"]; top < 7*24*3600 {
+		t.Errorf("tide_job_queue_wait_seconds' largest bucket is %gs: the dashboard's wait quantiles stop there, short of a week", top)
+	}
 	var alerts []string
 	for _, g := range rules.Groups {
 		for _, r := range g.Rules {
