@@ -195,8 +195,7 @@ func (p *pass) schedule(e *entry, part string, now time.Time, plan *Plan, pol *p
 		}
 		if e.queue >= 0 && need > 0 {
 			if id := p.sh.held(e.queue); id != 0 && id != job.ID {
-				return pend(api.ReasonQuotaExceeded, fmt.Sprintf("queue %s held for starving job %d",
-					p.sh.queues[e.queue].info.Name, id))
+				return pend(api.ReasonQuotaExceeded, p.sh.heldDetail(e.queue, id))
 			}
 		}
 		v := p.sh.admit(e.queue, job.User, need, e.qos)

@@ -449,6 +449,15 @@ func (sh *share) held(qi int) uint64 {
 	return 0
 }
 
+// heldDetail is the message of a job of queue qi kept out by the
+// starving job id that holds the queue's quota: one string for the
+// queue's whole tail, not one formatted per job.
+func (sh *share) heldDetail(qi int, id uint64) string {
+	return sh.detail(detailKey{kind: 7, q: qi, a: int(id)}, func() string {
+		return fmt.Sprintf("queue %s held for starving job %d", sh.queues[qi].info.Name, id)
+	})
+}
+
 // detailKey names one quota message by what it says, so that the many
 // jobs of a deep queue that fail the same way share one string.
 type detailKey struct {
