@@ -52,9 +52,9 @@ wait_empty() { # at most 600 s
   log "queue did not drain"; return 1
 }
 submit_loop() { local i ok=0; for ((i = 0; i < $1; i++)); do sbatch "${@:2}" >/dev/null 2>>"$WORK/sbatch.err" && ok=$((ok + 1)); done; echo "$ok"; }
-submit_par() { # total par args...
+submit_par() { # total par args... (the first total%par clients submit one more)
   local total=$1 par=$2 k; shift 2
-  for ((k = 0; k < par; k++)); do submit_loop $((total / par)) "$@" > "$WORK/ok.$k" & done
+  for ((k = 0; k < par; k++)); do submit_loop $((total / par + (k < total % par))) "$@" > "$WORK/ok.$k" & done
   wait
   cat "$WORK"/ok.* | awk '{s+=$1} END{print s}'; rm -f "$WORK"/ok.*
 }
