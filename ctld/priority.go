@@ -46,7 +46,11 @@ func (s *Server) priorities(f api.JobFilter, c caller) api.PriorityList {
 	// The fair-share input a pass reads: the usage the last pass left
 	// (a pass charges the running jobs up to its own instant first) and
 	// the queues' guarantees.
-	snap := &sched.Snapshot{}
+	// The partitions give each job's maximum limit (MaxLimitAs).
+	snap := &sched.Snapshot{Partitions: make(map[string]*sched.PartitionInfo, len(s.partitions))}
+	for name, p := range s.partitions {
+		snap.Partitions[name] = s.partInfo(p)
+	}
 	if s.fair.u != nil {
 		snap.Usage = s.fair.u.Map()
 	}

@@ -189,3 +189,43 @@ func TestPriorityClient(t *testing.T) {
 		t.Errorf("jobs %+v; want %d (10 minutes) with a higher length factor than %d (an hour)", all.Jobs, a, b)
 	}
 }
+
+// TestPriorityListingMaxLimit: a one-GPU job at its partition's maximum
+// limit is listed with the length of priority_max_limit_as, as the pass
+// orders it; a minute shorter, or two GPUs, keeps its own.
+func TestPriorityListingMaxLimit(t *testing.T) {
+	h := newPriorityHarness(t, privateConfig("jobs"))
+	m := h.s.cl.Scheduler.Priority(h.s.cl.Policy)
+	const maxTime = 2 * 86400
+	h.s.mu.Lock()
+	for _, p := range h.s.partitions {
+		p.MaxTime = maxTime
+	}
+	h.s.mu.Unlock()
+	lengthOf := func(secs float64) float64 {
+		return 1 - math.Log(secs/60)/math.Log(m.LengthRef.Minutes())
+	}
+	want := map[uint64]float64{}
+	for _, tc := range []struct {
+		gpus  int
+		limit int64
+		want  float64
+	}{{1, maxTime, lengthOf(m.MaxLimitAs.Seconds())}, {1, maxTime - 60, lengthOf(maxTime - 60)}, {2, maxTime, lengthOf(maxTime)}} {
+		resp, err := h.submitAs(h.alice, api.JobSpec{Name: "held", GPUs: tc.gpus, TimeLimit: tc.limit, Hold: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[resp.JobID] = tc.want
+	}
+	for _, j := range priorityList(t, h, uidRoot, "").Jobs {
+		if w, ok := want[j.JobID]; ok {
+			if math.Abs(j.Length-w) > 1e-9 {
+				t.Errorf("job %d: length %v, want %v", j.JobID, j.Length, w)
+			}
+			delete(want, j.JobID)
+		}
+	}
+	if len(want) > 0 {
+		t.Errorf("jobs %v not listed", want)
+	}
+}

@@ -44,9 +44,13 @@ type PriorityWeights struct {
 	JobSizeRef int `json:"job_size_ref"`
 }
 
-// Sum is the highest priority the weights allow (every factor 1, nice
-// 0): sprio -n divides the priority by it.
-func (w *PriorityWeights) Sum() float64 { return w.Age + w.Length + w.JobSize + w.Fairshare }
+// Sum is the highest priority the weights allow with every factor in
+// [0, 1] (each at 1 where its weight is positive, 0 where negative;
+// nice 0): sprio -n divides the priority by it. An age past MaxAge
+// (which grows on when the controller says so) can exceed it.
+func (w *PriorityWeights) Sum() float64 {
+	return max(0, w.Age) + max(0, w.Length) + max(0, w.JobSize) + max(0, w.Fairshare)
+}
 
 // JobPriority is one pending job's factors, each in [0, 1], and the
 // priority they sum to: Σ weight × factor − nice.

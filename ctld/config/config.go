@@ -132,9 +132,12 @@ func (c SchedulerConfig) MarshalJSON() ([]byte, error) {
 		PriorityMaxAge     string `json:"priority_max_age"`
 		PriorityLengthRef  string `json:"priority_length_ref"`
 		PriorityDecay      string `json:"priority_decay_half_life"`
+		PriorityMaxLimitAs string `json:"priority_max_limit_as"`
+		PriorityMaxLimit   string `json:"priority_max_limit"`
 		plain
 	}{c.Interval.String(), c.MinInterval.String(), c.StarvationAge.String(), c.BackfillResolution.String(), c.BackfillWindow.String(),
-		c.PriorityMaxAge.String(), c.PriorityLengthRef.String(), c.PriorityDecayHalfLife.String(), plain(c)})
+		c.PriorityMaxAge.String(), c.PriorityLengthRef.String(), c.PriorityDecayHalfLife.String(),
+		c.PriorityMaxLimitAs.String(), c.PriorityMaxLimit.String(), plain(c)})
 }
 
 // SchedulerConfig tunes the scheduling loop.
@@ -185,18 +188,24 @@ type SchedulerConfig struct {
 	BackfillWindow     time.Duration `mapstructure:"backfill_window" json:"-"`
 	// BackfillReserveDepth bounds the blocked jobs a backfill pass
 	// reserves for (Maui's RESERVATIONDEPTH; 0: the policy's default,
-	// every tested job under backfill, 4 under tide); later jobs only
+	// every tested job under backfill, 8 under tide); later jobs only
 	// start where they delay no reservation, and are not counted.
 	BackfillReserveDepth int `mapstructure:"backfill_reserve_depth" json:"backfill_reserve_depth"`
 	// BackfillDepth is the key backfill_max_job_test replaced; set, it
 	// is refused with an error that names its successor.
 	BackfillDepth *int `mapstructure:"backfill_depth" json:"-"`
 	// The multifactor weights of policy tide (sched.Multifactor, Slurm's
-	// PriorityWeight* and PriorityMaxAge): age up to PriorityMaxAge, the
-	// shortness of the time limit up to PriorityLengthRef, job size
-	// (fewer GPUs) up to PriorityJobSizeRef GPUs, and fair share.
+	// PriorityWeight* and PriorityMaxAge): age up to PriorityMaxAge (and
+	// PriorityAgeAfterMax of that slope beyond), the shortness of the
+	// time limit up to PriorityLengthRef (a narrow job at its partition's
+	// maximum counted as PriorityMaxLimitAs), job size (fewer GPUs up to
+	// PriorityJobSizeRef GPUs; a negative weight favours wide jobs), and
+	// fair share.
 	PriorityWeightAge       float64       `mapstructure:"priority_weight_age" json:"priority_weight_age"`
 	PriorityMaxAge          time.Duration `mapstructure:"priority_max_age" json:"-"`
+	PriorityAgeAfterMax     float64       `mapstructure:"priority_age_after_max" json:"priority_age_after_max"`
+	PriorityMaxLimitAs      time.Duration `mapstructure:"priority_max_limit_as" json:"-"`
+	PriorityMaxLimit        time.Duration `mapstructure:"priority_max_limit" json:"-"`
 	PriorityWeightLength    float64       `mapstructure:"priority_weight_length" json:"priority_weight_length"`
 	PriorityLengthRef       time.Duration `mapstructure:"priority_length_ref" json:"-"`
 	PriorityWeightJobSize   float64       `mapstructure:"priority_weight_job_size" json:"priority_weight_job_size"`
@@ -254,7 +263,8 @@ func (c SchedulerConfig) Priority(p sched.Policy) *sched.Multifactor {
 		return nil
 	}
 	m := sched.DefaultMultifactor
-	m.AgeWeight, m.MaxAge = c.PriorityWeightAge, c.PriorityMaxAge
+	m.AgeWeight, m.MaxAge, m.AgeAfterMax = c.PriorityWeightAge, c.PriorityMaxAge, c.PriorityAgeAfterMax
+	m.MaxLimitAs, m.MaxLimit = c.PriorityMaxLimitAs, c.PriorityMaxLimit
 	m.LengthWeight, m.LengthRef = c.PriorityWeightLength, c.PriorityLengthRef
 	m.SizeWeight, m.SizeRef = c.PriorityWeightJobSize, c.PriorityJobSizeRef
 	m.FairshareWeight = c.PriorityWeightFairshare
@@ -271,10 +281,23 @@ func (c SchedulerConfig) validatePriority(bad func(string, ...any)) {
 		key string
 		v   float64
 	}{{"priority_weight_age", c.PriorityWeightAge}, {"priority_weight_length", c.PriorityWeightLength},
-		{"priority_weight_job_size", c.PriorityWeightJobSize}, {"priority_weight_fairshare", c.PriorityWeightFairshare}} {
+		{"priority_weight_fairshare", c.PriorityWeightFairshare}} {
 		if !(w.v >= 0 && w.v <= maxPriorityWeight) {
 			bad("scheduler.%s: %v is not between 0 and %g", w.key, w.v, float64(maxPriorityWeight))
 		}
+	}
+	// The size weight may be negative: it then favours wide jobs.
+	if w := c.PriorityWeightJobSize; !(w >= -maxPriorityWeight && w <= maxPriorityWeight) {
+		bad("scheduler.priority_weight_job_size: %v is not between %g and %g", w, -float64(maxPriorityWeight), float64(maxPriorityWeight))
+	}
+	if a := c.PriorityAgeAfterMax; !(a >= 0 && a <= 1) {
+		bad("scheduler.priority_age_after_max: %v is not between 0 and 1", a)
+	}
+	if d := c.PriorityMaxLimitAs; d != 0 && (d < time.Minute || d > 365*24*time.Hour) {
+		bad("scheduler.priority_max_limit_as: %s is not 0 (off) or between 1m and 8760h (a year)", d)
+	}
+	if d := c.PriorityMaxLimit; d < time.Minute || d > 365*24*time.Hour {
+		bad("scheduler.priority_max_limit: %s is not between 1m and 8760h (a year)", d)
 	}
 	if d := c.PriorityMaxAge; d < time.Minute || d > 365*24*time.Hour {
 		bad("scheduler.priority_max_age: %s is not between 1m and 8760h (a year)", d)
@@ -430,6 +453,8 @@ func Default() Config {
 			BackfillMaxJobTest: sched.DefaultBackfillMaxJobTest, BackfillResolution: sched.DefaultBackfillResolution,
 			BackfillWindow:    sched.DefaultBackfillWindow,
 			PriorityWeightAge: sched.DefaultMultifactor.AgeWeight, PriorityMaxAge: sched.DefaultMultifactor.MaxAge,
+			PriorityAgeAfterMax: sched.DefaultMultifactor.AgeAfterMax, PriorityMaxLimitAs: sched.DefaultMultifactor.MaxLimitAs,
+			PriorityMaxLimit:     sched.DefaultMultifactor.MaxLimit,
 			PriorityWeightLength: sched.DefaultMultifactor.LengthWeight, PriorityLengthRef: sched.DefaultMultifactor.LengthRef,
 			PriorityWeightJobSize: sched.DefaultMultifactor.SizeWeight, PriorityJobSizeRef: sched.DefaultMultifactor.SizeRef,
 			PriorityWeightFairshare: sched.DefaultMultifactor.FairshareWeight, PriorityDecayHalfLife: DefaultPriorityDecayHalfLife},
@@ -499,6 +524,9 @@ func Parse(r io.Reader) (Config, error) {
 		"scheduler.backfill_window":           def.Scheduler.BackfillWindow,
 		"scheduler.priority_weight_age":       def.Scheduler.PriorityWeightAge,
 		"scheduler.priority_max_age":          def.Scheduler.PriorityMaxAge,
+		"scheduler.priority_age_after_max":    def.Scheduler.PriorityAgeAfterMax,
+		"scheduler.priority_max_limit_as":     def.Scheduler.PriorityMaxLimitAs,
+		"scheduler.priority_max_limit":        def.Scheduler.PriorityMaxLimit,
 		"scheduler.priority_decay_half_life":  def.Scheduler.PriorityDecayHalfLife,
 		"scheduler.priority_weight_length":    def.Scheduler.PriorityWeightLength,
 		"scheduler.priority_length_ref":       def.Scheduler.PriorityLengthRef,

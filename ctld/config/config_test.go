@@ -333,6 +333,9 @@ func TestPriorityConfig(t *testing.T) {
 	set := def
 	set.AgeWeight, set.MaxAge, set.LengthWeight, set.LengthRef = 10, 2*time.Hour, 20, 48*time.Hour
 	set.SizeWeight, set.SizeRef, set.FairshareWeight = 5, 16, 0
+	set.AgeAfterMax, set.MaxLimitAs, set.MaxLimit = 0.5, 2*time.Hour, 48*time.Hour
+	off := def
+	off.AgeAfterMax, off.MaxLimitAs, off.SizeWeight = 0, 0, -3
 	tests := []struct {
 		name string
 		yaml string
@@ -342,11 +345,17 @@ func TestPriorityConfig(t *testing.T) {
 		{name: "tide defaults", yaml: "scheduler: {policy: tide}", want: &def},
 		{name: "other policies have none", yaml: "scheduler: {policy: backfill, priority_weight_age: 7}"},
 		{name: "set", yaml: "scheduler: {policy: tide, priority_weight_age: 10, priority_max_age: 2h, priority_weight_length: 20, " +
-			"priority_length_ref: 48h, priority_weight_job_size: 5, priority_job_size_ref: 16, priority_weight_fairshare: 0}", want: &set},
+			"priority_length_ref: 48h, priority_weight_job_size: 5, priority_job_size_ref: 16, priority_weight_fairshare: 0, " +
+			"priority_age_after_max: 0.5, priority_max_limit_as: 2h, priority_max_limit: 48h}", want: &set},
+		{name: "capped age, limits at their word, wide jobs first", yaml: "scheduler: {policy: tide, priority_age_after_max: 0, " +
+			"priority_max_limit_as: 0, priority_weight_job_size: -3}", want: &off},
 		{name: "out of bounds", yaml: "scheduler: {policy: tide, priority_weight_age: -1, priority_weight_length: 2e6, priority_max_age: 10s, " +
-			"priority_length_ref: 9000h, priority_job_size_ref: 1}",
+			"priority_length_ref: 9000h, priority_job_size_ref: 1, priority_weight_job_size: -2e6, priority_age_after_max: 1.5, " +
+			"priority_max_limit_as: 10s, priority_max_limit: 0s}",
 			errs: []string{"scheduler.priority_weight_age: -1 is not between 0 and 1e+06", "scheduler.priority_weight_length: 2e+06",
-				"scheduler.priority_max_age: 10s", "scheduler.priority_length_ref: 9000h0m0s", "scheduler.priority_job_size_ref: 1 is not"}},
+				"scheduler.priority_max_age: 10s", "scheduler.priority_length_ref: 9000h0m0s", "scheduler.priority_job_size_ref: 1 is not",
+				"scheduler.priority_weight_job_size: -2e+06 is not between -1e+06 and 1e+06", "scheduler.priority_age_after_max: 1.5 is not between 0 and 1",
+				"scheduler.priority_max_limit_as: 10s is not 0 (off)", "scheduler.priority_max_limit: 0s is not between"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

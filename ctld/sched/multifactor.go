@@ -15,16 +15,19 @@ import (
 //		priority = AgeWeight × age + LengthWeight × length + SizeWeight × size
 //		         + FairshareWeight × fairshare − nice
 //
-//	  - age: the time the job has waited eligible over MaxAge, capped at
-//	    1 (Slurm's PriorityMaxAge): a job that waited MaxAge outranks every
-//	    younger job whose other factors sum to less than AgeWeight, which
-//	    bounds how long a long job can be passed by short ones.
+//	  - age: the time the job has waited eligible over MaxAge up to 1
+//	    (Slurm's PriorityMaxAge), growing on at AgeAfterMax of that slope
+//	    beyond: a job that waited MaxAge outranks every younger job whose
+//	    other factors sum to less than AgeWeight, which bounds how long a
+//	    long job can be passed by short ones.
 //	  - length: how short the job's time limit is, on a log scale: 1 for a
 //	    limit of a minute or less, 0 at LengthRef or more (or no limit).
 //	    This is shortest-job-first on the users' own estimates: it cuts
 //	    the mean wait the most, and it rewards a limit close to the real
 //	    run time (an inflated limit waits longer), where EASY backfill
-//	    alone rewards it only when the job can slip into a hole.
+//	    alone rewards it only when the job can slip into a hole. A narrow
+//	    job (one GPU or less) at its partition's maximum limit counts as
+//	    one of MaxLimitAs (see there).
 //	  - size: how few GPUs the job asks for (Slurm's PriorityFavorSmall
 //	    job size; a CPU-only job counts its CPUs over CPUsPerGPU), on a
 //	    log scale: 1 for one GPU, 0 at SizeRef GPUs or more.
@@ -36,17 +39,39 @@ import (
 //	    that used exactly its share scores 0.5, an idle one 1. Without
 //	    Snapshot.Usage the factor is 0.5 for everyone (it orders nothing).
 //
-// Ties go to the earlier submission, then the lower id. A held job is
+// Every factor is in [0, 1] except age past MaxAge. Ties go to the
+// earlier submission, then the lower id. A held job is
 // never ordered (the held gate). Multifactor orders passes without
 // queues or classes; with them the queues' rules (order.go) decide.
 type Multifactor struct {
 	AgeWeight float64
 	MaxAge    time.Duration
+	// AgeAfterMax is the share of the age factor's slope that goes on
+	// past MaxAge (0: capped at 1, Slurm's rule). With a cap, in a
+	// backlog where most jobs waited longer than MaxAge the order falls
+	// back to the other factors alone, and the jobs they rank last (long
+	// limits) wait without bound.
+	AgeAfterMax float64
 
 	LengthWeight float64
 	// LengthRef is the time limit whose length factor is 0.
 	LengthRef time.Duration
+	// MaxLimitAs, when above 0, is the limit a narrow job (one GPU or
+	// less by its size) counts as for its length when it asked for its
+	// partition's maximum (MaxTime, or MaxLimit in a partition without
+	// one) or for no limit, if MaxLimitAs is shorter. The maximum is
+	// what users ask for when they do not know (the most popular single
+	// limit in real logs), so it says little about the run time; taken at
+	// its word, it put such jobs behind every shorter limit of a burst of
+	// one-GPU jobs for the whole burst. Wide jobs keep their limit: ranked
+	// earlier, their week-long reservations held whole nodes, and in the
+	// replays that cost more than it gave (docs/simulator.md).
+	MaxLimitAs time.Duration
+	// MaxLimit is the maximum limit in partitions without a MaxTime.
+	MaxLimit time.Duration
 
+	// SizeWeight weighs the size factor; a negative weight favours
+	// wide jobs (Slurm's PriorityFavorSmall=NO).
 	SizeWeight float64
 	// SizeRef is the GPU count whose size factor is 0.
 	SizeRef int
@@ -61,14 +86,20 @@ type Multifactor struct {
 // from trace replays (docs/simulator.md, "The default policy"): length
 // twice age, so that a short job goes before a long one of the same age,
 // while a job that waited MaxAge goes before a fresh job up to half of
-// the length scale shorter; no job-size weight, because
-// favouring few GPUs made the p99 wait of 5-8-GPU jobs worse than under
-// EASY in those replays.
+// the length scale shorter, and a quarter of the age slope after that;
+// a narrow job at the maximum limit ordered as one of 8 hours; a small
+// weight for wide jobs, because the one-GPU jobs passed them (favouring
+// few GPUs instead made the p99 wait of 5-8-GPU jobs worse than under
+// EASY).
 var DefaultMultifactor = Multifactor{
 	AgeWeight:       1500,
 	MaxAge:          12 * time.Hour,
+	AgeAfterMax:     0.25,
 	LengthWeight:    3000,
 	LengthRef:       8 * 7 * 24 * time.Hour,
+	MaxLimitAs:      8 * time.Hour,
+	MaxLimit:        7 * 24 * time.Hour,
+	SizeWeight:      -400,
 	SizeRef:         64,
 	FairshareWeight: 500,
 }
@@ -80,8 +111,10 @@ var DefaultMultifactor = Multifactor{
 // Alibaba 2023 replays a job that asked for the 7-day maximum fitted
 // before none of hundreds of reservations, so such jobs (and CPU-only
 // jobs, which the test limit then left untested) waited far longer than
-// under EASY (docs/simulator.md, "The default policy").
-const DefaultTideReserveDepth = 4
+// under EASY (docs/simulator.md, "The default policy"). Depth 4 did as
+// well before narrow jobs at the maximum limit were ordered as shorter
+// ones (MaxLimitAs); with that, 8 kept wide jobs' p99 closer to EASY's.
+const DefaultTideReserveDepth = 8
 
 // Resolved returns c as a pass runs it: PolicyTide is PolicyBackfill
 // in the multifactor order (DefaultMultifactor unless c.Priority says)
@@ -108,9 +141,10 @@ type Factors struct {
 }
 
 // Factors computes j's factors at now; fs is the pass's fair-share
-// input (nil: none).
-func (m *Multifactor) Factors(j *api.Job, now time.Time, fs *fairshare) Factors {
-	sc := newScorer(m, fs)
+// input (nil: none), parts the partitions (for their maximum limits;
+// nil: MaxLimit everywhere).
+func (m *Multifactor) Factors(j *api.Job, now time.Time, fs *fairshare, parts map[string]*PartitionInfo) Factors {
+	sc := newScorer(m, fs, parts)
 	return sc.factors(j, now)
 }
 
@@ -120,11 +154,18 @@ func (m *Multifactor) Factors(j *api.Job, now time.Time, fs *fairshare) Factors 
 // logarithms and the fair-share lookup were most of a pass's ordering
 // cost at 100,000 jobs. It computes exactly what Factors does.
 type scorer struct {
-	m  *Multifactor
-	fs *fairshare
+	m     *Multifactor
+	fs    *fairshare
+	parts map[string]*PartitionInfo
 	// lenLog and sizeLog are the logarithms of the references (0 when a
 	// reference is 1 or less: the factor is then 0).
 	lenLog, sizeLog float64
+	// asLength is MaxLimitAs's length factor; part and partMax the last
+	// partition looked up and its maximum limit (seconds).
+	asLength float64
+	part     string
+	partMax  int64
+	havePart bool
 	// The last inputs and outputs.
 	lengths    [16]lengthMemo
 	gpus, size float64
@@ -141,10 +182,13 @@ type lengthMemo struct {
 	ok     bool
 }
 
-func newScorer(m *Multifactor, fs *fairshare) *scorer {
-	sc := &scorer{m: m, fs: fs}
+func newScorer(m *Multifactor, fs *fairshare, parts map[string]*PartitionInfo) *scorer {
+	sc := &scorer{m: m, fs: fs, parts: parts}
 	if ref := m.LengthRef.Minutes(); ref > 1 {
 		sc.lenLog = math.Log(ref)
+	}
+	if m.MaxLimitAs > 0 {
+		sc.asLength = logShortOf(m.MaxLimitAs.Minutes(), sc.lenLog)
 	}
 	if ref := float64(m.SizeRef); ref > 1 {
 		sc.sizeLog = math.Log(ref)
@@ -160,7 +204,11 @@ func (sc *scorer) factors(j *api.Job, now time.Time) Factors {
 		from = j.SubmitTime
 	}
 	if m.MaxAge > 0 && !from.IsZero() && now.After(from) {
-		f.Age = min(1, float64(now.Sub(from))/float64(m.MaxAge))
+		w := float64(now.Sub(from)) / float64(m.MaxAge)
+		f.Age = min(1, w)
+		if w > 1 && m.AgeAfterMax > 0 {
+			f.Age += m.AgeAfterMax * (w - 1)
+		}
 	}
 	// Limits repeat but interleave (a queue mixes a handful of them): a
 	// small cache by the limit's low bits.
@@ -173,11 +221,15 @@ func (sc *scorer) factors(j *api.Job, now time.Time) Factors {
 		}
 	}
 	f.Length = slot.length
-	if g := m.gpus(&j.JobSpec); !sc.haveSz || sc.gpus != g {
+	g := m.gpus(&j.JobSpec)
+	if !sc.haveSz || sc.gpus != g {
 		sc.gpus, sc.haveSz = g, true
 		sc.size = logShortOf(g, sc.sizeLog)
 	}
 	f.Size = sc.size
+	if sc.asLength > f.Length && g <= 1 && sc.atMax(j) {
+		f.Length = sc.asLength
+	}
 	if !sc.haveFair || sc.account != j.Account {
 		sc.account, sc.haveFair = j.Account, true
 		sc.fair = sc.fs.factor(j.Account)
@@ -188,17 +240,34 @@ func (sc *scorer) factors(j *api.Job, now time.Time) Factors {
 	return f
 }
 
+// atMax reports whether j asked for its partition's maximum limit or
+// for none.
+func (sc *scorer) atMax(j *api.Job) bool {
+	if j.TimeLimit <= 0 || j.TimeLimit == api.Infinite {
+		return true
+	}
+	if !sc.havePart || sc.part != j.Partition {
+		sc.part, sc.havePart = j.Partition, true
+		sc.partMax = int64(sc.m.MaxLimit / time.Second)
+		if p := sc.parts[j.Partition]; p != nil && p.MaxTime > 0 && p.MaxTime != api.Infinite {
+			sc.partMax = p.MaxTime
+		}
+	}
+	return j.TimeLimit == sc.partMax
+}
+
 // FactorsFor returns the factors of jobs at now as a pass over snap
 // computes them (one fair-share input from snap's Usage and Queues), for
 // the controller's priority listing (sprio). A nil job gets zero
 // factors.
 func (m *Multifactor) FactorsFor(jobs []*api.Job, snap *Snapshot, now time.Time) []Factors {
 	var fs *fairshare
+	var parts map[string]*PartitionInfo
 	if snap != nil {
-		fs = newFairshare(snap)
+		fs, parts = newFairshare(snap), snap.Partitions
 	}
 	out := make([]Factors, len(jobs))
-	sc := newScorer(m, fs)
+	sc := newScorer(m, fs, parts)
 	for i, j := range jobs {
 		if j != nil {
 			out[i] = sc.factors(j, now)
@@ -358,10 +427,11 @@ func pendingKeys(dst []pendKey, pending []*api.Job, snap *Snapshot, now time.Tim
 	var sc *scorer
 	if cfg.Priority != nil {
 		var fs *fairshare
+		var parts map[string]*PartitionInfo
 		if snap != nil {
-			fs = newFairshare(snap)
+			fs, parts = newFairshare(snap), snap.Partitions
 		}
-		sc = newScorer(cfg.Priority, fs)
+		sc = newScorer(cfg.Priority, fs, parts)
 	}
 	for _, j := range pending {
 		if j == nil {

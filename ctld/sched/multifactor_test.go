@@ -20,6 +20,18 @@ func TestMultifactorFactors(t *testing.T) {
 	now := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
 	m := DefaultMultifactor
 	m.SizeWeight = 100
+	lengthOf := func(limit time.Duration) float64 {
+		return 1 - math.Log(limit.Minutes())/math.Log(m.LengthRef.Minutes())
+	}
+	week := int64(7 * 24 * 3600)
+	asMax := lengthOf(m.MaxLimitAs)
+	parts := map[string]*PartitionInfo{
+		"short": {Name: "short", MaxTime: 3600},
+		"long":  {Name: "long", MaxTime: 2 * 86400},
+		"open":  {Name: "open", MaxTime: api.Infinite},
+	}
+	inPart := func(j *api.Job, part string) *api.Job { j.Partition = part; return j }
+	cpus := func(j *api.Job, n int) *api.Job { j.GPUs, j.Tasks, j.CPUsPerTask = 0, n, 1; return j }
 	tests := []struct {
 		name                  string
 		job                   *api.Job
@@ -28,16 +40,28 @@ func TestMultifactorFactors(t *testing.T) {
 	}{
 		{name: "fresh one-minute one-GPU job", job: mfJob(1, now, 60, 1), age: 0, length: 1, size: 1},
 		{name: "half aged", job: mfJob(2, now.Add(-m.MaxAge/2), 60, 1), age: 0.5, length: 1, size: 1},
-		{name: "age capped", job: mfJob(3, now.Add(-48*time.Hour), 60, 1), age: 1, length: 1, size: 1},
+		{name: "age past the maximum grows at AgeAfterMax", job: mfJob(3, now.Add(-48*time.Hour), 60, 1), age: 1 + 3*m.AgeAfterMax, length: 1, size: 1},
 		{name: "limit at the reference", job: mfJob(4, now, int64(m.LengthRef/time.Second), 1), length: 0, size: 1},
-		{name: "no limit", job: mfJob(5, now, api.Infinite, 1), length: 0, size: 1},
+		{name: "limit at the reference, 2 GPUs", job: mfJob(4, now, int64(m.LengthRef/time.Second), 2), length: 0, size: 1 - math.Log(2)/math.Log(64)},
+		{name: "no limit, one GPU: as MaxLimitAs", job: mfJob(5, now, api.Infinite, 1), length: asMax, size: 1},
+		{name: "no limit, 8 GPUs", job: mfJob(5, now, api.Infinite, 8), length: 0, size: 0.5},
+		{name: "one GPU at MaxLimit", job: mfJob(11, now, week, 1), length: asMax, size: 1},
+		{name: "a one-CPU job at MaxLimit", job: mfJob(11, now, week, 0), length: asMax, size: 1},
+		{name: "8 CPUs at MaxLimit", job: cpus(mfJob(11, now, week, 0), 8), length: asMax, size: 1},
+		{name: "16 CPUs at MaxLimit", job: cpus(mfJob(11, now, week, 0), 16), length: lengthOf(7 * 24 * time.Hour), size: 1 - math.Log(2)/math.Log(64)},
+		{name: "one GPU a second short of MaxLimit", job: mfJob(12, now, week-1, 1), length: lengthOf(7*24*time.Hour - time.Second), size: 1},
+		{name: "2 GPUs at MaxLimit", job: mfJob(13, now, week, 2), length: lengthOf(7 * 24 * time.Hour), size: 1 - math.Log(2)/math.Log(64)},
+		{name: "one GPU at a partition's MaxTime", job: inPart(mfJob(14, now, 2*86400, 1), "long"), length: asMax, size: 1},
+		{name: "one GPU at MaxLimit below a partition's MaxTime", job: inPart(mfJob(15, now, week, 1), "long"), length: lengthOf(7 * 24 * time.Hour), size: 1},
+		{name: "a MaxTime shorter than MaxLimitAs keeps its length", job: inPart(mfJob(16, now, 3600, 1), "short"), length: lengthOf(time.Hour), size: 1},
+		{name: "an unlimited partition uses MaxLimit", job: inPart(mfJob(17, now, week, 1), "open"), length: asMax, size: 1},
 		{name: "64 GPUs", job: mfJob(6, now, 60, 64), length: 1, size: 0},
 		{name: "8 GPUs", job: mfJob(7, now, 60, 8), length: 1, size: 0.5},
 		{name: "submitted in the future", job: mfJob(8, now.Add(time.Hour), 60, 1), age: 0, length: 1, size: 1},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			f := m.Factors(tc.job, now, nil)
+			f := m.Factors(tc.job, now, nil, parts)
 			for _, c := range []struct {
 				what      string
 				got, want float64
@@ -52,10 +76,17 @@ func TestMultifactorFactors(t *testing.T) {
 			}
 		})
 	}
+	// Without AgeAfterMax the age stops at 1 (Slurm's rule); without
+	// MaxLimitAs the maximum is taken at its word.
+	capped := m
+	capped.AgeAfterMax, capped.MaxLimitAs = 0, 0
+	if f := capped.Factors(mfJob(3, now.Add(-48*time.Hour), week, 1), now, nil, nil); f.Age != 1 || math.Abs(f.Length-lengthOf(7*24*time.Hour)) > 1e-9 {
+		t.Errorf("capped age %v, length %v", f.Age, f.Length)
+	}
 	// Nice lowers the priority point for point.
 	j := mfJob(9, now, 60, 1)
 	j.Nice = 100
-	if d := m.Factors(mfJob(10, now, 60, 1), now, nil).Priority - m.Factors(j, now, nil).Priority; math.Abs(d-100) > 1e-9 {
+	if d := m.Factors(mfJob(10, now, 60, 1), now, nil, nil).Priority - m.Factors(j, now, nil, nil).Priority; math.Abs(d-100) > 1e-9 {
 		t.Errorf("nice 100 lowered the priority by %v", d)
 	}
 }
@@ -138,7 +169,7 @@ func TestSortPendingIsThePassOrder(t *testing.T) {
 		// Scores never increase along the order.
 		m := DefaultMultifactor
 		for i := 1; i < len(sorted); i++ {
-			if a, b := m.Factors(sorted[i-1], now, nil).Priority, m.Factors(sorted[i], now, nil).Priority; a < b {
+			if a, b := m.Factors(sorted[i-1], now, nil, nil).Priority, m.Factors(sorted[i], now, nil, nil).Priority; a < b {
 				t.Fatalf("seed %d: job %d (%v) before job %d (%v)", seed, sorted[i-1].ID, a, sorted[i].ID, b)
 			}
 		}

@@ -88,18 +88,20 @@ func TestScorerMemoSameAsFresh(t *testing.T) {
 	m.SizeWeight = 700
 	snap := &Snapshot{Usage: map[string]float64{"a": 3000, "b": 10}}
 	fs := newFairshare(snap)
+	parts := map[string]*PartitionInfo{"day": {Name: "day", MaxTime: 86400}, "inf": {Name: "inf", MaxTime: api.Infinite}}
 	now := time.Unix(1_800_000_000, 0)
 	rng := rand.New(rand.NewPCG(3, 9))
-	sc := newScorer(&m, fs)
+	sc := newScorer(&m, fs, parts)
 	for i := range 5000 {
 		j := &api.Job{ID: uint64(i), SubmitTime: now.Add(-time.Duration(rng.IntN(86400)) * time.Second)}
-		j.TimeLimit = []int64{0, 60, 76, 60 + 16*60, 3600, 3616, 86400 * 7, api.Infinite, -5}[rng.IntN(9)]
+		j.TimeLimit = []int64{0, 60, 76, 60 + 16*60, 3600, 3616, 86400 * 7, api.Infinite, -5, 86400}[rng.IntN(10)]
 		j.GPUs = rng.IntN(10)
 		j.Tasks = rng.IntN(40)
 		j.Account = []string{"a", "b", "c", ""}[rng.IntN(4)]
 		j.Nice = rng.IntN(3)
-		if got, want := sc.factors(j, now), newScorer(&m, fs).factors(j, now); got != want {
-			t.Fatalf("job %d (limit %d, %d GPUs, account %q): memo gives %+v, fresh %+v", i, j.TimeLimit, j.GPUs, j.Account, got, want)
+		j.Partition = []string{"day", "inf", "", "day"}[rng.IntN(4)]
+		if got, want := sc.factors(j, now), newScorer(&m, fs, parts).factors(j, now); got != want {
+			t.Fatalf("job %d (limit %d, %d GPUs, account %q, partition %q): memo gives %+v, fresh %+v", i, j.TimeLimit, j.GPUs, j.Account, j.Partition, got, want)
 		}
 	}
 }
