@@ -14,7 +14,8 @@ import (
 // TestSprioMultifactor: under the default policy tide (no queues)
 // sprio prints Slurm's multifactor layout from the controller's
 // factors: the job with the shorter time limit has the higher length
-// factor and priority, -w prints the weights in force (the defaults:
+// factor and priority, the job-size column shows (its default weight
+// is negative: wide jobs first), -w prints the weights in force (the defaults:
 // the harness's configuration has its own scheduler settings), --json
 // carries the factors.
 func TestSprioMultifactor(t *testing.T) {
@@ -29,7 +30,7 @@ func TestSprioMultifactor(t *testing.T) {
 		t.Fatalf("sprio: exit %d: %s%s", r.code, r.out, r.err)
 	}
 	lines := strings.Split(strings.TrimSpace(r.out), "\n")
-	if got, want := strings.Fields(lines[0]), []string{"JOBID", "PARTITION", "PRIORITY", "SITE", "AGE", "FAIRSHARE", "LENGTH"}; strings.Join(got, " ") != strings.Join(want, " ") {
+	if got, want := strings.Fields(lines[0]), []string{"JOBID", "PARTITION", "PRIORITY", "SITE", "AGE", "FAIRSHARE", "JOBSIZE", "LENGTH"}; strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Fatalf("header %v, want %v:\n%s", got, want, r.out)
 	}
 	prio := map[string]int{}
@@ -46,7 +47,7 @@ func TestSprioMultifactor(t *testing.T) {
 	}
 
 	r = c.cli("sprio", "-w", "-h")
-	if f := strings.Fields(r.out); r.code != 0 || strings.Join(f, " ") != "Weights 1 1500 500 3000" {
+	if f := strings.Fields(r.out); r.code != 0 || strings.Join(f, " ") != "Weights 1 1500 500 -400 3000" {
 		t.Errorf("sprio -w -h: exit %d, %q; want the weights line of policy tide's defaults", r.code, r.out)
 	}
 
