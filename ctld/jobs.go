@@ -471,6 +471,15 @@ func (s *Server) partInfo(p *api.Partition) *sched.PartitionInfo {
 		NoGPUSlicing: !p.GPUSlicing, GPUMemRatio: p.GPUMemOversubscribe, GPUComputeRatio: p.GPUComputeOversubscribe}
 }
 
+// partInfos is every partition as the core takes it, by name.
+func (s *Server) partInfos() map[string]*sched.PartitionInfo {
+	out := make(map[string]*sched.PartitionInfo, len(s.partitions))
+	for name, p := range s.partitions {
+		out[name] = s.partInfo(p)
+	}
+	return out
+}
+
 // sliceSpec checks a slice request against its partition and turns
 // --gres=shard:N into GPU memory: N × the smallest GPU memory that the
 // partition's nodes report / shards_per_gpu. Whether the slice fits a GPU

@@ -47,10 +47,7 @@ func (s *Server) priorities(f api.JobFilter, c caller) api.PriorityList {
 	// (a pass charges the running jobs up to its own instant first) and
 	// the queues' guarantees.
 	// The partitions give each job's maximum limit (MaxLimitAs).
-	snap := &sched.Snapshot{Partitions: make(map[string]*sched.PartitionInfo, len(s.partitions))}
-	for name, p := range s.partitions {
-		snap.Partitions[name] = s.partInfo(p)
-	}
+	snap := &sched.Snapshot{Partitions: s.partInfos()}
 	if s.fair.u != nil {
 		snap.Usage = s.fair.u.Map()
 	}

@@ -35,10 +35,7 @@ func (s *Server) schedConfig() sched.Config {
 // snapshot builds the scheduler's input from live state. Called with mu
 // held; the jobs are shared read-only with the pure core for the pass.
 func (s *Server) snapshot() *sched.Snapshot {
-	snap := &sched.Snapshot{Partitions: make(map[string]*sched.PartitionInfo, len(s.partitions)), Tree: s.cl.Tree}
-	for name, p := range s.partitions {
-		snap.Partitions[name] = s.partInfo(p)
-	}
+	snap := &sched.Snapshot{Partitions: s.partInfos(), Tree: s.cl.Tree}
 	snap.Nodes = make([]sched.NodeInfo, 0, len(s.nodes))
 	// Every policy reads them: backfill for its reservations, the
 	// others for the blocked job's expected start (squeue --start).
