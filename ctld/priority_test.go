@@ -96,7 +96,7 @@ func TestPriorityListing(t *testing.T) {
 		want := map[string]float64{
 			"age":       float64(waited) / float64(m.MaxAge),
 			"length":    1 - math.Log(float64(20*(i+1)))/math.Log(m.LengthRef.Minutes()),
-			"job size":  1 - math.Log(16)/math.Log(float64(m.SizeRef)),
+			"job size":  max(0, 1-15/float64(m.SizeRef-1)),
 			"fairshare": math.Exp2(-share / 0.5),
 		}
 		got := map[string]float64{"age": j.Age, "length": j.Length, "job size": j.JobSize, "fairshare": j.Fairshare}

@@ -198,8 +198,9 @@ type SchedulerConfig struct {
 	// PriorityWeight* and PriorityMaxAge): age up to PriorityMaxAge (and
 	// PriorityAgeAfterMax of that slope beyond), the shortness of the
 	// time limit up to PriorityLengthRef (a narrow job at its partition's
-	// maximum counted as PriorityMaxLimitAs), job size (fewer GPUs up to
-	// PriorityJobSizeRef GPUs; a negative weight favours wide jobs), and
+	// maximum counted as PriorityMaxLimitAs), job size (fewer GPUs,
+	// linearly up to PriorityJobSizeRef GPUs; a negative weight favours
+	// wide jobs), and
 	// fair share.
 	PriorityWeightAge       float64       `mapstructure:"priority_weight_age" json:"priority_weight_age"`
 	PriorityMaxAge          time.Duration `mapstructure:"priority_max_age" json:"-"`

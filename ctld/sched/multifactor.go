@@ -28,9 +28,9 @@ import (
 //	    alone rewards it only when the job can slip into a hole. A narrow
 //	    job (one GPU or less) at its partition's maximum limit counts as
 //	    one of MaxLimitAs (see there).
-//	  - size: how few GPUs the job asks for (Slurm's PriorityFavorSmall
-//	    job size; a CPU-only job counts its CPUs over CPUsPerGPU), on a
-//	    log scale: 1 for one GPU, 0 at SizeRef GPUs or more.
+//	  - size: how few GPUs the job asks for (Slurm's job size factor; a
+//	    CPU-only job counts its CPUs over CPUsPerGPU), linearly as
+//	    Slurm's: 1 for one GPU (or less), 0 at SizeRef GPUs or more.
 //	  - fairshare: 2^(−usage/share) of the job's account (Slurm's classic
 //	    fair-share formula): usage is the account's share of the decayed
 //	    GPU-time of all accounts (Snapshot.Usage), share its share of the
@@ -73,7 +73,8 @@ type Multifactor struct {
 	// SizeWeight weighs the size factor; a negative weight favours
 	// wide jobs (Slurm's PriorityFavorSmall=NO).
 	SizeWeight float64
-	// SizeRef is the GPU count whose size factor is 0.
+	// SizeRef is the GPU count whose size factor is 0; the factor falls
+	// linearly from 1 at one GPU.
 	SizeRef int
 	// CPUsPerGPU converts a CPU-only job's CPUs into GPUs for its size
 	// (0: 8).
@@ -90,7 +91,9 @@ type Multifactor struct {
 // a narrow job at the maximum limit ordered as one of 8 hours; a small
 // weight for wide jobs, because the one-GPU jobs passed them (favouring
 // few GPUs instead made the p99 wait of 5-8-GPU jobs worse than under
-// EASY).
+// EASY), linear up to a node and more (SizeRef 9): a whole node's job
+// gains on a one-GPU job almost the full weight, where on the log
+// scale up to 64 GPUs it gained half.
 var DefaultMultifactor = Multifactor{
 	AgeWeight:       1500,
 	MaxAge:          12 * time.Hour,
@@ -100,7 +103,7 @@ var DefaultMultifactor = Multifactor{
 	MaxLimitAs:      8 * time.Hour,
 	MaxLimit:        7 * 24 * time.Hour,
 	SizeWeight:      -400,
-	SizeRef:         64,
+	SizeRef:         9,
 	FairshareWeight: 500,
 }
 
@@ -157,9 +160,10 @@ type scorer struct {
 	m     *Multifactor
 	fs    *fairshare
 	parts map[string]*PartitionInfo
-	// lenLog and sizeLog are the logarithms of the references (0 when a
-	// reference is 1 or less: the factor is then 0).
-	lenLog, sizeLog float64
+	// lenLog is the logarithm of LengthRef (0 when it is a minute or
+	// less: the factor is then 0), sizeSpan SizeRef − 1 (0 when SizeRef
+	// is 1 or less: the factor is then 0).
+	lenLog, sizeSpan float64
 	// asLength is MaxLimitAs's length factor; part and partMax the last
 	// partition looked up and its maximum limit (seconds).
 	asLength float64
@@ -190,8 +194,8 @@ func newScorer(m *Multifactor, fs *fairshare, parts map[string]*PartitionInfo) *
 	if m.MaxLimitAs > 0 {
 		sc.asLength = logShortOf(m.MaxLimitAs.Minutes(), sc.lenLog)
 	}
-	if ref := float64(m.SizeRef); ref > 1 {
-		sc.sizeLog = math.Log(ref)
+	if m.SizeRef > 1 {
+		sc.sizeSpan = float64(m.SizeRef - 1)
 	}
 	return sc
 }
@@ -224,7 +228,10 @@ func (sc *scorer) factors(j *api.Job, now time.Time) Factors {
 	g := m.gpus(&j.JobSpec)
 	if !sc.haveSz || sc.gpus != g {
 		sc.gpus, sc.haveSz = g, true
-		sc.size = logShortOf(g, sc.sizeLog)
+		sc.size = 0
+		if sc.sizeSpan > 0 {
+			sc.size = min(1, max(0, 1-(g-1)/sc.sizeSpan))
+		}
 	}
 	f.Size = sc.size
 	if sc.asLength > f.Length && g <= 1 && sc.atMax(j) {

@@ -25,6 +25,7 @@ func TestMultifactorFactors(t *testing.T) {
 	}
 	week := int64(7 * 24 * 3600)
 	asMax := lengthOf(m.MaxLimitAs)
+	sizeOf := func(gpus float64) float64 { return 1 - (gpus-1)/float64(m.SizeRef-1) }
 	parts := map[string]*PartitionInfo{
 		"short": {Name: "short", MaxTime: 3600},
 		"long":  {Name: "long", MaxTime: 2 * 86400},
@@ -42,21 +43,22 @@ func TestMultifactorFactors(t *testing.T) {
 		{name: "half aged", job: mfJob(2, now.Add(-m.MaxAge/2), 60, 1), age: 0.5, length: 1, size: 1},
 		{name: "age past the maximum grows at AgeAfterMax", job: mfJob(3, now.Add(-48*time.Hour), 60, 1), age: 1 + 3*m.AgeAfterMax, length: 1, size: 1},
 		{name: "limit at the reference", job: mfJob(4, now, int64(m.LengthRef/time.Second), 1), length: 0, size: 1},
-		{name: "limit at the reference, 2 GPUs", job: mfJob(4, now, int64(m.LengthRef/time.Second), 2), length: 0, size: 1 - math.Log(2)/math.Log(64)},
+		{name: "limit at the reference, 2 GPUs", job: mfJob(4, now, int64(m.LengthRef/time.Second), 2), length: 0, size: sizeOf(2)},
 		{name: "no limit, one GPU: as MaxLimitAs", job: mfJob(5, now, api.Infinite, 1), length: asMax, size: 1},
-		{name: "no limit, 8 GPUs", job: mfJob(5, now, api.Infinite, 8), length: 0, size: 0.5},
+		{name: "no limit, 8 GPUs", job: mfJob(5, now, api.Infinite, 8), length: 0, size: sizeOf(8)},
 		{name: "one GPU at MaxLimit", job: mfJob(11, now, week, 1), length: asMax, size: 1},
 		{name: "a one-CPU job at MaxLimit", job: mfJob(11, now, week, 0), length: asMax, size: 1},
 		{name: "8 CPUs at MaxLimit", job: cpus(mfJob(11, now, week, 0), 8), length: asMax, size: 1},
-		{name: "16 CPUs at MaxLimit", job: cpus(mfJob(11, now, week, 0), 16), length: lengthOf(7 * 24 * time.Hour), size: 1 - math.Log(2)/math.Log(64)},
+		{name: "16 CPUs at MaxLimit", job: cpus(mfJob(11, now, week, 0), 16), length: lengthOf(7 * 24 * time.Hour), size: sizeOf(2)},
 		{name: "one GPU a second short of MaxLimit", job: mfJob(12, now, week-1, 1), length: lengthOf(7*24*time.Hour - time.Second), size: 1},
-		{name: "2 GPUs at MaxLimit", job: mfJob(13, now, week, 2), length: lengthOf(7 * 24 * time.Hour), size: 1 - math.Log(2)/math.Log(64)},
+		{name: "2 GPUs at MaxLimit", job: mfJob(13, now, week, 2), length: lengthOf(7 * 24 * time.Hour), size: sizeOf(2)},
 		{name: "one GPU at a partition's MaxTime", job: inPart(mfJob(14, now, 2*86400, 1), "long"), length: asMax, size: 1},
 		{name: "one GPU at MaxLimit below a partition's MaxTime", job: inPart(mfJob(15, now, week, 1), "long"), length: lengthOf(7 * 24 * time.Hour), size: 1},
 		{name: "a MaxTime shorter than MaxLimitAs keeps its length", job: inPart(mfJob(16, now, 3600, 1), "short"), length: lengthOf(time.Hour), size: 1},
 		{name: "an unlimited partition uses MaxLimit", job: inPart(mfJob(17, now, week, 1), "open"), length: asMax, size: 1},
 		{name: "64 GPUs", job: mfJob(6, now, 60, 64), length: 1, size: 0},
-		{name: "8 GPUs", job: mfJob(7, now, 60, 8), length: 1, size: 0.5},
+		{name: "8 GPUs", job: mfJob(7, now, 60, 8), length: 1, size: sizeOf(8)},
+		{name: "SizeRef GPUs", job: mfJob(7, now, 60, m.SizeRef), length: 1, size: 0},
 		{name: "submitted in the future", job: mfJob(8, now.Add(time.Hour), 60, 1), age: 0, length: 1, size: 1},
 	}
 	for _, tc := range tests {
