@@ -87,7 +87,8 @@ type Multifactor struct {
 // from trace replays (docs/simulator.md, "The default policy"): length
 // twice age, so that a short job goes before a long one of the same age,
 // while a job that waited MaxAge goes before a fresh job up to half of
-// the length scale shorter, and a quarter of the age slope after that;
+// the length scale shorter, and three tenths of the age slope after
+// that;
 // a narrow job at the maximum limit ordered as one of 8 hours; a small
 // weight for wide jobs, because the one-GPU jobs passed them (favouring
 // few GPUs instead made the p99 wait of 5-8-GPU jobs worse than under
@@ -97,7 +98,7 @@ type Multifactor struct {
 var DefaultMultifactor = Multifactor{
 	AgeWeight:       1500,
 	MaxAge:          12 * time.Hour,
-	AgeAfterMax:     0.25,
+	AgeAfterMax:     0.3,
 	LengthWeight:    3000,
 	LengthRef:       8 * 7 * 24 * time.Hour,
 	MaxLimitAs:      8 * time.Hour,
