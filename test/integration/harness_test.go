@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -209,14 +210,35 @@ type cluster struct {
 	standbys []*standbyCtl
 }
 
+// freePort returns a TCP port of 127.0.0.1 that was free a moment ago
+// and that no earlier call of this process returned: the kernel may hand
+// a port just closed out again, and a test that asked for two ports
+// (api_addr and the cluster's node_addr) then got one port twice.
 func freePort(t *testing.T) int {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	t.Helper()
+	portsMu.Lock()
+	defer portsMu.Unlock()
+	for range 100 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		l.Close()
+		if !portsGiven[port] {
+			portsGiven[port] = true
+			return port
+		}
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	t.Fatal("freePort: 100 ports in a row were handed out before")
+	return 0
 }
+
+// portsGiven are the ports freePort returned.
+var (
+	portsMu    sync.Mutex
+	portsGiven = map[int]bool{}
+)
 
 // newCluster writes configs and starts tidectld plus n tided, waiting
 // until every node is idle. Everything is stopped by PID at cleanup.
