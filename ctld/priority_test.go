@@ -63,7 +63,9 @@ func newPriorityHarness(t *testing.T, config string) *harness {
 }
 
 func TestPriorityListing(t *testing.T) {
-	h := newPriorityHarness(t, privateConfig("jobs"))
+	// A size reference above the jobs' 16 GPUs, so that their size
+	// factor is not 0 and the listing has to carry it.
+	h := newPriorityHarness(t, privateConfig("jobs")+"scheduler: {priority_job_size_ref: 32}\n")
 	all := priorityList(t, h, uidRoot, "")
 	if all.Policy != "tide" || all.Weights == nil || !all.Orders {
 		t.Fatalf("policy %q weights %v orders %v; want tide's multifactor ordering the pass", all.Policy, all.Weights, all.Orders)

@@ -200,8 +200,7 @@ type SchedulerConfig struct {
 	// time limit up to PriorityLengthRef (a narrow job at its partition's
 	// maximum counted as PriorityMaxLimitAs), job size (fewer GPUs,
 	// linearly up to PriorityJobSizeRef GPUs; a negative weight favours
-	// wide jobs), and
-	// fair share.
+	// wide jobs), and fair share.
 	PriorityWeightAge       float64       `mapstructure:"priority_weight_age" json:"priority_weight_age"`
 	PriorityMaxAge          time.Duration `mapstructure:"priority_max_age" json:"-"`
 	PriorityAgeAfterMax     float64       `mapstructure:"priority_age_after_max" json:"priority_age_after_max"`

@@ -88,8 +88,7 @@ type Multifactor struct {
 // twice age, so that a short job goes before a long one of the same age,
 // while a job that waited MaxAge goes before a fresh job up to half of
 // the length scale shorter, and three tenths of the age slope after
-// that;
-// a narrow job at the maximum limit ordered as one of 8 hours; a small
+// that; a narrow job at the maximum limit ordered as one of 8 hours; a small
 // weight for wide jobs, because the one-GPU jobs passed them (favouring
 // few GPUs instead made the p99 wait of 5-8-GPU jobs worse than under
 // EASY), linear up to a node and more (SizeRef 9): a whole node's job
